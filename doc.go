@@ -1,0 +1,10 @@
+// Package chargeonce is the domain vocabulary of a payment system that charges
+// every card payment exactly once.
+//
+// It holds money as int64 minor units with an ISO 4217 currency, the payment
+// intent and its idempotency key, the statuses of orders and payment
+// attempts, the merchant-reference format, and the names that the workflow,
+// the worker and the checkout share (task queue, update, signal, query and
+// search attributes). It imports no infrastructure: Temporal, HTTP and
+// databases live in their own packages and speak this vocabulary.
+package chargeonce

@@ -1,0 +1,101 @@
+package chargeonce_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+)
+
+const testKey = "01a1d96c-e23d-77bf-801e-9df969c1d378"
+
+func TestMerchantReference_RoundTrips(t *testing.T) {
+	ref := chargeonce.MerchantReference("bookstore", 1001, testKey)
+	require.Equal(t, "bookstore-1001-01a1d96ce23d77bf801e9df969c1d378", ref)
+
+	prefix, order, key, err := chargeonce.ParseMerchantReference(ref)
+	require.NoError(t, err)
+	require.Equal(t, "bookstore", prefix)
+	require.Equal(t, int64(1001), order)
+	require.Equal(t, testKey, key)
+}
+
+func TestParseMerchantReference_RefusesMalformed(t *testing.T) {
+	for _, ref := range []string{
+		"",
+		"bookstore-1001",
+		"bookstore-0-01a1d96ce23d77bf801e9df969c1d378",
+		"Bookstore-1001-01a1d96ce23d77bf801e9df969c1d378",
+		"bookstore-1001-01a1d96ce23d77bf801e9df969c1d37",
+		"bookstore-1001-01A1D96CE23D77BF801E9DF969C1D378",
+		"bookstore-99999999999999999999-01a1d96ce23d77bf801e9df969c1d378",
+	} {
+		_, _, _, err := chargeonce.ParseMerchantReference(ref)
+		require.Error(t, err, ref)
+	}
+}
+
+func TestValidReferencePrefix(t *testing.T) {
+	require.True(t, chargeonce.ValidReferencePrefix("bookstore"))
+	require.True(t, chargeonce.ValidReferencePrefix("shop_2"))
+	for _, p := range []string{"", "2shop", "Shop", "book-store", "shop "} {
+		require.False(t, chargeonce.ValidReferencePrefix(p), p)
+	}
+}
+
+func TestPaymentIntent_Validate(t *testing.T) {
+	valid := chargeonce.PaymentIntent{
+		Key:               testKey,
+		OrderID:           1001,
+		Amount:            chargeonce.Money{Minor: 54890, Currency: "TRY"},
+		CardToken:         "tok_visa",
+		CardHash:          chargeonce.HashCardToken("tok_visa"),
+		MerchantReference: chargeonce.MerchantReference("bookstore", 1001, testKey),
+		CreatedAt:         time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
+	}
+	require.NoError(t, valid.Validate())
+
+	withoutToken := valid
+	withoutToken.CardToken = ""
+	require.NoError(t, withoutToken.Validate(), "an intent started by the outbox sweep has only the card hash")
+
+	tests := map[string]func(p *chargeonce.PaymentIntent){
+		"key not a UUID":        func(p *chargeonce.PaymentIntent) { p.Key = "order-1001" },
+		"upper-case key":        func(p *chargeonce.PaymentIntent) { p.Key = strings.ToUpper(testKey) },
+		"order not positive":    func(p *chargeonce.PaymentIntent) { p.OrderID = 0 },
+		"token of another card": func(p *chargeonce.PaymentIntent) { p.CardToken = "tok_mastercard" },
+		"hash missing":          func(p *chargeonce.PaymentIntent) { p.CardHash = "" },
+		"reference missing":     func(p *chargeonce.PaymentIntent) { p.MerchantReference = "" },
+		"creation time missing": func(p *chargeonce.PaymentIntent) { p.CreatedAt = time.Time{} },
+		"amount not positive":   func(p *chargeonce.PaymentIntent) { p.Amount.Minor = -1 },
+		"currency unknown":      func(p *chargeonce.PaymentIntent) { p.Amount.Currency = "ZZZ" },
+	}
+	for name, mutate := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := valid
+			mutate(&p)
+			require.Error(t, p.Validate())
+		})
+	}
+}
+
+func TestHashCardToken_IsHexSHA256AndNeverTheToken(t *testing.T) {
+	h := chargeonce.HashCardToken("tok_visa")
+	require.Len(t, h, 64)
+	require.NotContains(t, h, "tok_visa")
+	require.Equal(t, h, chargeonce.HashCardToken("tok_visa"))
+	require.NotEqual(t, h, chargeonce.HashCardToken("tok_mastercard"))
+}
+
+func TestOrderStatusAfter(t *testing.T) {
+	require.Equal(t, chargeonce.OrderPaid, chargeonce.OrderStatusAfter(chargeonce.AttemptSucceeded))
+	require.Equal(t, chargeonce.OrderPlaced, chargeonce.OrderStatusAfter(chargeonce.AttemptDeclined))
+	require.Equal(t, chargeonce.OrderPlaced, chargeonce.OrderStatusAfter(chargeonce.AttemptAbandoned))
+	require.Equal(t, chargeonce.OrderPaymentPending, chargeonce.OrderStatusAfter(chargeonce.AttemptFailed))
+	require.Equal(t, chargeonce.OrderPaymentPending, chargeonce.OrderStatusAfter(chargeonce.AttemptOpen))
+	require.False(t, chargeonce.AttemptOpen.Terminal())
+	require.True(t, chargeonce.AttemptAbandoned.Terminal())
+}

@@ -1,0 +1,133 @@
+package chargeonce_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+)
+
+func TestParseMoney_ExactMinorUnits(t *testing.T) {
+	tests := []struct {
+		amount, currency string
+		minor            int64
+		decimal          string
+	}{
+		{"548.90", "TRY", 54890, "548.90"},
+		{"548.9", "TRY", 54890, "548.90"},
+		{"548", "TRY", 54800, "548.00"},
+		{"0.01", "TRY", 1, "0.01"},
+		{"1000", "JPY", 1000, "1000"},
+		{"12.345", "KWD", 12345, "12.345"},
+		{"0.001", "BHD", 1, "0.001"},
+		{"007.50", "USD", 750, "7.50"},
+		{"92233720368547758.07", "USD", 9223372036854775807, "92233720368547758.07"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.amount+" "+tt.currency, func(t *testing.T) {
+			m, err := chargeonce.ParseMoney(tt.amount, tt.currency)
+			require.NoError(t, err)
+			require.Equal(t, chargeonce.Money{Minor: tt.minor, Currency: tt.currency}, m)
+			require.Equal(t, tt.decimal, m.Decimal())
+		})
+	}
+}
+
+func TestParseMoney_RefusesInexactOrMalformedAmounts(t *testing.T) {
+	tests := []struct {
+		name, amount, currency string
+		want                   error
+	}{
+		{"too many decimals", "1.2345", "TRY", chargeonce.ErrInvalidAmount},
+		{"decimals on a currency without minor units", "1000.5", "JPY", chargeonce.ErrInvalidAmount},
+		{"zero", "0.00", "TRY", chargeonce.ErrInvalidAmount},
+		{"negative", "-5.00", "TRY", chargeonce.ErrInvalidAmount},
+		{"explicit plus", "+5.00", "TRY", chargeonce.ErrInvalidAmount},
+		{"empty", "", "TRY", chargeonce.ErrInvalidAmount},
+		{"point only", ".", "TRY", chargeonce.ErrInvalidAmount},
+		{"no whole part", ".50", "TRY", chargeonce.ErrInvalidAmount},
+		{"trailing point", "5.", "TRY", chargeonce.ErrInvalidAmount},
+		{"exponent", "1e3", "TRY", chargeonce.ErrInvalidAmount},
+		{"thousands separator", "1,000.00", "TRY", chargeonce.ErrInvalidAmount},
+		{"comma decimal", "548,90", "TRY", chargeonce.ErrInvalidAmount},
+		{"spaces", " 5.00", "TRY", chargeonce.ErrInvalidAmount},
+		{"two points", "1.2.3", "TRY", chargeonce.ErrInvalidAmount},
+		{"overflow", "92233720368547758.08", "USD", chargeonce.ErrInvalidAmount},
+		{"huge", "99999999999999999999999999", "JPY", chargeonce.ErrInvalidAmount},
+		{"unknown currency", "5.00", "ZZZ", chargeonce.ErrInvalidCurrency},
+		{"lower-case currency", "5.00", "try", chargeonce.ErrInvalidCurrency},
+		{"no currency", "5.00", "XXX", chargeonce.ErrInvalidCurrency},
+		{"gold", "5.00", "XAU", chargeonce.ErrInvalidCurrency},
+		{"long code", "5.00", "TRYY", chargeonce.ErrInvalidCurrency},
+		{"empty currency", "5.00", "", chargeonce.ErrInvalidCurrency},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := chargeonce.ParseMoney(tt.amount, tt.currency)
+			require.Error(t, err)
+			require.True(t, errors.Is(err, tt.want), "error %q should wrap %q", err, tt.want)
+		})
+	}
+}
+
+func TestCurrencyDigits_FollowISO4217(t *testing.T) {
+	for code, digits := range map[string]int{"TRY": 2, "USD": 2, "EUR": 2, "JPY": 0, "KRW": 0, "KWD": 3, "BHD": 3, "XOF": 0} {
+		got, err := chargeonce.CurrencyDigits(code)
+		require.NoError(t, err, code)
+		require.Equal(t, digits, got, code)
+	}
+}
+
+func TestNewMoney_RefusesWhatParseMoneyRefuses(t *testing.T) {
+	_, err := chargeonce.NewMoney(0, "TRY")
+	require.ErrorIs(t, err, chargeonce.ErrInvalidAmount)
+	_, err = chargeonce.NewMoney(100, "ZZZ")
+	require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency)
+	m, err := chargeonce.NewMoney(54890, "TRY")
+	require.NoError(t, err)
+	require.Equal(t, "548.90 TRY", m.String())
+}
+
+func FuzzParseMoney_RoundTrips(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"548.90", "TRY"}, {"1000", "JPY"}, {"1.2345", "TRY"}, {"12.345", "KWD"},
+		{"-1", "USD"}, {"", ""}, {"9999999999999999999", "JPY"}, {"0.1", "XXX"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, amount, code string) {
+		m, err := chargeonce.ParseMoney(amount, code)
+		if err != nil {
+			return
+		}
+		if m.Minor <= 0 {
+			t.Fatalf("ParseMoney(%q, %q) accepted a non-positive amount %d", amount, code, m.Minor)
+		}
+		again, err := chargeonce.ParseMoney(m.Decimal(), m.Currency)
+		if err != nil {
+			t.Fatalf("ParseMoney(%q) of its own Decimal %q failed: %v", amount, m.Decimal(), err)
+		}
+		if again != m {
+			t.Fatalf("round trip of %q %s: %+v became %+v", amount, code, m, again)
+		}
+	})
+}
+
+func BenchmarkParseMoney(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := chargeonce.ParseMoney("548.90", "TRY"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMoneyDecimal(b *testing.B) {
+	m := chargeonce.Money{Minor: 54890, Currency: "TRY"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = m.Decimal()
+	}
+}

@@ -1,0 +1,26 @@
+package chargeonce
+
+// TaskQueue is the Temporal task queue that the payment workers poll.
+const TaskQueue = "chargeonce-payments"
+
+// Names of the payment workflow's handlers.
+const (
+	// UpdateCharge asks the workflow for the outcome of the charge; it is
+	// the update of Update-With-Start from the checkout.
+	UpdateCharge = "charge"
+	// SignalProviderEvent tells the workflow that the provider reported a
+	// charge (a webhook), which ends reconciliation early.
+	SignalProviderEvent = "provider-event"
+	// QueryStatus returns the workflow's phase, next check time, number of
+	// checks and last error.
+	QueryStatus = "status"
+)
+
+// Search attributes set by the payment workflow, so that attempts can be
+// found in the Temporal Web UI by order, status, reference and charge.
+const (
+	SearchAttrOrderID           = "OrderId"
+	SearchAttrPaymentStatus     = "PaymentStatus"
+	SearchAttrMerchantReference = "MerchantReference"
+	SearchAttrProviderPaymentID = "ProviderPaymentId"
+)

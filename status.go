@@ -1,0 +1,73 @@
+package chargeonce
+
+// OrderStatus is where an order stands. An order moves placed →
+// payment_pending → paid, and back from payment_pending to placed when its
+// attempt is declined or abandoned, so that another card may be tried.
+type OrderStatus string
+
+// The order statuses.
+const (
+	OrderPlaced         OrderStatus = "placed"
+	OrderPaymentPending OrderStatus = "payment_pending"
+	OrderPaid           OrderStatus = "paid"
+)
+
+// Valid reports whether s is one of the order statuses.
+func (s OrderStatus) Valid() bool {
+	switch s {
+	case OrderPlaced, OrderPaymentPending, OrderPaid:
+		return true
+	}
+	return false
+}
+
+// AttemptStatus is where a payment attempt stands. An attempt is open until
+// it reaches one of the terminal statuses, and a terminal status is never
+// overwritten.
+type AttemptStatus string
+
+// The attempt statuses.
+const (
+	// AttemptOpen: the outcome is not known yet; the key may still be sent.
+	AttemptOpen AttemptStatus = "open"
+	// AttemptSucceeded: the provider holds exactly one successful charge for it.
+	AttemptSucceeded AttemptStatus = "succeeded"
+	// AttemptDeclined: the provider declined the card.
+	AttemptDeclined AttemptStatus = "declined"
+	// AttemptAbandoned: no charge was found before the abandon deadline.
+	AttemptAbandoned AttemptStatus = "abandoned"
+	// AttemptFailed: the provider refused the request as a contract violation,
+	// which is a bug on our side and needs a human.
+	AttemptFailed AttemptStatus = "failed"
+)
+
+// Terminal reports whether s is a final status that nothing may change.
+func (s AttemptStatus) Terminal() bool {
+	switch s {
+	case AttemptSucceeded, AttemptDeclined, AttemptAbandoned, AttemptFailed:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the attempt statuses.
+func (s AttemptStatus) Valid() bool {
+	return s == AttemptOpen || s.Terminal()
+}
+
+// OrderStatusAfter is the status an order takes when its attempt settles
+// with s: paid on success; placed again on decline or abandonment, so that the
+// customer may pay with another card. A failed attempt keeps the order
+// payment_pending: the provider refused our request as a contract violation,
+// so a charge under that key may exist, and only a human may offer the order
+// for payment again.
+func OrderStatusAfter(s AttemptStatus) OrderStatus {
+	switch s {
+	case AttemptSucceeded:
+		return OrderPaid
+	case AttemptDeclined, AttemptAbandoned:
+		return OrderPlaced
+	default:
+		return OrderPaymentPending
+	}
+}
