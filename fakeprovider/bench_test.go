@@ -1,0 +1,73 @@
+package fakeprovider
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The benchmarks call the handler directly, so that they measure the
+// provider rather than the loopback network stack.
+
+func benchPost(b *testing.B, p *Provider, key, body string) int {
+	req := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", sfString(key))
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+func BenchmarkPostCharge(b *testing.B) {
+	b.Run("new key", func(b *testing.B) {
+		p, err := New(Config{})
+		require.NoError(b, err)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			if code := benchPost(b, p, "key-"+strconv.Itoa(i), validBody); code != http.StatusCreated {
+				b.Fatalf("status %d", code)
+			}
+		}
+	})
+	b.Run("replay", func(b *testing.B) {
+		p, err := New(Config{})
+		require.NoError(b, err)
+		require.Equal(b, http.StatusCreated, benchPost(b, p, "key", validBody))
+		b.ReportAllocs()
+		for b.Loop() {
+			if code := benchPost(b, p, "key", validBody); code != http.StatusCreated {
+				b.Fatalf("status %d", code)
+			}
+		}
+	})
+}
+
+func BenchmarkListChargesByReference(b *testing.B) {
+	for _, stored := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("charges=%d", stored), func(b *testing.B) {
+			p, err := New(Config{})
+			require.NoError(b, err)
+			for i := range stored {
+				body := chargeBody(100, "tok_visa", fmt.Sprintf("ref-%06d", i))
+				require.Equal(b, http.StatusCreated, benchPost(b, p, fmt.Sprintf("key-%06d", i), body))
+			}
+			require.Len(b, p.Charges(), stored)
+			path := fmt.Sprintf("/v1/charges?merchant_reference=ref-%06d", stored/2)
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,324 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// ChargeStatus is the result of a charge.
+type ChargeStatus string
+
+// The charge statuses.
+const (
+	ChargeSucceeded ChargeStatus = "succeeded"
+	// ChargeFailed marks a declined charge. Declines create a charge too, so
+	// that reconciliation can tell "declined" from "never arrived".
+	ChargeFailed ChargeStatus = "failed"
+)
+
+// Charge is a charge object as the contract defines it.
+type Charge struct {
+	// ID is ch_000001, ch_000002, … in creation order.
+	ID string `json:"id"`
+	// Object is always "charge".
+	Object string `json:"object"`
+	// Amount is in minor units of Currency, an ISO 4217 code.
+	Amount   int64        `json:"amount"`
+	Currency string       `json:"currency"`
+	Status   ChargeStatus `json:"status"`
+	// DeclineCode says why a failed charge was declined.
+	DeclineCode       string `json:"decline_code,omitempty"`
+	Description       string `json:"description,omitempty"`
+	MerchantReference string `json:"merchant_reference"`
+	IdempotencyKey    string `json:"idempotency_key"`
+	// Created is when processing finished and the charge came to exist.
+	Created time.Time `json:"created"`
+}
+
+// RequestRecord describes one request to the provider API.
+type RequestRecord struct {
+	Time   time.Time `json:"time"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	// Key is the parsed Idempotency-Key, empty when missing or malformed.
+	Key string `json:"key,omitempty"`
+	// Fingerprint is the hex SHA-256 of the canonical body, once it was valid.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Status is the status sent, or 0 when no answer was sent: the request was
+	// dropped, the response was lost, or the client gave up first.
+	Status     int     `json:"status"`
+	Replayed   bool    `json:"replayed"`
+	DurationMS float64 `json:"duration_ms"`
+	// Outcome says what happened, in the words of the log line.
+	Outcome string `json:"outcome"`
+	// Detail is the problem detail sent with an error answer.
+	Detail string `json:"detail,omitempty"`
+	// ChargeID is the charge the request created, replayed or read.
+	ChargeID string `json:"charge_id,omitempty"`
+}
+
+// Outcomes: the messages of the request log lines and RequestRecord.Outcome.
+const (
+	outcomeCreated         = "charge created"
+	outcomeDeclined        = "card declined"
+	outcomeReplayed        = "replayed stored response for key"
+	outcomeInFlight        = "request still in flight for key"
+	outcomeKeyReused       = "idempotency key reused with a different body"
+	outcomeBadKey          = "rejected malformed idempotency key"
+	outcomeBadRequest      = "rejected invalid request"
+	outcomeClientGone      = "client gave up; charge continues in the background"
+	outcomeLost            = "response lost after charge"
+	outcomeDropped         = "dropped request"
+	outcomeDroppedTimeout  = "dropped request answered with gateway timeout"
+	outcomeRateLimited     = "rate limited request"
+	outcomeInjectedError   = "injected provider error; nothing processed"
+	outcomeShuttingDown    = "refused charge during shutdown"
+	outcomeChargeFound     = "charge found"
+	outcomeChargeNotFound  = "charge not found"
+	outcomeChargesListed   = "charges listed by merchant reference"
+	outcomeRetentionServed = "key retention published"
+)
+
+// declineCodes maps the test tokens that decline to their decline code.
+var declineCodes = map[string]string{
+	"tok_chargeDeclined":                  "do_not_honor",
+	"tok_chargeDeclinedInsufficientFunds": "insufficient_funds",
+}
+
+// keyEntry is what the provider remembers about an idempotency key.
+type keyEntry struct {
+	fingerprint string
+	firstSeen   time.Time
+	// resp is nil while the charge is being processed; it is set, under
+	// Provider.mu, just before done is closed.
+	resp *storedResponse
+	done chan struct{}
+}
+
+// storedResponse is the first answer for a key, replayed byte for byte.
+type storedResponse struct {
+	status      int
+	contentType string
+	body        []byte
+	chargeID    string
+	outcome     string
+}
+
+// postCharge serves POST /v1/charges.
+func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	key, keyProblem := parseKey(r.Header.Values("Idempotency-Key"))
+	rec.Key = key
+	if p.misbehave(w, r, rec) {
+		return
+	}
+	if keyProblem != nil {
+		rec.fail(w, outcomeBadKey, keyProblem)
+		return
+	}
+	req, bodyProblem := decodeCharge(w, r)
+	if bodyProblem != nil {
+		rec.fail(w, outcomeBadRequest, bodyProblem)
+		return
+	}
+	fingerprint := req.fingerprint()
+	rec.Fingerprint = fingerprint
+
+	p.mu.Lock()
+	entry, seen := p.keys[key]
+	if seen && entry.resp != nil && p.now().Sub(entry.firstSeen) >= p.retention {
+		delete(p.keys, key)
+		seen = false
+	}
+	switch {
+	case seen && entry.fingerprint != fingerprint:
+		p.mu.Unlock()
+		rec.fail(w, outcomeKeyReused, newProblem(codeKeyReused, msgKeyReused))
+		return
+	case seen && entry.resp == nil:
+		p.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		rec.fail(w, outcomeInFlight, newProblem(codeKeyInFlight, msgKeyInFlight))
+		return
+	case seen:
+		p.mu.Unlock()
+		w.Header().Set("Idempotent-Replayed", "true")
+		rec.Replayed = true
+		rec.Outcome = outcomeReplayed
+		rec.ChargeID = entry.resp.chargeID
+		writeBody(w, entry.resp.status, entry.resp.contentType, entry.resp.body)
+		return
+	case p.closing:
+		p.mu.Unlock()
+		rec.fail(w, outcomeShuttingDown, newProblem(codeUnavailable, msgShuttingDown))
+		return
+	}
+	entry = &keyEntry{fingerprint: fingerprint, firstSeen: p.now(), done: make(chan struct{})}
+	p.keys[key] = entry
+	var delay time.Duration
+	if p.mode.Name == ModeSlow {
+		delay = p.mode.Delay
+	}
+	lose := p.mode.Name == ModeLostResponse && p.chance(p.mode.Rate)
+	p.startWorkLocked()
+	p.mu.Unlock()
+
+	// The charge is processed apart from the request, so that a client that
+	// disconnects or times out never cancels it: it completes and its result
+	// is stored under the key.
+	go p.process(entry, key, req, delay)
+
+	select {
+	case <-entry.done:
+	case <-r.Context().Done():
+		rec.Outcome = outcomeClientGone
+		return
+	}
+	rec.ChargeID = entry.resp.chargeID
+	if lose {
+		rec.Outcome = outcomeLost
+		// Aborting with http.ErrAbortHandler, rather than hijacking the
+		// connection, works the same over HTTP/1.1 and HTTP/2 and through any
+		// ResponseWriter wrapper; net/http closes the connection (or resets the
+		// stream) without sending the unwritten response and without logging
+		// a stack trace.
+		panic(http.ErrAbortHandler)
+	}
+	rec.Outcome = entry.resp.outcome
+	writeBody(w, entry.resp.status, entry.resp.contentType, entry.resp.body)
+}
+
+// process makes the charge after delay and stores the response under its key.
+func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay time.Duration) {
+	if delay > 0 {
+		<-p.after(delay)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	charge := Charge{
+		ID:                fmt.Sprintf("ch_%06d", len(p.charges)+1),
+		Object:            "charge",
+		Amount:            req.Amount,
+		Currency:          req.Currency,
+		Status:            ChargeSucceeded,
+		Description:       req.Description,
+		MerchantReference: req.MerchantReference,
+		IdempotencyKey:    key,
+		Created:           p.now().UTC(),
+	}
+	resp := &storedResponse{status: http.StatusCreated, contentType: contentTypeJSON, chargeID: charge.ID, outcome: outcomeCreated}
+	if code, declined := declineCodes[req.Source]; declined {
+		charge.Status = ChargeFailed
+		charge.DeclineCode = code
+		prob := newProblem(codeCardDeclined, "the card was declined: "+code)
+		prob.DeclineCode = code
+		prob.ChargeID = charge.ID
+		resp.status, resp.contentType, resp.body, resp.outcome = prob.Status, contentTypeProblem, prob.encode(), outcomeDeclined
+	} else {
+		resp.body, _ = json.Marshal(charge)
+	}
+	p.byID[charge.ID] = len(p.charges)
+	p.byRef[charge.MerchantReference] = append(p.byRef[charge.MerchantReference], len(p.charges))
+	p.charges = append(p.charges, charge)
+	entry.resp = resp
+	close(entry.done)
+	p.finishWorkLocked()
+}
+
+// misbehave applies the chaos modes that stop a request before it reaches
+// the idempotency layer, and reports whether it answered (or dropped) it.
+func (p *Provider) misbehave(w http.ResponseWriter, r *http.Request, rec *RequestRecord) bool {
+	p.mu.Lock()
+	mode := p.mode
+	hit := (mode.Name == ModeError || mode.Name == ModeRateLimit) && p.chance(mode.Rate)
+	p.mu.Unlock()
+	switch {
+	case mode.Name == ModeDrop:
+		p.drop(w, r, rec, mode.Delay)
+		return true
+	case mode.Name == ModeRateLimit && hit:
+		w.Header().Set("Retry-After", "1")
+		rec.fail(w, outcomeRateLimited, newProblem(codeRateLimited, msgRateLimited))
+		return true
+	case mode.Name == ModeError && hit:
+		rec.fail(w, outcomeInjectedError, newProblem(codeUnavailable, msgUnavailable))
+		return true
+	}
+	return false
+}
+
+// drop holds a lost request until the client gives up, the provider closes,
+// or delay (when positive) has passed and a 504 is sent.
+func (p *Provider) drop(w http.ResponseWriter, r *http.Request, rec *RequestRecord, delay time.Duration) {
+	// net/http notices a client that goes away only once the body has been
+	// read to its end.
+	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var timeout <-chan time.Time
+	if delay > 0 {
+		timeout = p.after(delay)
+	}
+	rec.Outcome = outcomeDropped
+	select {
+	case <-timeout:
+		rec.fail(w, outcomeDroppedTimeout, newProblem(codeTimeout, msgTimeout))
+	case <-r.Context().Done():
+	case <-p.closed:
+		// Returning would send an empty 200; a lost request gets no answer.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// getCharge serves GET /v1/charges/{id}.
+func (p *Provider) getCharge(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	p.mu.Lock()
+	i, ok := p.byID[r.PathValue("id")]
+	var charge Charge
+	if ok {
+		charge = p.charges[i]
+	}
+	p.mu.Unlock()
+	if !ok {
+		rec.fail(w, outcomeChargeNotFound, newProblem(codeNotFound, msgChargeNotFound))
+		return
+	}
+	rec.Outcome = outcomeChargeFound
+	rec.ChargeID = charge.ID
+	writeJSON(w, http.StatusOK, charge)
+}
+
+// chargeList is the body of GET /v1/charges and GET /_admin/charges.
+type chargeList struct {
+	Data []Charge `json:"data"`
+}
+
+// listCharges serves GET /v1/charges?merchant_reference=REF. It reads the
+// reference index, so its cost depends on the charges for that reference,
+// not on how many charges exist.
+func (p *Provider) listCharges(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	refs := query["merchant_reference"]
+	if err != nil || len(refs) != 1 || refs[0] == "" {
+		rec.fail(w, outcomeBadRequest, invalidField("merchant_reference", msgReferenceParam))
+		return
+	}
+	p.mu.Lock()
+	indexes := p.byRef[refs[0]]
+	list := chargeList{Data: make([]Charge, len(indexes))}
+	for n, i := range indexes {
+		list.Data[n] = p.charges[i]
+	}
+	p.mu.Unlock()
+	rec.Outcome = outcomeChargesListed
+	writeJSON(w, http.StatusOK, list)
+}
+
+// getIdempotency serves GET /v1/idempotency, the published retention policy.
+func (p *Provider) getIdempotency(w http.ResponseWriter, _ *http.Request, rec *RequestRecord) {
+	rec.Outcome = outcomeRetentionServed
+	writeJSON(w, http.StatusOK, struct {
+		KeyRetentionSeconds int64 `json:"key_retention_seconds"`
+	}{int64(p.retention / time.Second)})
+}

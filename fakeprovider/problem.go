@@ -1,0 +1,130 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// problemCode is the machine-readable reason carried in every error body.
+type problemCode string
+
+const (
+	codeInvalidKey     problemCode = "idempotency_key_invalid"
+	codeInvalidRequest problemCode = "invalid_request"
+	codeKeyReused      problemCode = "idempotency_key_reused"
+	codeKeyInFlight    problemCode = "idempotency_key_in_flight"
+	codeCardDeclined   problemCode = "card_declined"
+	codeRateLimited    problemCode = "rate_limited"
+	codeUnavailable    problemCode = "provider_unavailable"
+	codeTimeout        problemCode = "gateway_timeout"
+	codeNotFound       problemCode = "not_found"
+)
+
+// problemKinds is the single map from code to HTTP status and title.
+var problemKinds = map[problemCode]struct {
+	status int
+	title  string
+}{
+	codeInvalidKey:     {http.StatusBadRequest, "Invalid Idempotency-Key"},
+	codeInvalidRequest: {http.StatusBadRequest, "Invalid request"},
+	codeKeyReused:      {http.StatusUnprocessableEntity, "Idempotency-Key reused with a different body"},
+	codeKeyInFlight:    {http.StatusConflict, "Request with this Idempotency-Key in flight"},
+	codeCardDeclined:   {http.StatusPaymentRequired, "Card declined"},
+	codeRateLimited:    {http.StatusTooManyRequests, "Too many requests"},
+	codeUnavailable:    {http.StatusServiceUnavailable, "Provider unavailable"},
+	codeTimeout:        {http.StatusGatewayTimeout, "Provider timed out"},
+	codeNotFound:       {http.StatusNotFound, "Not found"},
+}
+
+// problemTypeBase prefixes every problem type URI. The .invalid top-level
+// domain is reserved, which is honest for a fake: the URI names the problem
+// and is not meant to be fetched.
+const problemTypeBase = "https://fakeprovider.invalid/problems/"
+
+// Problem details, asserted exactly by the tests.
+const (
+	msgKeyMissing       = "Idempotency-Key header is required"
+	msgKeyEmpty         = "Idempotency-Key must not be empty"
+	msgKeyTooLong       = "Idempotency-Key must be at most 255 characters"
+	msgKeyMalformed     = `Idempotency-Key must be a Structured Field String such as "8e03978e-40d5-43e8-bc93-6894a57f9324", or a bare token`
+	msgContentType      = "Content-Type must be application/json"
+	msgBodyTooLarge     = "request body must be at most 65536 bytes"
+	msgBodyNotObject    = "request body must be a single JSON object"
+	msgAmount           = "amount must be a positive integer in minor units"
+	msgCurrency         = "currency must be an upper-case ISO 4217 code such as TRY"
+	msgSourceMissing    = "source is required"
+	msgSourceNotToken   = "source must be a card token starting with tok_"
+	msgSourceTooLong    = "source must be at most 255 characters"
+	msgReferenceMissing = "merchant_reference is required"
+	msgReferenceTooLong = "merchant_reference must be at most 255 characters"
+	msgDescriptionLong  = "description must be at most 1000 characters"
+	msgKeyReused        = "this Idempotency-Key was already used with a different request body"
+	msgKeyInFlight      = "a request with this Idempotency-Key is still being processed; retry after Retry-After seconds"
+	msgRateLimited      = "too many requests; retry after Retry-After seconds"
+	msgUnavailable      = "the provider is temporarily unavailable; nothing was processed"
+	msgShuttingDown     = "the provider is shutting down; nothing was processed"
+	msgTimeout          = "the provider did not answer in time"
+	msgChargeNotFound   = "no charge has this id"
+	msgReferenceParam   = "merchant_reference query parameter is required, once"
+	msgOlderThan        = "older_than must be a non-negative duration such as 0s or 24h"
+)
+
+// problem is an RFC 9457 problem details body with the contract's extra
+// members.
+type problem struct {
+	Type        string      `json:"type"`
+	Title       string      `json:"title"`
+	Status      int         `json:"status"`
+	Detail      string      `json:"detail"`
+	Code        problemCode `json:"code"`
+	Param       string      `json:"param,omitempty"`
+	DeclineCode string      `json:"decline_code,omitempty"`
+	ChargeID    string      `json:"charge_id,omitempty"`
+}
+
+func newProblem(code problemCode, detail string) *problem {
+	kind := problemKinds[code]
+	return &problem{
+		Type:   problemTypeBase + string(code),
+		Title:  kind.title,
+		Status: kind.status,
+		Detail: detail,
+		Code:   code,
+	}
+}
+
+// invalidField is a 400 that names the offending field.
+func invalidField(param, detail string) *problem {
+	p := newProblem(codeInvalidRequest, detail)
+	p.Param = param
+	return p
+}
+
+const (
+	contentTypeJSON    = "application/json"
+	contentTypeProblem = "application/problem+json"
+)
+
+// encode renders the problem; it cannot fail because every member is a
+// string or an int.
+func (p *problem) encode() []byte {
+	b, _ := json.Marshal(p)
+	return b
+}
+
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeProblem(w http.ResponseWriter, p *problem) {
+	writeBody(w, p.Status, contentTypeProblem, p.encode())
+}
+
+// writeJSON renders v, which is always one of this package's own types and
+// therefore always encodable.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	writeBody(w, status, contentTypeJSON, b)
+}

@@ -1,0 +1,269 @@
+// Package fakeprovider is an in-memory card payment provider that speaks the
+// provider HTTP contract: POST /v1/charges guarded by an Idempotency-Key,
+// lookups by id and by merchant reference, and a published key retention.
+//
+// On demand it misbehaves the way real providers do (slow processing,
+// dropped requests, errors, lost responses, rate limits), so that clients can
+// be tested against the cases that cause double charges. Its state and chaos
+// mode can be read and changed through Go methods or the HTTP admin API under
+// /_admin/.
+package fakeprovider
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// DefaultRetention is how long a key is remembered when Config.Retention is
+// zero.
+const DefaultRetention = 24 * time.Hour
+
+// Config configures a Provider. The zero value is usable: normal mode, 24h
+// retention, the real clock, no logs.
+type Config struct {
+	// Mode is the initial chaos mode; a zero Mode means ModeNormal.
+	Mode Mode
+	// Retention is how long a finished key is remembered; zero means
+	// DefaultRetention. It is published, in whole seconds, by
+	// GET /v1/idempotency.
+	Retention time.Duration
+	// Now reads the clock used for charge times, request times and key ages.
+	// Nil means time.Now. Tests advance a fake clock to expire keys.
+	Now func() time.Time
+	// After waits in the slow and drop modes. Nil means time.After. Tests
+	// pass a channel they control.
+	After func(time.Duration) <-chan time.Time
+	// Logger receives one line per request. Nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Mode.Name == "" {
+		c.Mode.Name = ModeNormal
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.After == nil {
+		c.After = time.After
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+// Validate reports the first problem that makes c unusable.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if err := c.Mode.Validate(); err != nil {
+		return fmt.Errorf("mode: %w", err)
+	}
+	if c.Retention < time.Second {
+		return fmt.Errorf("retention must be at least 1s, got %s", c.Retention)
+	}
+	return nil
+}
+
+// Provider is the fake provider: an http.Handler and the state behind it. It
+// is safe for concurrent use.
+type Provider struct {
+	now       func() time.Time
+	after     func(time.Duration) <-chan time.Time
+	retention time.Duration
+	log       *slog.Logger
+	mux       *http.ServeMux
+
+	// closed is closed by Close to release requests held by ModeDrop.
+	closed chan struct{}
+
+	mu       sync.Mutex
+	mode     Mode
+	rng      *rand.Rand
+	keys     map[string]*keyEntry
+	charges  []Charge
+	byID     map[string]int
+	byRef    map[string][]int
+	requests []RequestRecord
+	closing  bool
+	// working counts charges being processed; idle is closed whenever it
+	// drops to zero, and replaced when it rises from zero.
+	working int
+	idle    chan struct{}
+}
+
+// New returns a Provider configured by cfg, or the error from cfg.Validate.
+func New(cfg Config) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	p := &Provider{
+		now:       cfg.Now,
+		after:     cfg.After,
+		retention: cfg.Retention,
+		log:       cfg.Logger,
+		closed:    make(chan struct{}),
+		mode:      cfg.Mode,
+		rng:       newRand(cfg.Mode.Seed),
+		idle:      closedChan(),
+	}
+	p.resetLocked()
+	p.mux = p.routes()
+	return p, nil
+}
+
+func newRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, seed))
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// ServeHTTP serves the provider API and the admin API.
+func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mux.ServeHTTP(w, r)
+}
+
+// Mode returns the current chaos mode.
+func (p *Provider) Mode() Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+// SetMode switches to m and reseeds the random source with m.Seed. An invalid
+// mode is refused and nothing changes.
+func (p *Provider) SetMode(m Mode) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode = m
+	p.rng = newRand(m.Seed)
+	return nil
+}
+
+// chance draws from the seeded source: true with probability rate.
+func (p *Provider) chance(rate float64) bool {
+	return p.rng.Float64() < rate
+}
+
+// Retention returns how long a finished key is remembered.
+func (p *Provider) Retention() time.Duration {
+	return p.retention
+}
+
+// Charges returns every charge, oldest first.
+func (p *Provider) Charges() []Charge {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Charge(nil), p.charges...)
+}
+
+// Requests returns every request received by the provider API (not the admin
+// API), in the order they finished.
+func (p *Provider) Requests() []RequestRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]RequestRecord(nil), p.requests...)
+}
+
+// Reset forgets every charge, every finished key and every recorded request,
+// and reseeds the random source from the current mode's seed. The mode is
+// kept. Charges still being processed are not forgotten: they complete and
+// become the first charges of the fresh state, and their keys stay reserved.
+func (p *Provider) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resetLocked()
+	p.rng = newRand(p.mode.Seed)
+}
+
+func (p *Provider) resetLocked() {
+	keys := make(map[string]*keyEntry)
+	for k, e := range p.keys {
+		if e.resp == nil {
+			keys[k] = e
+		}
+	}
+	p.keys = keys
+	p.charges = nil
+	p.byID = make(map[string]int)
+	p.byRef = make(map[string][]int)
+	p.requests = nil
+}
+
+// ExpireKeys forgets every finished key that was first seen at least
+// olderThan ago and returns how many it forgot; olderThan ≤ 0 forgets them
+// all. Keys still being processed are kept, since forgetting one would let a
+// duplicate through while the first charge is being made.
+func (p *Provider) ExpireKeys(olderThan time.Duration) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	n := 0
+	for k, e := range p.keys {
+		if e.resp != nil && now.Sub(e.firstSeen) >= olderThan {
+			delete(p.keys, k)
+			n++
+		}
+	}
+	return n
+}
+
+// Wait blocks until no charge is being processed, or ctx is done.
+func (p *Provider) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for charges in progress: %w", ctx.Err())
+	}
+}
+
+// Close stops accepting new charges (they get 503; replays are still served),
+// releases requests held by ModeDrop by closing their connections, and waits
+// until the charges in progress are stored or ctx is done. Call it before
+// http.Server.Shutdown, so that held requests do not keep Shutdown waiting.
+func (p *Provider) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.closing {
+		p.closing = true
+		close(p.closed)
+	}
+	p.mu.Unlock()
+	return p.Wait(ctx)
+}
+
+// startWorkLocked records that a charge is being processed.
+func (p *Provider) startWorkLocked() {
+	if p.working == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.working++
+}
+
+// finishWorkLocked records that a charge has been stored.
+func (p *Provider) finishWorkLocked() {
+	p.working--
+	if p.working == 0 {
+		close(p.idle)
+	}
+}

@@ -1,0 +1,197 @@
+package fakeprovider
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dunglas/httpsfv"
+	"golang.org/x/text/currency"
+)
+
+const (
+	maxKeyLength         = 255
+	maxBodyBytes         = 64 << 10
+	maxSourceLength      = 255
+	maxReferenceLength   = 255
+	maxDescriptionLength = 1000
+)
+
+// parseKey reads the Idempotency-Key header values. The header is an RFC 9651
+// Item whose value is a String; a bare Token is accepted too. Parameters are
+// ignored, as RFC 9651 asks of parameters a field does not define.
+func parseKey(values []string) (string, *problem) {
+	if len(values) == 0 {
+		return "", newProblem(codeInvalidKey, msgKeyMissing)
+	}
+	if len(values) == 1 && strings.TrimSpace(values[0]) == "" {
+		return "", newProblem(codeInvalidKey, msgKeyEmpty)
+	}
+	item, err := httpsfv.UnmarshalItem(values)
+	if err != nil {
+		return "", newProblem(codeInvalidKey, msgKeyMalformed)
+	}
+	var key string
+	switch v := item.Value.(type) {
+	case string:
+		key = v
+	case httpsfv.Token:
+		key = string(v)
+	default:
+		return "", newProblem(codeInvalidKey, msgKeyMalformed)
+	}
+	switch {
+	case key == "":
+		return "", newProblem(codeInvalidKey, msgKeyEmpty)
+	case len(key) > maxKeyLength:
+		return "", newProblem(codeInvalidKey, msgKeyTooLong)
+	}
+	return key, nil
+}
+
+// chargeRequest is the body of POST /v1/charges. Its fields are declared in
+// alphabetical order of their JSON names, so that encoding it yields the
+// canonical form the fingerprint is taken over: keys sorted, no whitespace.
+// Keep them sorted.
+type chargeRequest struct {
+	Amount            int64  `json:"amount"`
+	Currency          string `json:"currency"`
+	Description       string `json:"description,omitempty"`
+	MerchantReference string `json:"merchant_reference"`
+	Source            string `json:"source"`
+}
+
+// fingerprint is the hex SHA-256 of the canonical form of r.
+func (r chargeRequest) fingerprint() string {
+	canonical, _ := json.Marshal(r)
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// validate reports the first invalid field, in the order of the contract.
+func (r chargeRequest) validate() *problem {
+	switch {
+	case r.Amount <= 0:
+		return invalidField("amount", msgAmount)
+	case !isISO4217(r.Currency):
+		return invalidField("currency", msgCurrency)
+	case r.Source == "":
+		return invalidField("source", msgSourceMissing)
+	case len(r.Source) <= len("tok_") || !strings.HasPrefix(r.Source, "tok_"):
+		return invalidField("source", msgSourceNotToken)
+	case len(r.Source) > maxSourceLength:
+		return invalidField("source", msgSourceTooLong)
+	case r.MerchantReference == "":
+		return invalidField("merchant_reference", msgReferenceMissing)
+	case len(r.MerchantReference) > maxReferenceLength:
+		return invalidField("merchant_reference", msgReferenceTooLong)
+	case utf8.RuneCountInString(r.Description) > maxDescriptionLength:
+		return invalidField("description", msgDescriptionLong)
+	}
+	return nil
+}
+
+// isISO4217 accepts a recognised ISO 4217 code in its canonical upper-case
+// spelling; currency.ParseISO alone would also accept "try".
+func isISO4217(code string) bool {
+	unit, err := currency.ParseISO(code)
+	return err == nil && unit.String() == code
+}
+
+// decodeCharge reads and validates a charge request.
+func decodeCharge(w http.ResponseWriter, r *http.Request) (chargeRequest, *problem) {
+	var req chargeRequest
+	if p := decodeJSON(w, r, &req); p != nil {
+		return chargeRequest{}, p
+	}
+	if p := req.validate(); p != nil {
+		return chargeRequest{}, p
+	}
+	return req, nil
+}
+
+// decodeJSON strictly decodes a JSON object body into dst: the content type
+// must be JSON, the body at most maxBodyBytes, with no unknown fields and
+// nothing after the object.
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) *problem {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		return newProblem(codeInvalidRequest, msgContentType)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblem(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return newProblem(codeInvalidRequest, msgBodyTooLarge)
+		}
+		return newProblem(codeInvalidRequest, msgBodyNotObject)
+	}
+	return nil
+}
+
+func isJSONContentType(header string) bool {
+	mediaType, params, err := mime.ParseMediaType(header)
+	if err != nil || mediaType != contentTypeJSON {
+		return false
+	}
+	charset, ok := params["charset"]
+	return !ok || strings.EqualFold(charset, "utf-8")
+}
+
+// decodeProblem turns a decoding error into a 400 that names the field when
+// there is one.
+func decodeProblem(err error) *problem {
+	var (
+		tooLarge *http.MaxBytesError
+		typeErr  *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return newProblem(codeInvalidRequest, msgBodyTooLarge)
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return invalidField(typeErr.Field, typeErr.Field+" must be "+jsonKind(typeErr.Type))
+	}
+	// encoding/json has no typed error for an unknown field, only this text.
+	if quoted, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if name, uerr := strconv.Unquote(quoted); uerr == nil {
+			return invalidField(name, "unknown field "+quoted)
+		}
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return newProblem(codeInvalidRequest, msgBodyNotObject)
+	}
+	// What remains are errors from a type's own UnmarshalJSON, which are
+	// written for people.
+	return newProblem(codeInvalidRequest, err.Error())
+}
+
+// jsonKind names the JSON value a Go type expects, for error details.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer that fits in " + strconv.Itoa(t.Bits()) + " bits"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer that fits in " + strconv.Itoa(t.Bits()) + " bits"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	default:
+		return "an object"
+	}
+}
