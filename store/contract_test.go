@@ -1,0 +1,548 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/store"
+)
+
+func TestStore_ConcurrentCheckoutsOfOneOrderShareOneAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+
+		const callers = 50
+		type result struct {
+			attempt  store.Attempt
+			decision store.Decision
+			err      error
+		}
+		results := make([]result, callers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range callers {
+			n := newAttempt(t, order.ID, card("visa"), base)
+			wg.Go(func() {
+				<-start
+				a, d, err := s.GetOrStartAttempt(context.Background(), n)
+				results[i] = result{a, d, err}
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		decisions := map[store.Decision]int{}
+		for _, r := range results {
+			require.NoError(t, r.err)
+			decisions[r.decision]++
+			require.Equal(t, results[0].attempt.Key, r.attempt.Key, "every caller must get the same key")
+		}
+		require.Equal(t, map[store.Decision]int{store.DecisionCreated: 1, store.DecisionReused: callers - 1}, decisions)
+
+		o, attempts := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPaymentPending, o.Status)
+		require.Len(t, attempts, 1)
+		require.Equal(t, results[0].attempt.Key, attempts[0].Key)
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM payment_attempts`))
+	})
+}
+
+func TestStore_NewAttemptIsStoredBeforeAnyRequest(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		n := newAttempt(t, order.ID, card("visa"), base)
+
+		a, d, err := s.GetOrStartAttempt(context.Background(), n)
+		require.NoError(t, err)
+		require.Equal(t, store.DecisionCreated, d)
+		require.Equal(t, store.Attempt{
+			Key:               n.Key,
+			OrderID:           order.ID,
+			Amount:            try,
+			CardHash:          card("visa"),
+			MerchantReference: chargeonce.MerchantReference("bookstore", order.ID, n.Key),
+			Status:            chargeonce.AttemptOpen,
+			CreatedAt:         stored(base),
+			AbandonAt:         stored(base).Add(30 * time.Minute),
+		}, a)
+
+		got, err := s.GetAttempt(context.Background(), n.Key)
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+		o, _ := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPaymentPending, o.Status)
+		require.Equal(t, stored(base), o.UpdatedAt)
+	})
+}
+
+func TestStore_AnotherCardWhileOpenIsAConflict(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		open, _ := checkout(t, s, order.ID, card("visa"), base)
+
+		a, d := checkout(t, s, order.ID, card("mastercard"), base.Add(time.Second))
+		require.Equal(t, store.DecisionConflict, d)
+		require.Equal(t, open.Key, a.Key, "the conflict names the open attempt")
+
+		_, attempts := getOrder(t, s, order.ID)
+		require.Equal(t, []string{open.Key}, keys(attempts), "nothing is inserted")
+	})
+}
+
+func TestStore_SameCardAfterDeclineGetsANewKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		first, _ := checkout(t, s, order.ID, card("visa"), base)
+		require.True(t, settle(t, s, first.Key, chargeonce.AttemptDeclined, "ch_declined"))
+
+		o, _ := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPlaced, o.Status, "a declined card lets the customer try again")
+
+		second, d := checkout(t, s, order.ID, card("visa"), base.Add(2*time.Minute))
+		require.Equal(t, store.DecisionCreated, d)
+		require.NotEqual(t, first.Key, second.Key)
+
+		o, attempts := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPaymentPending, o.Status)
+		require.Equal(t, []string{first.Key, second.Key}, keys(attempts), "oldest first")
+		require.Equal(t, chargeonce.AttemptDeclined, attempts[0].Status)
+		require.Equal(t, "ch_declined", attempts[0].ProviderPaymentID)
+		require.Equal(t, chargeonce.AttemptOpen, attempts[1].Status)
+	})
+}
+
+func TestStore_AbandonedAttemptReturnsTheOrderToPlaced(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+
+		require.True(t, settle(t, s, a.Key, chargeonce.AttemptAbandoned, ""))
+
+		o, attempts := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPlaced, o.Status)
+		require.Empty(t, o.ProviderPaymentID)
+		require.Equal(t, chargeonce.AttemptAbandoned, attempts[0].Status)
+		require.Empty(t, attempts[0].ProviderPaymentID)
+	})
+}
+
+func TestStore_TerminalStatusIsNeverOverwritten(t *testing.T) {
+	later := []struct {
+		status    chargeonce.AttemptStatus
+		paymentID string
+	}{
+		{chargeonce.AttemptDeclined, ""},
+		{chargeonce.AttemptAbandoned, ""},
+		{chargeonce.AttemptFailed, ""},
+		{chargeonce.AttemptSucceeded, "ch_second"},
+	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+		require.True(t, settle(t, s, a.Key, chargeonce.AttemptSucceeded, "ch_first"))
+		paidOrder, settled := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPaid, paidOrder.Status)
+		require.Equal(t, "ch_first", paidOrder.ProviderPaymentID)
+
+		for _, l := range later {
+			changed, err := s.SettleAttempt(context.Background(), a.Key, l.status, l.paymentID, base.Add(time.Hour))
+			require.NoError(t, err)
+			require.False(t, changed, "settling a succeeded attempt as %s", l.status)
+
+			o, attempts := getOrder(t, s, order.ID)
+			require.Equal(t, paidOrder, o, "the order stays paid after %s", l.status)
+			require.Equal(t, settled, attempts, "the attempt is unchanged after %s", l.status)
+		}
+	})
+}
+
+func TestStore_PaidOrderIsAlreadyPaid(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+		require.True(t, settle(t, s, a.Key, chargeonce.AttemptSucceeded, "ch_1"))
+
+		for _, c := range []string{"visa", "mastercard"} {
+			got, d := checkout(t, s, order.ID, card(c), base.Add(time.Hour))
+			require.Equal(t, store.DecisionAlreadyPaid, d, "card %s", c)
+			require.Equal(t, a.Key, got.Key, "the succeeded attempt is returned")
+			require.Equal(t, "ch_1", got.ProviderPaymentID)
+		}
+		_, attempts := getOrder(t, s, order.ID)
+		require.Len(t, attempts, 1)
+	})
+}
+
+func TestStore_FailedAttemptNeedsReview(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+		require.True(t, settle(t, s, a.Key, chargeonce.AttemptFailed, ""))
+
+		o, _ := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPaymentPending, o.Status, "a failed attempt may have charged; the order waits for a human")
+
+		for _, c := range []string{"visa", "mastercard"} {
+			got, d := checkout(t, s, order.ID, card(c), base.Add(time.Hour))
+			require.Equal(t, store.DecisionNeedsReview, d, "card %s", c)
+			require.Equal(t, a.Key, got.Key)
+		}
+		_, attempts := getOrder(t, s, order.ID)
+		require.Len(t, attempts, 1)
+	})
+}
+
+func TestStore_KeyOfAnotherAttemptIsAConflict(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		first, second := newOrder(t, s), newOrder(t, s)
+		n := newAttempt(t, first.ID, card("visa"), base)
+		_, _, err := s.GetOrStartAttempt(context.Background(), n)
+		require.NoError(t, err)
+
+		n.OrderID = second.ID
+		_, _, err = s.GetOrStartAttempt(context.Background(), n)
+		require.ErrorIs(t, err, store.ErrConflict)
+
+		o, attempts := getOrder(t, s, second.ID)
+		require.Equal(t, chargeonce.OrderPlaced, o.Status, "a refused checkout changes nothing")
+		require.Empty(t, attempts)
+	})
+}
+
+func TestStore_OrderNumbersStartAt1001(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		require.Equal(t, int64(1001), newOrder(t, s).ID)
+		require.Equal(t, int64(1002), newOrder(t, s).ID)
+	})
+}
+
+func TestStore_CreateOrderRoundTrips(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		before := time.Now().Add(-time.Second)
+		kwd := chargeonce.Money{Minor: 12345, Currency: "KWD"}
+		o, err := s.CreateOrder(context.Background(), kwd, "Tea, 3 kg — ünïcode")
+		require.NoError(t, err)
+		require.Equal(t, kwd, o.Amount)
+		require.Equal(t, chargeonce.OrderPlaced, o.Status)
+		require.Empty(t, o.ProviderPaymentID)
+		require.WithinRange(t, o.CreatedAt, before, time.Now().Add(time.Second))
+		require.Equal(t, o.CreatedAt, o.UpdatedAt)
+
+		got, attempts := getOrder(t, s, o.ID)
+		require.Equal(t, o, got)
+		require.Empty(t, attempts)
+	})
+}
+
+func TestStore_BadInputIsRefusedAndChangesNothing(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(n *store.NewAttempt)
+	}{
+		{"non-positive order", func(n *store.NewAttempt) { n.OrderID = 0 }},
+		{"upper-case card hash", func(n *store.NewAttempt) { n.CardHash = "AB" + n.CardHash[2:] }},
+		{"short card hash", func(n *store.NewAttempt) { n.CardHash = n.CardHash[1:] }},
+		{"card token instead of its hash", func(n *store.NewAttempt) { n.CardHash = "tok_visa" }},
+		{"key not a UUID", func(n *store.NewAttempt) { n.Key = "retry-1" }},
+		{"upper-case key", func(n *store.NewAttempt) { n.Key = "0190B2C4-5E6F-7A8B-9C0D-1E2F3A4B5C6D" }},
+		{"bad reference prefix", func(n *store.NewAttempt) { n.ReferencePrefix = "Book-Store" }},
+		{"empty reference prefix", func(n *store.NewAttempt) { n.ReferencePrefix = "" }},
+		{"no creation time", func(n *store.NewAttempt) { n.Now = time.Time{} }},
+		{"zero abandon-after", func(n *store.NewAttempt) { n.AbandonAfter = 0 }},
+		{"negative abandon-after", func(n *store.NewAttempt) { n.AbandonAfter = -time.Minute }},
+	}
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		order := newOrder(t, s)
+		for _, c := range cases {
+			n := newAttempt(t, order.ID, card("visa"), base)
+			c.change(&n)
+			_, _, err := s.GetOrStartAttempt(ctx, n)
+			require.Error(t, err, c.name)
+		}
+
+		for _, m := range []chargeonce.Money{{Minor: 0, Currency: "TRY"}, {Minor: -5, Currency: "TRY"}, {Minor: 100, Currency: "try"}, {Minor: 100, Currency: "XAU"}} {
+			_, err := s.CreateOrder(ctx, m, "x")
+			require.Error(t, err, "amount %+v", m)
+		}
+		_, err := s.CreateOrder(ctx, try, "\xff\xfe")
+		require.Error(t, err, "description that is not UTF-8")
+
+		o, attempts := getOrder(t, s, order.ID)
+		require.Equal(t, order, o)
+		require.Empty(t, attempts)
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM orders`))
+
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+		for name, settle := range map[string]func() (bool, error){
+			"open is not terminal":         func() (bool, error) { return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptOpen, "", base) },
+			"unknown status":               func() (bool, error) { return s.SettleAttempt(ctx, a.Key, "refunded", "", base) },
+			"succeeded without payment ID": func() (bool, error) { return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "", base) },
+			"no time":                      func() (bool, error) { return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptDeclined, "", time.Time{}) },
+		} {
+			changed, err := settle()
+			require.Error(t, err, name)
+			require.False(t, changed, name)
+		}
+		got, err := s.GetAttempt(ctx, a.Key)
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+	})
+}
+
+func TestStore_UnknownOrderOrAttemptIsNotFound(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		unknown := newKey(t)
+
+		_, _, err := s.GetOrder(ctx, 999999)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, _, err = s.GetOrStartAttempt(ctx, newAttempt(t, 999999, card("visa"), base))
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = s.GetAttempt(ctx, unknown)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = s.SettleAttempt(ctx, unknown, chargeonce.AttemptDeclined, "", base)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorIs(t, s.MarkChecked(ctx, unknown, base), store.ErrNotFound)
+		require.ErrorIs(t, s.MarkWorkflowStarted(ctx, unknown), store.ErrNotFound)
+		err = s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: unknown, At: base, StatusCode: 201, Outcome: "approved"})
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
+
+func TestStore_RequestLogRoundTripsInOrder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		order := newOrder(t, s)
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+		other, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base)
+
+		want := []chargeonce.ProviderRequest{
+			{Key: a.Key, At: stored(base.Add(time.Millisecond)), StatusCode: 0, Outcome: "timeout", Duration: 3*time.Second + 17*time.Microsecond},
+			{Key: a.Key, At: stored(base.Add(4 * time.Second)), StatusCode: 409, Outcome: "in_flight", Duration: 11234 * time.Microsecond},
+			{Key: a.Key, At: stored(base.Add(5 * time.Second)), StatusCode: 201, Outcome: "approved", Replayed: true, Duration: 9 * time.Millisecond},
+		}
+		// Logged out of order, as concurrent activities may: the log is
+		// ordered by when each request was sent.
+		for _, i := range []int{1, 0, 2} {
+			require.NoError(t, s.LogProviderRequest(ctx, want[i]))
+		}
+		require.NoError(t, s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: other.Key, At: base, StatusCode: 402, Outcome: "declined"}))
+
+		got, err := s.GetAttempt(ctx, a.Key)
+		require.NoError(t, err)
+		require.Equal(t, want, got.Requests)
+		_, attempts := getOrder(t, s, order.ID)
+		require.Equal(t, want, attempts[0].Requests)
+
+		for name, r := range map[string]chargeonce.ProviderRequest{
+			"no time":          {Key: a.Key, StatusCode: 201, Outcome: "approved"},
+			"status 600":       {Key: a.Key, At: base, StatusCode: 600, Outcome: "approved"},
+			"no outcome":       {Key: a.Key, At: base, StatusCode: 201},
+			"negative":         {Key: a.Key, At: base, StatusCode: 201, Outcome: "approved", Duration: -time.Second},
+			"key not a UUID":   {Key: "k", At: base, StatusCode: 201, Outcome: "approved"},
+			"status code 99":   {Key: a.Key, At: base, StatusCode: 99, Outcome: "approved"},
+			"negative status":  {Key: a.Key, At: base, StatusCode: -1, Outcome: "approved"},
+			"empty everything": {},
+		} {
+			require.Error(t, s.LogProviderRequest(ctx, r), name)
+		}
+		got, err = s.GetAttempt(ctx, a.Key)
+		require.NoError(t, err)
+		require.Equal(t, want, got.Requests, "refused requests are not logged")
+	})
+}
+
+func TestStore_TimesRoundTripExactly(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		order := newOrder(t, s)
+		n := newAttempt(t, order.ID, card("visa"), base)
+		n.AbandonAfter = 90*time.Minute + 123456789*time.Nanosecond
+		a, _, err := s.GetOrStartAttempt(ctx, n)
+		require.NoError(t, err)
+		require.Equal(t, stored(base), a.CreatedAt)
+		require.Equal(t, stored(base.Add(n.AbandonAfter)), a.AbandonAt)
+		require.Equal(t, time.UTC, a.CreatedAt.Location())
+
+		checked := time.Date(2026, 3, 14, 16, 0, 0, 999999999, time.FixedZone("PST", -8*60*60))
+		require.NoError(t, s.MarkChecked(ctx, a.Key, checked))
+		got, err := s.GetAttempt(ctx, a.Key)
+		require.NoError(t, err)
+		require.NotNil(t, got.LastCheckedAt)
+		require.Equal(t, stored(checked), *got.LastCheckedAt)
+		require.Equal(t, a.CreatedAt, got.CreatedAt)
+		require.Equal(t, a.AbandonAt, got.AbandonAt)
+
+		// A second check replaces the first.
+		require.NoError(t, s.MarkChecked(ctx, a.Key, checked.Add(time.Minute)))
+		got, err = s.GetAttempt(ctx, a.Key)
+		require.NoError(t, err)
+		require.Equal(t, stored(checked.Add(time.Minute)), *got.LastCheckedAt)
+	})
+}
+
+func TestStore_OutboxListsUnstartedAttemptsUntilMarked(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		var attempts []store.Attempt
+		for i := range 4 {
+			a, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base.Add(time.Duration(i)*time.Minute))
+			attempts = append(attempts, a)
+		}
+		settled, started, young := attempts[0], attempts[1], attempts[3]
+		require.True(t, settle(t, s, settled.Key, chargeonce.AttemptDeclined, ""))
+		require.NoError(t, s.MarkWorkflowStarted(ctx, started.Key))
+		require.NoError(t, s.MarkWorkflowStarted(ctx, started.Key), "marking twice is harmless")
+
+		got, err := s.UnstartedAttempts(ctx, young.CreatedAt, 10)
+		require.NoError(t, err)
+		require.Equal(t, []store.Attempt{attempts[2]}, got, "neither settled, started nor young attempts")
+
+		got, err = s.UnstartedAttempts(ctx, base.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{attempts[2].Key, young.Key}, keys(got), "oldest first")
+		got, err = s.UnstartedAttempts(ctx, base.Add(time.Hour), 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{attempts[2].Key}, keys(got), "at most limit")
+
+		require.NoError(t, s.MarkWorkflowStarted(ctx, attempts[2].Key))
+		require.NoError(t, s.MarkWorkflowStarted(ctx, young.Key))
+		got, err = s.UnstartedAttempts(ctx, base.Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		a, err := s.GetAttempt(ctx, young.Key)
+		require.NoError(t, err)
+		require.True(t, a.WorkflowStarted)
+
+		for _, limit := range []int{0, -1, 1001} {
+			_, err := s.UnstartedAttempts(ctx, base, limit)
+			require.Error(t, err, "limit %d", limit)
+		}
+	})
+}
+
+func TestStore_OpenAttemptStats(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		open, oldest, err := s.OpenAttemptStats(ctx)
+		require.NoError(t, err)
+		require.Zero(t, open)
+		require.True(t, oldest.IsZero())
+
+		first, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base)
+		second, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base.Add(time.Minute))
+		open, oldest, err = s.OpenAttemptStats(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, open)
+		require.Equal(t, first.CreatedAt, oldest)
+
+		require.True(t, settle(t, s, first.Key, chargeonce.AttemptSucceeded, "ch_1"))
+		open, oldest, err = s.OpenAttemptStats(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, open)
+		require.Equal(t, second.CreatedAt, oldest)
+	})
+}
+
+func TestStore_CorruptRowIsAnErrorNotAWrongAmount(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		order := newOrder(t, s)
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+
+		rawExec(t, dsn, `UPDATE payment_attempts SET currency = 'ZZZ' WHERE idempotency_key = $1`, a.Key)
+		_, err := s.GetAttempt(ctx, a.Key)
+		require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency)
+		require.ErrorContains(t, err, "corrupt")
+		_, _, err = s.GetOrStartAttempt(ctx, newAttempt(t, order.ID, card("visa"), base))
+		require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency, "a checkout never decides on a corrupt attempt")
+
+		rawExec(t, dsn, `UPDATE orders SET currency = 'ZZZ' WHERE id = $1`, order.ID)
+		_, _, err = s.GetOrder(ctx, order.ID)
+		require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency)
+		require.ErrorContains(t, err, "corrupt")
+	})
+}
+
+func TestStore_MigrationIsIdempotent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		first, err := store.Open(context.Background(), dsn)
+		require.NoError(t, err)
+		order := newOrder(t, first)
+		require.NoError(t, first.Close())
+
+		again := openStore(t, dsn)
+		o, _ := getOrder(t, again, order.ID)
+		require.Equal(t, order, o, "reopening keeps the data")
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
+	})
+}
+
+func TestStore_ConcurrentOpensOfAFreshDatabaseBothSucceed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		const opens = 4
+		stores := make([]store.Store, opens)
+		errs := make([]error, opens)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range opens {
+			wg.Go(func() {
+				<-start
+				stores[i], errs[i] = store.Open(context.Background(), dsn)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range opens {
+			require.NoError(t, errs[i])
+			t.Cleanup(func() { require.NoError(t, stores[i].Close()) })
+		}
+		for _, s := range stores {
+			newOrder(t, s)
+		}
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
+		require.Equal(t, int64(opens), rawCount(t, dsn, `SELECT count(*) FROM orders`))
+	})
+}
+
+func TestStore_SettlingNeverUnpaysAPaidOrder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		a, _ := checkout(t, s, order.ID, card("visa"), base)
+		// An operator marked the order paid by hand while its attempt was
+		// still open.
+		rawExec(t, dsn, `UPDATE orders SET status = 'paid', provider_payment_id = 'ch_by_hand' WHERE id = $1`, order.ID)
+
+		require.True(t, settle(t, s, a.Key, chargeonce.AttemptDeclined, ""))
+
+		o, attempts := getOrder(t, s, order.ID)
+		require.Equal(t, chargeonce.OrderPaid, o.Status)
+		require.Equal(t, "ch_by_hand", o.ProviderPaymentID)
+		require.Equal(t, chargeonce.AttemptDeclined, attempts[0].Status)
+	})
+}

@@ -1,0 +1,437 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"chargeonce"
+)
+
+// dialect is what differs between the databases. Every query is written once,
+// with $N placeholders, which both PostgreSQL and SQLite accept.
+type dialect struct {
+	// migrations is the directory of the embedded migrations.
+	migrations string
+	// migrationsTable creates the schema_migrations table if it is missing.
+	migrationsTable string
+	// migrationLock, when set, runs first in the migration transaction so
+	// that two processes starting at once migrate one after the other.
+	migrationLock string
+	// lockOrder ends the SELECT that reads the order in GetOrStartAttempt,
+	// so that concurrent checkouts of one order take turns.
+	lockOrder string
+	// timeArg turns a time, already truncated to the microsecond and in UTC,
+	// into the value stored in a time column.
+	timeArg func(time.Time) any
+	// uniqueViolation reports whether err is a unique-constraint violation.
+	uniqueViolation func(error) bool
+}
+
+// txRunner runs transactions on one of the databases.
+type txRunner interface {
+	// inTx runs fn in a transaction and commits it when fn returns nil. A
+	// transaction that does not write gets a consistent snapshot and takes
+	// no write lock.
+	inTx(ctx context.Context, write bool, fn func(q querier) error) error
+	close() error
+}
+
+// querier runs statements inside a transaction.
+type querier interface {
+	exec(ctx context.Context, query string, args ...any) (rowsAffected int64, err error)
+	query(ctx context.Context, query string, args ...any) (rows, error)
+}
+
+// rows is the part of a result set that both drivers offer.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// db implements Store on either database.
+type db struct {
+	txs txRunner
+	d   dialect
+}
+
+// maxDescriptionBytes bounds an order's description, which the provider shows
+// on its dashboard.
+const maxDescriptionBytes = 1000
+
+// maxUnstartedLimit bounds one page of the outbox.
+const maxUnstartedLimit = 1000
+
+// getOrStartPasses bounds how often GetOrStartAttempt reads the attempts again
+// after its insert lost to a concurrent one.
+const getOrStartPasses = 3
+
+const orderColumns = `id, amount_minor, currency, description, status, COALESCE(provider_payment_id, ''), created_at, updated_at`
+
+const attemptColumns = `idempotency_key, order_id, amount_minor, currency, card_hash, merchant_reference, status,
+	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at`
+
+const requestColumns = `r.idempotency_key, r.at, r.status_code, r.outcome, r.replayed, r.duration_us`
+
+// storedTime brings a time to what the databases store: UTC, to the microsecond.
+func storedTime(t time.Time) time.Time {
+	return t.Truncate(time.Microsecond).UTC()
+}
+
+func (s *db) t(t time.Time) any {
+	return s.d.timeArg(storedTime(t))
+}
+
+func (s *db) Close() error {
+	return s.txs.close()
+}
+
+func (s *db) CreateOrder(ctx context.Context, amount chargeonce.Money, description string) (Order, error) {
+	if _, err := chargeonce.NewMoney(amount.Minor, amount.Currency); err != nil {
+		return Order{}, fmt.Errorf("store: create order: %w", err)
+	}
+	if !utf8.ValidString(description) || len(description) > maxDescriptionBytes {
+		return Order{}, fmt.Errorf("store: create order: the description must be valid UTF-8 of at most %d bytes", maxDescriptionBytes)
+	}
+	now := s.t(time.Now())
+	var o Order
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		id, err := queryOne(ctx, q, scanInt64,
+			`INSERT INTO orders (amount_minor, currency, description, status, created_at, updated_at)
+			VALUES ($1, $2, $3, 'placed', $4, $4) RETURNING id`,
+			amount.Minor, amount.Currency, description, now)
+		if err != nil {
+			return err
+		}
+		o, err = queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id)
+		return err
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("store: create order: %w", err)
+	}
+	return o, nil
+}
+
+func (s *db) GetOrder(ctx context.Context, id int64) (Order, []Attempt, error) {
+	var (
+		o        Order
+		attempts []Attempt
+	)
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		if o, err = queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id); err != nil {
+			return err
+		}
+		attempts, err = loadAttempts(ctx, q, `order_id`, id)
+		return err
+	})
+	if err != nil {
+		return Order{}, nil, fmt.Errorf("store: order %d: %w", id, err)
+	}
+	return o, attempts, nil
+}
+
+func (s *db) GetAttempt(ctx context.Context, key string) (Attempt, error) {
+	var attempts []Attempt
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		attempts, err = loadAttempts(ctx, q, `idempotency_key`, key)
+		return err
+	})
+	if err == nil && len(attempts) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Attempt{}, fmt.Errorf("store: attempt %s: %w", key, err)
+	}
+	return attempts[0], nil
+}
+
+// loadAttempts reads the attempts whose column equals value, oldest first,
+// each with its request log.
+func loadAttempts(ctx context.Context, q querier, column string, value any) ([]Attempt, error) {
+	attempts, err := queryAll(ctx, q, scanAttempt,
+		`SELECT `+attemptColumns+` FROM payment_attempts WHERE `+column+` = $1 ORDER BY created_at, idempotency_key`, value)
+	if err != nil || len(attempts) == 0 {
+		return attempts, err
+	}
+	requests, err := queryAll(ctx, q, scanRequest,
+		`SELECT `+requestColumns+` FROM provider_requests r
+		JOIN payment_attempts a ON a.idempotency_key = r.idempotency_key
+		WHERE a.`+column+` = $1 ORDER BY r.at, r.id`, value)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[string]int, len(attempts))
+	for i, a := range attempts {
+		index[a.Key] = i
+	}
+	for _, r := range requests {
+		a := &attempts[index[r.Key]]
+		a.Requests = append(a.Requests, r)
+	}
+	return attempts, nil
+}
+
+func (s *db) GetOrStartAttempt(ctx context.Context, n NewAttempt) (Attempt, Decision, error) {
+	if err := n.validate(); err != nil {
+		return Attempt{}, "", err
+	}
+	var (
+		a Attempt
+		d Decision
+	)
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		var err error
+		a, d, err = s.getOrStart(ctx, q, n)
+		return err
+	})
+	if err != nil {
+		return Attempt{}, "", fmt.Errorf("store: checkout of order %d: %w", n.OrderID, err)
+	}
+	return a, d, nil
+}
+
+func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Attempt, Decision, error) {
+	order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, n.OrderID)
+	if err != nil {
+		return Attempt{}, "", err
+	}
+	for range getOrStartPasses {
+		attempts, err := queryAll(ctx, q, scanAttempt,
+			`SELECT `+attemptColumns+` FROM payment_attempts WHERE order_id = $1 ORDER BY created_at, idempotency_key`, n.OrderID)
+		if err != nil {
+			return Attempt{}, "", err
+		}
+		if a, d, decided := decide(order, attempts, n.CardHash); decided {
+			return a, d, nil
+		}
+		if order.Status != chargeonce.OrderPlaced {
+			return Attempt{}, "", fmt.Errorf("the order is %s with no open or failed attempt, so it cannot take a new one", order.Status)
+		}
+		inserted, err := q.exec(ctx,
+			`INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash,
+				merchant_reference, status, workflow_started, created_at, abandon_at)
+			VALUES ($1, $2, $3, $4, $5, $6, 'open', false, $7, $8)
+			ON CONFLICT (order_id) WHERE status = 'open' DO NOTHING`,
+			n.Key, n.OrderID, order.Amount.Minor, order.Amount.Currency, n.CardHash,
+			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)))
+		if s.d.uniqueViolation(err) {
+			return Attempt{}, "", fmt.Errorf("%w: key %s or its merchant reference already belongs to another attempt", ErrConflict, n.Key)
+		}
+		if err != nil {
+			return Attempt{}, "", err
+		}
+		if inserted == 0 {
+			// An open attempt committed by a writer that did not lock the
+			// order: read again and decide on it.
+			continue
+		}
+		updated, err := q.exec(ctx, `UPDATE orders SET status = 'payment_pending', updated_at = $2 WHERE id = $1 AND status = 'placed'`,
+			n.OrderID, s.t(n.Now))
+		if err != nil {
+			return Attempt{}, "", err
+		}
+		if updated != 1 {
+			return Attempt{}, "", errors.New("the order changed while it was locked")
+		}
+		a, err := queryOne(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts WHERE idempotency_key = $1`, n.Key)
+		return a, DecisionCreated, err
+	}
+	return Attempt{}, "", fmt.Errorf("another open attempt kept appearing and settling; gave up after %d reads", getOrStartPasses)
+}
+
+// decide applies the checkout rules to an order and its attempts, oldest
+// first. It reports false when a new attempt is to be created.
+func decide(order Order, attempts []Attempt, cardHash string) (Attempt, Decision, bool) {
+	if order.Status == chargeonce.OrderPaid {
+		for i := len(attempts) - 1; i >= 0; i-- {
+			if attempts[i].Status == chargeonce.AttemptSucceeded {
+				return attempts[i], DecisionAlreadyPaid, true
+			}
+		}
+		return Attempt{}, DecisionAlreadyPaid, true
+	}
+	var failed *Attempt
+	for i, a := range attempts {
+		switch a.Status {
+		case chargeonce.AttemptOpen:
+			if a.Amount == order.Amount && a.CardHash == cardHash {
+				return a, DecisionReused, true
+			}
+			return a, DecisionConflict, true
+		case chargeonce.AttemptFailed:
+			failed = &attempts[i]
+		}
+	}
+	if failed != nil {
+		return *failed, DecisionNeedsReview, true
+	}
+	return Attempt{}, "", false
+}
+
+func (s *db) MarkWorkflowStarted(ctx context.Context, key string) error {
+	err := s.updateAttempt(ctx, key, `UPDATE payment_attempts SET workflow_started = true WHERE idempotency_key = $1`)
+	if err != nil {
+		return fmt.Errorf("store: mark workflow of attempt %s started: %w", key, err)
+	}
+	return nil
+}
+
+func (s *db) MarkChecked(ctx context.Context, key string, checkedAt time.Time) error {
+	if checkedAt.IsZero() {
+		return fmt.Errorf("store: mark attempt %s checked: the time is missing", key)
+	}
+	err := s.updateAttempt(ctx, key, `UPDATE payment_attempts SET last_checked_at = $2 WHERE idempotency_key = $1`, s.t(checkedAt))
+	if err != nil {
+		return fmt.Errorf("store: mark attempt %s checked: %w", key, err)
+	}
+	return nil
+}
+
+// updateAttempt runs an update of one attempt whose key is $1, and reports
+// ErrNotFound when there is no such attempt.
+func (s *db) updateAttempt(ctx context.Context, key, query string, args ...any) error {
+	if !chargeonce.ValidKey(key) {
+		return fmt.Errorf("key %q is not a lower-case UUID", key)
+	}
+	return s.txs.inTx(ctx, true, func(q querier) error {
+		n, err := q.exec(ctx, query, append([]any{key}, args...)...)
+		if err == nil && n == 0 {
+			err = ErrNotFound
+		}
+		return err
+	})
+}
+
+func (s *db) UnstartedAttempts(ctx context.Context, createdBefore time.Time, limit int) ([]Attempt, error) {
+	if limit <= 0 || limit > maxUnstartedLimit {
+		return nil, fmt.Errorf("store: unstarted attempts: limit %d is not between 1 and %d", limit, maxUnstartedLimit)
+	}
+	var attempts []Attempt
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		attempts, err = queryAll(ctx, q, scanAttempt,
+			`SELECT `+attemptColumns+` FROM payment_attempts
+			WHERE status = 'open' AND NOT workflow_started AND created_at < $1
+			ORDER BY created_at, idempotency_key LIMIT $2`, s.t(createdBefore), limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: unstarted attempts: %w", err)
+	}
+	return attempts, nil
+}
+
+func (s *db) LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) error {
+	if err := validateRequest(r); err != nil {
+		return fmt.Errorf("store: log provider request: %w", err)
+	}
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		if _, err := queryOne(ctx, q, scanInt64, `SELECT 1 FROM payment_attempts WHERE idempotency_key = $1`, r.Key); err != nil {
+			return err
+		}
+		_, err := q.exec(ctx,
+			`INSERT INTO provider_requests (idempotency_key, at, status_code, outcome, replayed, duration_us)
+			VALUES ($1, $2, $3, $4, $5, $6)`,
+			r.Key, s.t(r.At), r.StatusCode, r.Outcome, r.Replayed, r.Duration.Microseconds())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: log provider request of attempt %s: %w", r.Key, err)
+	}
+	return nil
+}
+
+func validateRequest(r chargeonce.ProviderRequest) error {
+	switch {
+	case !chargeonce.ValidKey(r.Key):
+		return fmt.Errorf("key %q is not a lower-case UUID", r.Key)
+	case r.At.IsZero():
+		return errors.New("the time of the request is missing")
+	case r.StatusCode != 0 && (r.StatusCode < 100 || r.StatusCode > 599):
+		return fmt.Errorf("status code %d is neither 0 (no response) nor an HTTP status", r.StatusCode)
+	case r.Outcome == "":
+		return errors.New("the outcome is missing")
+	case r.Duration < 0:
+		return fmt.Errorf("duration %v is negative", r.Duration)
+	}
+	return nil
+}
+
+func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, settledAt time.Time) (bool, error) {
+	switch {
+	case !chargeonce.ValidKey(key):
+		return false, fmt.Errorf("store: settle attempt: key %q is not a lower-case UUID", key)
+	case !status.Terminal():
+		return false, fmt.Errorf("store: settle attempt %s: status %q is not terminal", key, status)
+	case status == chargeonce.AttemptSucceeded && providerPaymentID == "":
+		return false, fmt.Errorf("store: settle attempt %s: a succeeded attempt needs the provider payment ID", key)
+	case settledAt.IsZero():
+		return false, fmt.Errorf("store: settle attempt %s: the time is missing", key)
+	}
+	var changed bool
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		orderID, err := queryOne(ctx, q, scanInt64,
+			`UPDATE payment_attempts SET status = $2, provider_payment_id = $3, settled_at = $4
+			WHERE idempotency_key = $1 AND status = 'open' RETURNING order_id`,
+			key, string(status), nullIfEmpty(providerPaymentID), s.t(settledAt))
+		if errors.Is(err, ErrNotFound) {
+			// Either already terminal, which is an answer, or unknown.
+			_, err = queryOne(ctx, q, scanInt64, `SELECT 1 FROM payment_attempts WHERE idempotency_key = $1`, key)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		changed = true
+		next := chargeonce.OrderStatusAfter(status)
+		if next == chargeonce.OrderPaymentPending {
+			return nil
+		}
+		var orderPaymentID any
+		if next == chargeonce.OrderPaid {
+			orderPaymentID = providerPaymentID
+		}
+		_, err = q.exec(ctx,
+			`UPDATE orders SET status = $2, provider_payment_id = COALESCE($3, provider_payment_id), updated_at = $4
+			WHERE id = $1 AND status = 'payment_pending'`,
+			orderID, string(next), orderPaymentID, s.t(settledAt))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: settle attempt %s as %s: %w", key, status, err)
+	}
+	return changed, nil
+}
+
+func (s *db) OpenAttemptStats(ctx context.Context) (int, time.Time, error) {
+	type stats struct {
+		open   int64
+		oldest timestamp
+	}
+	var st stats
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		st, err = queryOne(ctx, q, func(r rows) (stats, error) {
+			var st stats
+			return st, r.Scan(&st.open, &st.oldest)
+		}, `SELECT count(*), min(created_at) FROM payment_attempts WHERE status = 'open'`)
+		return err
+	})
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("store: open attempt stats: %w", err)
+	}
+	return int(st.open), st.oldest.t, nil
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sqliteBusyTimeout is how long a connection waits for another writer (of
+// this process or another) before it gives up with SQLITE_BUSY.
+const sqliteBusyTimeout = 10 * time.Second
+
+// sqliteMaxConns bounds the connections to a SQLite file. Readers run in
+// parallel in WAL mode; writers take turns anyway, and the ones beyond this
+// bound wait in the pool instead of polling the file lock.
+const sqliteMaxConns = 4
+
+var sqliteDialect = dialect{
+	migrations: "migrations/sqlite",
+	migrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`,
+	// Every writing transaction begins IMMEDIATE (see openSQLite), which
+	// takes the database's single write lock up front: the order is locked
+	// with everything else, and migrations of two processes take turns.
+	migrationLock: "",
+	lockOrder:     "",
+	timeArg:       func(t time.Time) any { return t.UnixMicro() },
+	uniqueViolation: func(err error) bool {
+		var e *sqlite.Error
+		return errors.As(err, &e) && (e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+	},
+}
+
+// openSQLite opens the database file at path, or a private in-memory database
+// for ":memory:".
+//
+// SQLite allows one writer at a time. A transaction that begins DEFERRED and
+// writes later can fail with SQLITE_BUSY when another writer got there
+// first, and no busy timeout helps then, because waiting would deadlock. So
+// every writing transaction begins IMMEDIATE (_txlock=immediate): it takes
+// the write lock at BEGIN, waiting up to the busy timeout, and concurrent
+// checkouts serialize instead of failing. Read-only transactions begin
+// DEFERRED and, in WAL mode, never wait for writers.
+func openSQLite(ctx context.Context, path string) (Store, error) {
+	if path == "" {
+		return nil, errors.New(`store: the SQLite DSN needs a file path, as in "sqlite:chargeonce.db", or "sqlite::memory:"`)
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("store: SQLite path %q: query parameters are not accepted; the store sets its own", path)
+	}
+	memory := path == ":memory:"
+	params := url.Values{}
+	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
+	params.Add("_pragma", "foreign_keys(1)")
+	if !memory {
+		// WAL lets readers run while a writer commits. synchronous stays at
+		// its default, FULL: an idempotency key must survive a power loss
+		// once its commit returned, or a retry could charge under a new key.
+		params.Add("_pragma", "journal_mode(WAL)")
+	}
+	params.Set("_txlock", "immediate")
+	handle, err := sql.Open("sqlite", path+"?"+params.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("store: SQLite %s: %w", path, err)
+	}
+	if memory {
+		// Every connection to ":memory:" is a database of its own: keep
+		// exactly one, forever.
+		handle.SetMaxOpenConns(1)
+		handle.SetMaxIdleConns(1)
+	} else {
+		handle.SetMaxOpenConns(sqliteMaxConns)
+		handle.SetMaxIdleConns(sqliteMaxConns)
+	}
+	if err := handle.PingContext(ctx); err != nil {
+		handle.Close()
+		return nil, fmt.Errorf("store: SQLite %s: %w", path, err)
+	}
+	s := &db{txs: sqlTxs{handle}, d: sqliteDialect}
+	if err := s.migrate(ctx); err != nil {
+		handle.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+type sqlTxs struct{ db *sql.DB }
+
+func (s sqlTxs) inTx(ctx context.Context, write bool, fn func(querier) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: !write})
+	if err != nil {
+		return err
+	}
+	if err := fn(sqlQuerier{tx}); err != nil {
+		_ = tx.Rollback() // the error of fn is the one that matters
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s sqlTxs) close() error { return s.db.Close() }
+
+type sqlQuerier struct{ tx *sql.Tx }
+
+func (q sqlQuerier) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := q.tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (q sqlQuerier) query(ctx context.Context, query string, args ...any) (rows, error) {
+	r, err := q.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+// sqlRows gives *sql.Rows the Close of pgx.Rows; errors surface through Err.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }

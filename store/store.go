@@ -1,0 +1,202 @@
+// Package store is the merchant's database: orders, payment attempts and the
+// log of every request sent to the provider.
+//
+// One Store interface has two implementations that share every query and
+// rule and differ only in their SQL dialect: PostgreSQL through pgx, for
+// deployments that scale out, and SQLite (pure Go) as the embedded default.
+// Open picks one from the DSN and brings the schema up to date.
+//
+// The payment attempt row is the outbox of the checkout: its idempotency key
+// is stored before any request goes to the provider. Every status change is a
+// conditional update on an open attempt, so a terminal status is never
+// overwritten.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"chargeonce"
+)
+
+// ErrNotFound is returned when an order or an attempt does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrConflict is returned when a new attempt would reuse an idempotency key
+// or a merchant reference that already belongs to another attempt.
+var ErrConflict = errors.New("store: conflict")
+
+// Order is an order as the merchant sees it.
+type Order struct {
+	ID          int64
+	Amount      chargeonce.Money
+	Description string
+	Status      chargeonce.OrderStatus
+	// ProviderPaymentID is the provider's charge ID once the order is paid.
+	ProviderPaymentID string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// Attempt is one payment attempt: one idempotency key for one order, amount
+// and card.
+type Attempt struct {
+	Key     string
+	OrderID int64
+	Amount  chargeonce.Money
+	// CardHash is chargeonce.HashCardToken of the card token; the token itself
+	// is never stored.
+	CardHash          string
+	MerchantReference string
+	Status            chargeonce.AttemptStatus
+	// ProviderPaymentID is the provider's charge ID, when the attempt settled
+	// with one.
+	ProviderPaymentID string
+	// WorkflowStarted is false until the payment workflow of the attempt is
+	// known to run; the outbox sweep starts the ones left behind.
+	WorkflowStarted bool
+	CreatedAt       time.Time
+	// LastCheckedAt is when the provider was last asked about the attempt,
+	// nil before the first check.
+	LastCheckedAt *time.Time
+	// AbandonAt is the deadline after which an attempt with no charge found
+	// at the provider is abandoned.
+	AbandonAt time.Time
+	// Requests is the log of the attempt's exchanges with the provider,
+	// oldest first.
+	Requests []chargeonce.ProviderRequest
+}
+
+// NewAttempt is what GetOrStartAttempt needs to find or create the attempt of
+// a checkout. The amount is the order's.
+type NewAttempt struct {
+	OrderID  int64
+	CardHash string
+	// Key is a fresh UUIDv7, used only if a new attempt is created.
+	Key string
+	// ReferencePrefix starts the merchant reference of a new attempt.
+	ReferencePrefix string
+	// Now is the creation time of a new attempt.
+	Now time.Time
+	// AbandonAfter sets the abandon deadline of a new attempt, counted from Now.
+	AbandonAfter time.Duration
+}
+
+func (n NewAttempt) validate() error {
+	switch {
+	case n.OrderID <= 0:
+		return fmt.Errorf("store: new attempt: order ID %d is not positive", n.OrderID)
+	case !validCardHash(n.CardHash):
+		return fmt.Errorf("store: new attempt: card hash %q is not a lower-case hex SHA-256", n.CardHash)
+	case !chargeonce.ValidKey(n.Key):
+		return fmt.Errorf("store: new attempt: key %q is not a lower-case UUID", n.Key)
+	case !chargeonce.ValidReferencePrefix(n.ReferencePrefix):
+		return fmt.Errorf("store: new attempt: reference prefix %q must be a lower-case letter followed by lower-case letters, digits or underscores", n.ReferencePrefix)
+	case n.Now.IsZero():
+		return errors.New("store: new attempt: creation time is missing")
+	case n.AbandonAfter <= 0:
+		return fmt.Errorf("store: new attempt: abandon-after %v is not positive", n.AbandonAfter)
+	}
+	return nil
+}
+
+func validCardHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if !('0' <= h[i] && h[i] <= '9' || 'a' <= h[i] && h[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Decision says what GetOrStartAttempt did with a checkout.
+type Decision string
+
+// The decisions of GetOrStartAttempt.
+const (
+	// DecisionCreated: a new attempt was stored and the order is payment_pending.
+	DecisionCreated Decision = "created"
+	// DecisionReused: an open attempt with the same amount and card exists;
+	// its key is to be sent again.
+	DecisionReused Decision = "reused"
+	// DecisionAlreadyPaid: the order is paid; the attempt returned is the
+	// one that succeeded.
+	DecisionAlreadyPaid Decision = "already_paid"
+	// DecisionConflict: an open attempt with another card or amount exists
+	// and must settle first; it is the attempt returned.
+	DecisionConflict Decision = "conflict"
+	// DecisionNeedsReview: a failed attempt may have charged the card, so no
+	// new attempt is allowed until a human looks; it is the attempt returned.
+	DecisionNeedsReview Decision = "needs_review"
+)
+
+// Store is the merchant's database. Every method is safe for concurrent use,
+// also from several processes sharing one database.
+type Store interface {
+	// CreateOrder stores a new order in status placed.
+	CreateOrder(ctx context.Context, amount chargeonce.Money, description string) (Order, error)
+	// GetOrder returns the order and its attempts, oldest first, each with
+	// its Requests.
+	GetOrder(ctx context.Context, id int64) (Order, []Attempt, error)
+	// GetOrStartAttempt decides, in one transaction that locks the order,
+	// what a checkout does: a paid order is already_paid; an open attempt
+	// with the same amount and card hash is reused; an open attempt with
+	// another card or amount is a conflict; a failed attempt and no open one
+	// needs review; otherwise a new attempt with the given key is inserted,
+	// the order becomes payment_pending, and the decision is created.
+	// Concurrent calls for one order never create two open attempts. The
+	// attempt returned carries no Requests.
+	GetOrStartAttempt(ctx context.Context, n NewAttempt) (Attempt, Decision, error)
+	// MarkWorkflowStarted records that the attempt's workflow runs, which
+	// takes it out of the outbox.
+	MarkWorkflowStarted(ctx context.Context, key string) error
+	// UnstartedAttempts is the outbox: open attempts created before
+	// createdBefore whose workflow is not known to run, oldest first, at
+	// most limit of them. Their Requests are not loaded.
+	UnstartedAttempts(ctx context.Context, createdBefore time.Time, limit int) ([]Attempt, error)
+	// GetAttempt returns one attempt with its Requests.
+	GetAttempt(ctx context.Context, key string) (Attempt, error)
+	// LogProviderRequest appends one exchange to the request log of the
+	// attempt with r.Key. At and Duration are kept to the microsecond.
+	LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) error
+	// MarkChecked records when the provider was last asked about the attempt.
+	MarkChecked(ctx context.Context, key string, at time.Time) error
+	// SettleAttempt moves an open attempt to a terminal status and its order
+	// to chargeonce.OrderStatusAfter(status), with the provider payment ID,
+	// in one transaction and conditionally (WHERE status = 'open'). It
+	// returns false, and changes nothing, when the attempt was already
+	// terminal. The order changes only while it is payment_pending, so a
+	// paid order is never un-paid.
+	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error)
+	// OpenAttemptStats returns how many attempts are open and when the
+	// oldest of them was created (the zero time when none is open).
+	OpenAttemptStats(ctx context.Context) (open int, oldestCreated time.Time, err error)
+	// Close releases the database connections.
+	Close() error
+}
+
+// Open connects to the database named by dsn and applies any missing schema
+// migrations:
+//   - "postgres://..." or "postgresql://..." opens PostgreSQL (a pgx
+//     connection string);
+//   - "sqlite:PATH" opens or creates the SQLite file at PATH, and
+//     "sqlite::memory:" a private in-memory database.
+func Open(ctx context.Context, dsn string) (Store, error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return openPostgres(ctx, dsn)
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+	}
+	// Only the scheme is quoted: the rest of a DSN may hold a password.
+	if scheme, _, found := strings.Cut(dsn, ":"); found {
+		return nil, fmt.Errorf("store: unknown database scheme %q: the DSN must start with postgres://, postgresql:// or sqlite:PATH", scheme)
+	}
+	return nil, errors.New("store: the DSN must start with postgres://, postgresql:// or sqlite:PATH")
+}
