@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+
+	"chargeonce/codec"
+	"chargeonce/internal/logging"
+	"chargeonce/metrics"
+	"chargeonce/store"
+	"chargeonce/temporalclient"
+)
+
+// BackendFlags say where the worker and the API find Temporal and the
+// merchant database, and which keys encrypt workflow payloads.
+type BackendFlags struct {
+	temporal    *temporalclient.Config
+	databaseURL string
+	codecKeys   string
+}
+
+// Backend defines the backend flags on fs.
+func Backend(fs *flag.FlagSet) *BackendFlags {
+	b := &BackendFlags{temporal: temporalclient.RegisterFlags(fs)}
+	fs.StringVar(&b.databaseURL, "database-url", "", "merchant database: postgres://user:pass@host/db or sqlite:/path/file.db")
+	fs.StringVar(&b.codecKeys, "codec-keys", "", "payload encryption `keyring`: id:base64key,… with the current key first (32-byte AES-256 keys)")
+	return b
+}
+
+// BackendConn is the connected backend of a process.
+type BackendConn struct {
+	Temporal client.Client
+	Store    store.Store
+	Keyring  *codec.Keyring
+}
+
+// Close closes the Temporal client and the database.
+func (c *BackendConn) Close() error {
+	c.Temporal.Close()
+	return c.Store.Close()
+}
+
+// Connect checks the flags, opens the database (applying its migrations) and
+// connects to Temporal with payload encryption and the SDK's metrics in reg.
+// Flag problems are UsageErrors.
+func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer) (*BackendConn, error) {
+	if b.databaseURL == "" {
+		return nil, UsageError{errors.New("--database-url is required")}
+	}
+	if b.codecKeys == "" {
+		return nil, UsageError{errors.New("--codec-keys is required: without it card tokens would reach Temporal in clear text")}
+	}
+	if err := b.temporal.Validate(); err != nil {
+		return nil, UsageError{err}
+	}
+	keyring, err := codec.ParseKeyring(b.codecKeys)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	sdkMetrics, err := metrics.TemporalHandler(reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, b.databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := temporalclient.Dial(ctx, *b.temporal, temporalclient.Options{
+		DataConverter:  codec.NewDataConverter(keyring),
+		MetricsHandler: sdkMetrics,
+		Logger:         logging.AtLeast(logger, slog.LevelWarn),
+	})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return &BackendConn{Temporal: tc, Store: st, Keyring: keyring}, nil
+}

@@ -1,0 +1,96 @@
+// Package cli holds what chargeonce's long-running commands (dev, worker,
+// api) share: the flags they name alike, and a main that turns SIGINT and
+// SIGTERM into a graceful shutdown and errors into exit codes.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"chargeonce/internal/envflag"
+	"chargeonce/internal/logging"
+	"chargeonce/workflows"
+)
+
+// EnvPrefix starts the environment variable of every flag.
+const EnvPrefix = "CHARGEONCE"
+
+// UsageError is a bad flag or environment value; the command exits with 2.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Parse parses args and the environment into fs; its errors are
+// UsageErrors, except for flag.ErrHelp.
+func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	err := envflag.Parse(fs, args, EnvPrefix, getenv)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return UsageError{err}
+}
+
+// Run runs a command until SIGINT or SIGTERM and exits the process: 0 on
+// success or --help, 2 on a usage error, 1 on any other error.
+func Run(name string, run func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(ExitCode(os.Stderr, name, err))
+}
+
+// ExitCode reports err on w and returns the exit code for it.
+func ExitCode(w io.Writer, name string, err error) int {
+	var usage UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintf(w, "%s: %v (see --help)\n", name, err)
+		return 2
+	default:
+		fmt.Fprintf(w, "%s: %v\n", name, err)
+		return 1
+	}
+}
+
+// Timing defines the payment workflow's timing flags on fs.
+func Timing(fs *flag.FlagSet) *workflows.Timing {
+	d := workflows.DefaultTiming()
+	t := &workflows.Timing{}
+	fs.DurationVar(&t.AttemptTimeout, "attempt-timeout", d.AttemptTimeout, "how long one charge request may take")
+	fs.DurationVar(&t.ChargeBudget, "charge-budget", d.ChargeBudget, "how long all charge requests of a checkout may take before the outcome counts as unknown")
+	fs.DurationVar(&t.RetryInterval, "retry-interval", d.RetryInterval, "pause between charge requests (a provider's Retry-After wins)")
+	fs.DurationVar(&t.MinAge, "reconcile-min-age", d.MinAge, "age of an unknown-outcome attempt at its first lookup at the provider")
+	fs.DurationVar(&t.Interval, "reconcile-interval", d.Interval, "time between lookups of an unknown-outcome attempt")
+	fs.DurationVar(&t.AbandonAfter, "abandon-after", d.AbandonAfter, "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention")
+	return t
+}
+
+// LogFlags are the logging flags.
+type LogFlags struct{ format, level string }
+
+// Logging defines --log-format and --log-level on fs.
+func Logging(fs *flag.FlagSet) *LogFlags {
+	l := &LogFlags{}
+	fs.StringVar(&l.format, "log-format", "text", "log `format`: text or json")
+	fs.StringVar(&l.level, "log-level", "info", "log `level`: debug, info, warn or error")
+	return l
+}
+
+// Logger builds the logger the flags ask for; a bad value is a UsageError.
+func (l *LogFlags) Logger(w io.Writer) (*slog.Logger, error) {
+	logger, err := logging.New(w, l.format, l.level)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	return logger, nil
+}

@@ -1,0 +1,69 @@
+// Package envflag lets every flag of a command also be set from the
+// environment, so that the same binary is configured by flags on a laptop and
+// by environment variables in docker-compose.
+//
+// A flag named "temporal-address" with the prefix "CHARGEONCE" is read from
+// CHARGEONCE_TEMPORAL_ADDRESS. A flag given on the command line wins over the
+// environment. A bad value is refused with the name of the variable that held
+// it, so the user knows what to fix.
+package envflag
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Parse parses args into fs, then sets every flag that was not given on the
+// command line from its environment variable, when that variable is set.
+// getenv is usually os.Getenv; tests pass their own.
+func Parse(fs *flag.FlagSet, args []string, prefix string, getenv func(string) string) error {
+	fs.Usage = func() { usage(fs, prefix) }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || given[f.Name] {
+			return
+		}
+		name := Var(prefix, f.Name)
+		value := getenv(name)
+		if value == "" {
+			return
+		}
+		if setErr := fs.Set(f.Name, value); setErr != nil {
+			err = fmt.Errorf("invalid value %q for environment variable %s: %v", value, name, setErr)
+		}
+	})
+	return err
+}
+
+// Var is the environment variable that holds the flag name under prefix.
+func Var(prefix, name string) string {
+	return prefix + "_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+func usage(fs *flag.FlagSet, prefix string) {
+	out := fs.Output()
+	fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+	fs.VisitAll(func(f *flag.Flag) { printFlag(out, f, prefix) })
+	fmt.Fprintf(out, "\nEvery flag can also be set through the environment variable shown beside it;\na flag on the command line wins.\n")
+}
+
+func printFlag(out io.Writer, f *flag.Flag, prefix string) {
+	kind, text := flag.UnquoteUsage(f)
+	fmt.Fprintf(out, "  --%s %s\t(env %s)\n", f.Name, kind, Var(prefix, f.Name))
+	fmt.Fprintf(out, "    \t%s", strings.ReplaceAll(text, "\n", "\n    \t"))
+	if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+		fmt.Fprintf(out, " (default %q)", f.DefValue)
+	}
+	fmt.Fprintln(out)
+}

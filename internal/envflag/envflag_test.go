@@ -1,0 +1,58 @@
+package envflag_test
+
+import (
+	"bytes"
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/envflag"
+)
+
+func newFlags() (*flag.FlagSet, *string, *time.Duration) {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(new(bytes.Buffer))
+	addr := fs.String("temporal-address", "localhost:7233", "Temporal frontend host:port")
+	timeout := fs.Duration("attempt-timeout", 3*time.Second, "how long one charge request may take")
+	return fs, addr, timeout
+}
+
+func env(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
+func TestParse_EnvironmentFillsFlagsNotGiven(t *testing.T) {
+	fs, addr, timeout := newFlags()
+	err := envflag.Parse(fs, []string{"--attempt-timeout=5s"}, "CHARGEONCE", env(map[string]string{
+		"CHARGEONCE_TEMPORAL_ADDRESS": "temporal:7233",
+		"CHARGEONCE_ATTEMPT_TIMEOUT":  "9s",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "temporal:7233", *addr)
+	require.Equal(t, 5*time.Second, *timeout, "a flag on the command line wins over the environment")
+}
+
+func TestParse_BadEnvironmentValueNamesTheVariable(t *testing.T) {
+	fs, _, _ := newFlags()
+	err := envflag.Parse(fs, nil, "CHARGEONCE", env(map[string]string{"CHARGEONCE_ATTEMPT_TIMEOUT": "soon"}))
+	require.ErrorContains(t, err, `invalid value "soon" for environment variable CHARGEONCE_ATTEMPT_TIMEOUT`)
+}
+
+func TestParse_RefusesPositionalArguments(t *testing.T) {
+	fs, _, _ := newFlags()
+	err := envflag.Parse(fs, []string{"extra"}, "CHARGEONCE", env(nil))
+	require.ErrorContains(t, err, `unexpected argument "extra"`)
+}
+
+func TestParse_HelpNamesEveryVariable(t *testing.T) {
+	fs, _, _ := newFlags()
+	out := new(bytes.Buffer)
+	fs.SetOutput(out)
+	err := envflag.Parse(fs, []string{"--help"}, "CHARGEONCE", env(nil))
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Contains(t, out.String(), "--temporal-address")
+	require.Contains(t, out.String(), "(env CHARGEONCE_TEMPORAL_ADDRESS)")
+	require.Contains(t, out.String(), "(env CHARGEONCE_ATTEMPT_TIMEOUT)")
+}
