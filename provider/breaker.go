@@ -1,0 +1,138 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// BreakerConfig configures the circuit breakers. Each zero field takes its
+// default: open after 5 consecutive provider failures within a 1 minute
+// window, stay open 10 seconds, then let 1 probe through; the failure-ratio
+// rule is off.
+type BreakerConfig struct {
+	// ConsecutiveFailures opens the breaker after this many provider
+	// failures in a row within Window. Default 5.
+	ConsecutiveFailures uint32
+	// FailureRatio, in (0, 1], also opens the breaker when at least this
+	// fraction of the answered requests within Window failed, once there
+	// were MinRequests of them. It catches a provider that fails often but
+	// never five times in a row. Zero turns the rule off.
+	FailureRatio float64
+	// MinRequests is how many answered requests within Window the ratio
+	// rule needs before it judges. Default 20.
+	MinRequests uint32
+	// Window is the rolling period over which failures are counted, so that
+	// failures far apart in time do not add up. Default 1 minute; at least
+	// 10 milliseconds.
+	Window time.Duration
+	// OpenTimeout is how long an open breaker refuses requests before it
+	// lets probes through. Default 10 seconds.
+	OpenTimeout time.Duration
+	// HalfOpenProbes is how many requests a half-open breaker lets through;
+	// that many successes in a row close it, one failure opens it again.
+	// Default 1.
+	HalfOpenProbes uint32
+}
+
+// windowBuckets is how finely Window rolls: counts age out a tenth of the
+// window at a time rather than all at once.
+const windowBuckets = 10
+
+func (b BreakerConfig) settings() (gobreaker.Settings, error) {
+	switch {
+	case math.IsNaN(b.FailureRatio) || b.FailureRatio < 0 || b.FailureRatio > 1:
+		return gobreaker.Settings{}, fmt.Errorf("provider: BreakerConfig.FailureRatio %v is not in [0, 1]", b.FailureRatio)
+	case b.Window < 0 || (b.Window > 0 && b.Window < 10*time.Millisecond):
+		return gobreaker.Settings{}, fmt.Errorf("provider: BreakerConfig.Window %v must be zero (default) or at least 10ms", b.Window)
+	case b.OpenTimeout < 0:
+		return gobreaker.Settings{}, fmt.Errorf("provider: BreakerConfig.OpenTimeout %v is negative", b.OpenTimeout)
+	}
+	consecutive := orDefault(b.ConsecutiveFailures, 5)
+	minRequests := orDefault(b.MinRequests, 20)
+	window := orDefault(b.Window, time.Minute)
+	ratio := b.FailureRatio
+	return gobreaker.Settings{
+		MaxRequests:  orDefault(b.HalfOpenProbes, 1),
+		Interval:     window,
+		BucketPeriod: window / windowBuckets,
+		Timeout:      orDefault(b.OpenTimeout, 10*time.Second),
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			if c.ConsecutiveFailures >= consecutive {
+				return true
+			}
+			answered := c.TotalSuccesses + c.TotalFailures
+			return ratio > 0 && answered >= minRequests && float64(c.TotalFailures) >= ratio*float64(answered)
+		},
+		IsExcluded: func(err error) bool { return errors.Is(err, errNoHealthSignal) },
+	}, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// breaker is a two-step breaker: the request helper asks before sending and
+// reports after reading, with a verdict computed from the whole exchange.
+type breaker = gobreaker.TwoStepCircuitBreaker[struct{}]
+
+func newBreaker(name string, st gobreaker.Settings, log *slog.Logger) *breaker {
+	st.Name = name
+	st.OnStateChange = func(name string, from, to gobreaker.State) {
+		level := slog.LevelInfo
+		if to == gobreaker.StateOpen {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, "provider circuit breaker changed state",
+			"breaker", name, "from", from.String(), "to", to.String())
+	}
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
+}
+
+var (
+	errProviderFailure = errors.New("provider failure")
+	errNoHealthSignal  = errors.New("no provider health signal")
+)
+
+// breakerVerdict says what one exchange tells about the provider's health:
+// nil for healthy, errProviderFailure, or errNoHealthSignal to count it as
+// neither.
+//
+// Only signs that the provider cannot serve us are failures: a server error
+// (500, 502, 503, 504), a broken connection, and a deadline passed while
+// waiting for it. Every deliberate answer is a success, whatever it says: a
+// decline, a 409 for a key in flight, a 422 or 400 about our request, even an
+// answer that breaks the contract, because a breaker cannot fix any of them
+// and opening it would only turn a correct answer into a refusal.
+//
+// Neither counts: a 429, since the provider is healthy and its Retry-After
+// already paces the caller, while opening the breaker would stop every
+// payment for a quota signal; and a caller that cancelled, which says nothing
+// about the provider.
+func breakerVerdict(ctx context.Context, ex exchange) error {
+	outcome := ex.failed
+	if outcome == "" {
+		outcome = statusOutcome(ex.status)
+	}
+	switch outcome {
+	case Unavailable, TransportError:
+		return errProviderFailure
+	case Timeout:
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return errNoHealthSignal
+		}
+		return errProviderFailure
+	case RateLimited:
+		return errNoHealthSignal
+	}
+	return nil
+}

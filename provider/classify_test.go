@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		value  string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"0", 0, true},
+		{"1", time.Second, true},
+		{" 120 ", 2 * time.Minute, true},
+		{"300", 5 * time.Minute, true},
+		{"301", maxRetryAfter, true},
+		{"99999999999999999999999", maxRetryAfter, true},
+		{"Mon, 30 Nov 2026 10:00:42 GMT", 42 * time.Second, true},
+		{"Monday, 30-Nov-26 10:00:42 GMT", 42 * time.Second, true},
+		{"Mon Nov 30 10:00:42 2026", 42 * time.Second, true},
+		{"Mon, 30 Nov 2026 09:00:00 GMT", 0, true},
+		{"Tue, 01 Dec 2026 10:00:00 GMT", maxRetryAfter, true},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"+5", 0, false},
+		{"1.5", 0, false},
+		{"soon", 0, false},
+		{"2026-11-30T10:00:42Z", 0, false},
+	}
+	for _, tc := range cases {
+		got, ok := parseRetryAfter(tc.value, now)
+		require.Equal(t, tc.wantOK, ok, "%q", tc.value)
+		require.Equal(t, tc.want, got, "%q", tc.value)
+	}
+}
+
+func TestBreakerConfig_ZeroValueDefaults(t *testing.T) {
+	st, err := BreakerConfig{}.settings()
+
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.MaxRequests, "one probe in half-open")
+	require.Equal(t, 10*time.Second, st.Timeout)
+	require.Equal(t, time.Minute, st.Interval)
+	require.False(t, st.ReadyToTrip(gobreaker.Counts{Requests: 4, TotalFailures: 4, ConsecutiveFailures: 4}))
+	require.True(t, st.ReadyToTrip(gobreaker.Counts{Requests: 5, TotalFailures: 5, ConsecutiveFailures: 5}))
+	require.False(t, st.ReadyToTrip(gobreaker.Counts{Requests: 100, TotalSuccesses: 10, TotalFailures: 90, ConsecutiveFailures: 4}),
+		"the ratio rule is off by default")
+}
+
+func BenchmarkClassifyCharge(b *testing.B) {
+	req := ChargeRequest{
+		Key: "01a1d96c-e23d-77bf-801e-9df969c1d378", Amount: 54890, Currency: "TRY", Source: "tok_visa",
+		Description: "Bookstore order 1001", MerchantReference: "bookstore-1001-01a1d96ce23d77bf801e9df969c1d378",
+	}
+	json := http.Header{"Content-Type": {"application/json"}}
+	cases := []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+		want   Outcome
+	}{
+		{"approved", 201, json, `{"id":"ch_000001","object":"charge","amount":54890,"currency":"TRY","status":"succeeded",` +
+			`"merchant_reference":"bookstore-1001-01a1d96ce23d77bf801e9df969c1d378",` +
+			`"idempotency_key":"01a1d96c-e23d-77bf-801e-9df969c1d378","created":"2026-11-30T10:00:00Z"}`, Approved},
+		{"declined", 402, json, `{"type":"about:blank","title":"Payment Required","status":402,"detail":"The card was declined.",` +
+			`"code":"card_declined","decline_code":"do_not_honor","charge_id":"ch_000002"}`, Declined},
+		{"in_flight", 409, http.Header{"Retry-After": {"1"}}, `{"title":"Conflict","status":409}`, InFlight},
+		{"unavailable", 503, http.Header{}, ``, Unavailable},
+	}
+	now := time.Now()
+	for _, tc := range cases {
+		body := []byte(tc.body)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := classifyCharge(req, tc.status, tc.header, body, now); r.Outcome != tc.want {
+					b.Fatalf("outcome %s, want %s: %s", r.Outcome, tc.want, r.Detail)
+				}
+			}
+		})
+	}
+}

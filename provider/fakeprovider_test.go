@@ -1,0 +1,204 @@
+package provider_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/fakeprovider"
+	"chargeonce/provider"
+)
+
+// These tests run the client against the real fake provider, which
+// implements the wire contract on its own: a mistake on either side shows up
+// here instead of agreeing with itself.
+
+// newFake starts the fake provider behind a real HTTP server and returns it
+// with a client of it.
+func newFake(t *testing.T, cfg fakeprovider.Config) (*fakeprovider.Provider, *provider.Client) {
+	t.Helper()
+	fp, err := fakeprovider.New(cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(fp)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, fp.Close(ctx))
+	})
+	return fp, newClient(t, srv.URL)
+}
+
+// chargeFor is testCharge with its own key, reference and card.
+func chargeFor(key, source string) provider.ChargeRequest {
+	req := testCharge()
+	req.Key, req.Source = key, source
+	req.MerchantReference = "bookstore-1001-" + key
+	return req
+}
+
+func TestClient_FakeProviderApprovesAndFindsTheCharge(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	req := testCharge()
+
+	res := c.Charge(context.Background(), req)
+
+	require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+	require.Equal(t, http.StatusCreated, res.StatusCode)
+	require.False(t, res.Replayed)
+	require.NotEmpty(t, res.ChargeID)
+	require.Equal(t, req.Amount, res.Charge.Amount)
+	requests := fp.Requests()
+	require.Len(t, requests, 1)
+	require.Equal(t, testKey, requests[0].Key, "the fake read the same key from the quoted header")
+
+	charges, err := c.FindCharges(context.Background(), req.MerchantReference)
+
+	require.NoError(t, err)
+	require.Len(t, charges, 1)
+	require.Equal(t, *res.Charge, charges[0])
+}
+
+func TestClient_FakeProviderDeclines(t *testing.T) {
+	cases := []struct{ source, code string }{
+		{"tok_chargeDeclined", "do_not_honor"},
+		{"tok_chargeDeclinedInsufficientFunds", "insufficient_funds"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.source, func(t *testing.T) {
+			_, c := newFake(t, fakeprovider.Config{})
+			req := chargeFor("0199a1d9-6e23-7d77-b801-9df969c1d378", tc.source)
+
+			res := c.Charge(context.Background(), req)
+
+			require.Equal(t, provider.Declined, res.Outcome, res.Detail)
+			require.Equal(t, tc.code, res.DeclineCode)
+			require.NotEmpty(t, res.ChargeID)
+			charges, err := c.FindCharges(context.Background(), req.MerchantReference)
+			require.NoError(t, err)
+			require.Len(t, charges, 1)
+			require.Equal(t, res.ChargeID, charges[0].ID)
+			require.Equal(t, "failed", charges[0].Status, "reconciliation tells a decline from a charge that never arrived")
+		})
+	}
+}
+
+func TestClient_FakeProviderReplaysAFinishedKey(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	first := c.Charge(context.Background(), testCharge())
+	require.Equal(t, provider.Approved, first.Outcome, first.Detail)
+
+	again := c.Charge(context.Background(), testCharge())
+
+	require.Equal(t, provider.Approved, again.Outcome, again.Detail)
+	require.True(t, again.Replayed)
+	require.Equal(t, first.ChargeID, again.ChargeID)
+	require.Len(t, fp.Charges(), 1)
+}
+
+func TestClient_FakeProviderRefusesTheKeyWithAnotherAmount(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	require.Equal(t, provider.Approved, c.Charge(context.Background(), testCharge()).Outcome)
+	other := testCharge()
+	other.Amount++
+
+	res := c.Charge(context.Background(), other)
+
+	require.Equal(t, provider.ContractViolation, res.Outcome)
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.False(t, res.Outcome.Retryable())
+	require.Len(t, fp.Charges(), 1)
+}
+
+func TestClient_FakeProviderSaysInFlightWhileSlow(t *testing.T) {
+	processing := make(chan struct{}, 1)
+	finish := make(chan time.Time)
+	fp, c := newFake(t, fakeprovider.Config{
+		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Minute},
+		After: func(time.Duration) <-chan time.Time {
+			processing <- struct{}{}
+			return finish
+		},
+	})
+	firstDone := make(chan provider.Result, 1)
+	go func() { firstDone <- c.Charge(context.Background(), testCharge()) }()
+	<-processing
+
+	second := c.Charge(context.Background(), testCharge())
+	close(finish)
+	first := <-firstDone
+	third := c.Charge(context.Background(), testCharge())
+
+	require.Equal(t, provider.InFlight, second.Outcome, second.Detail)
+	require.Equal(t, http.StatusConflict, second.StatusCode)
+	require.Equal(t, time.Second, second.RetryAfter)
+	require.Equal(t, provider.Approved, first.Outcome, first.Detail)
+	require.Equal(t, provider.Approved, third.Outcome, third.Detail)
+	require.True(t, third.Replayed)
+	require.Equal(t, first.ChargeID, third.ChargeID)
+	require.Len(t, fp.Charges(), 1)
+}
+
+func TestClient_FakeProviderLostResponseIsLearnedByRetrying(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}})
+
+	lost := c.Charge(context.Background(), testCharge())
+	require.NoError(t, fp.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+	retry := c.Charge(context.Background(), testCharge())
+
+	require.Equal(t, provider.TransportError, lost.Outcome, lost.Detail)
+	require.True(t, lost.Sent, "the card was charged although no answer came")
+	require.Equal(t, provider.Approved, retry.Outcome, retry.Detail)
+	require.True(t, retry.Replayed)
+	charges := fp.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, charges[0].ID, retry.ChargeID)
+}
+
+func TestClient_FakeProviderChaosModes(t *testing.T) {
+	cases := []struct {
+		mode           fakeprovider.Mode
+		want           provider.Outcome
+		wantRetryAfter time.Duration
+	}{
+		{fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}, provider.Unavailable, 0},
+		{fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 1}, provider.RateLimited, time.Second},
+		{fakeprovider.Mode{Name: fakeprovider.ModeDrop}, provider.Timeout, 0},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.mode.Name), func(t *testing.T) {
+			fp, c := newFake(t, fakeprovider.Config{Mode: tc.mode})
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+
+			res := c.Charge(ctx, testCharge())
+
+			require.Equal(t, tc.want, res.Outcome, res.Detail)
+			require.Equal(t, tc.wantRetryAfter, res.RetryAfter)
+			require.True(t, res.Outcome.Retryable())
+			require.Empty(t, fp.Charges())
+		})
+	}
+}
+
+func TestClient_FakeProviderPublishesItsKeyRetention(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{Retention: 2 * time.Hour})
+
+	retention, err := c.KeyRetention(context.Background())
+
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Hour, retention)
+}
+
+func TestClient_FakeProviderFindsNothingForAnUnknownReference(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{})
+
+	charges, err := c.FindCharges(context.Background(), "bookstore-1-00000000000000000000000000000000")
+
+	require.NoError(t, err)
+	require.Empty(t, charges)
+}
