@@ -1,0 +1,60 @@
+// Command api serves the chargeonce checkout API (contracts/checkout-api.md)
+// against any Temporal service and merchant database. It is stateless: run
+// as many as the traffic needs.
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"chargeonce/api"
+	"chargeonce/checkout"
+	"chargeonce/internal/cli"
+	"chargeonce/internal/serve"
+	"chargeonce/metrics"
+)
+
+func main() {
+	cli.Run("api", run)
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("api", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	backend := cli.Backend(fs)
+	timing := cli.Timing(fs)
+	logFlags := cli.Logging(fs)
+	listen := fs.String("listen", ":8080", "`address` of the checkout API")
+	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
+	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	logger, err := logFlags.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	ln, err := serve.Listen(*listen, "listen")
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // in case a later step fails; serving closes it too
+	reg := metrics.NewRegistry()
+	conn, err := backend.Connect(ctx, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Timing: *timing, Budget: *budget, ReferencePrefix: *prefix, Logger: logger})
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	handler, err := api.New(api.Config{Checkout: svc, Store: conn.Store, Metrics: reg, Logger: logger})
+	if err != nil {
+		return err
+	}
+	logger.Info("checkout API started", "listen", ln.Addr().String())
+	return serve.Run(ctx, ln, handler)
+}

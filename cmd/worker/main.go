@@ -1,0 +1,99 @@
+// Command worker runs the chargeonce payment worker against any Temporal
+// service and merchant database. Run several for availability: they share
+// the task queue, and the outbox sweep is safe to run in each.
+//
+// It serves /healthz, /metrics, and the payload codec for the Temporal Web
+// UI under /codec on --listen.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"chargeonce"
+	"chargeonce/checkout"
+	"chargeonce/codec"
+	"chargeonce/internal/cli"
+	"chargeonce/internal/serve"
+	"chargeonce/metrics"
+	"chargeonce/provider"
+	"chargeonce/worker"
+)
+
+func main() {
+	cli.Run("worker", run)
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	backend := cli.Backend(fs)
+	timing := cli.Timing(fs)
+	logFlags := cli.Logging(fs)
+	providerURL := fs.String("provider-url", "http://localhost:8099", "card provider base `URL`")
+	providerTimeout := fs.Duration("provider-timeout", 30*time.Second, "upper bound of any one HTTP exchange with the provider (charges are bounded by --attempt-timeout)")
+	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
+	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
+	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
+	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if *sweepEvery <= 0 || *providerTimeout <= 0 {
+		return cli.UsageError{Err: errors.New("--sweep-every and --provider-timeout must be positive")}
+	}
+	logger, err := logFlags.Logger(stderr)
+	if err != nil {
+		return err
+	}
+
+	ln, err := serve.Listen(*listen, "listen")
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // in case a later step fails; serving closes it too
+	reg := metrics.NewRegistry()
+	conn, err := backend.Connect(ctx, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := metrics.RegisterOpenAttempts(reg, conn.Store, logger); err != nil {
+		return err
+	}
+
+	pc, err := provider.New(provider.Config{BaseURL: *providerURL, HTTPClient: &http.Client{Timeout: *providerTimeout}, Logger: logger})
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Timing: *timing, ReferencePrefix: *prefix, Logger: logger})
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	w, err := worker.Start(ctx, worker.Deps{
+		Client: conn.Temporal, Provider: pc, Store: conn.Store, Checkout: svc,
+		Timing: *timing, SweepEvery: *sweepEvery, Registerer: reg, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler(reg))
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) {
+		if _, err := conn.Temporal.CheckHealth(r.Context(), nil); err != nil {
+			http.Error(rw, "temporal does not answer: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(rw, "ok")
+	})
+	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, *uiOrigin)))
+	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "provider", *providerURL)
+	return serve.Run(ctx, ln, mux)
+}

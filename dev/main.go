@@ -1,0 +1,104 @@
+// Command dev runs the whole chargeonce stack in one process, with nothing
+// to install: an embedded Temporal server and its Web UI on a SQLite file,
+// the fake card provider, the payment worker and the checkout API.
+//
+//	go run ./dev
+//
+// Then, in another terminal:
+//
+//	go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/cli"
+	"chargeonce/stack"
+)
+
+func main() {
+	cli.Run("dev", run)
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, logFlags, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger, err := logFlags.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger
+
+	started := time.Now()
+	s, err := stack.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	printBanner(stdout, cfg, s, time.Since(started))
+
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "stopping…")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return s.Close(shutdownCtx)
+}
+
+// parseFlags reads the dev stack's configuration from args and the
+// environment.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (stack.Config, *cli.LogFlags, error) {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg stack.Config
+	fs.StringVar(&cfg.DataDir, "data-dir", ".chargeonce", "`directory` of the Temporal and app SQLite files and the payload key")
+	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "interface every part listens on")
+	fs.IntVar(&cfg.TemporalPort, stack.FlagTemporalPort, 7233, "Temporal frontend gRPC `port` (the temporal CLI's default)")
+	fs.IntVar(&cfg.UIPort, stack.FlagUIPort, 8233, "Temporal Web UI `port`")
+	fs.IntVar(&cfg.ProviderPort, stack.FlagProviderPort, 8099, "fake provider `port`")
+	fs.IntVar(&cfg.APIPort, stack.FlagAPIPort, 8080, "checkout API `port`")
+	mode := fs.String("provider-mode", "normal", "fake provider chaos `mode`: normal, slow, drop, error, lost_response or rate_limit")
+	fs.DurationVar(&cfg.Provider.Mode.Delay, "provider-delay", 0, "fake provider processing time in slow mode, or time before a 504 in drop mode")
+	fs.Float64Var(&cfg.Provider.Mode.Rate, "provider-rate", 0, "probability (0 to 1) that a request misbehaves in the error, lost_response and rate_limit modes")
+	fs.Uint64Var(&cfg.Provider.Mode.Seed, "provider-seed", 1, "seed of the fake provider's chaos, so that a run can be repeated")
+	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
+	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
+	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default 30s)")
+	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current); default: a key file in the data directory")
+	timing := cli.Timing(fs)
+	logFlags := cli.Logging(fs)
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return stack.Config{}, nil, err
+	}
+	cfg.Provider.Mode.Name = fakeprovider.ModeName(*mode)
+	cfg.Timing = *timing
+	if err := cfg.Provider.Validate(); err != nil {
+		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("fake provider: %w", err)}
+	}
+	if err := cfg.Timing.Validate(); err != nil {
+		return stack.Config{}, nil, cli.UsageError{Err: err}
+	}
+	if cfg.Timing.AbandonAfter >= cfg.Provider.Retention {
+		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf(
+			"--abandon-after %v must be shorter than --provider-retention %v", cfg.Timing.AbandonAfter, cfg.Provider.Retention)}
+	}
+	return cfg, logFlags, nil
+}
+
+func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Duration) {
+	fmt.Fprintf(w, "\nchargeonce dev stack is up (%.1fs), data in %s\n", took.Seconds(), cfg.DataDir)
+	fmt.Fprintf(w, "  checkout API     %s\n", s.APIURL())
+	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/%s/workflows\n", s.UIURL(), stack.Namespace)
+	fmt.Fprintf(w, "  Temporal         %s (namespace %s)\n", s.TemporalAddress(), stack.Namespace)
+	fmt.Fprintf(w, "  fake provider    %s (mode %s)\n", s.ProviderURL(), s.Provider().Mode().Name)
+	if s.KeyCreated() {
+		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
+	}
+	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa\n")
+	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
+}

@@ -1,0 +1,148 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/mod/modfile"
+)
+
+// composeFile is the part of docker-compose.yml the checks below read.
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Build       any               `yaml:"build"`
+		Command     []string          `yaml:"command"`
+		Entrypoint  []string          `yaml:"entrypoint"`
+		Environment map[string]string `yaml:"environment"`
+		Ports       []string          `yaml:"ports"`
+		Volumes     []string          `yaml:"volumes"`
+		DependsOn   map[string]any    `yaml:"depends_on"`
+	} `yaml:"services"`
+}
+
+// No Docker engine runs where the tests run, so the compose file is checked
+// against the code instead: every service has a pinned image or our build,
+// every command is a binary of this module that the Dockerfile builds,
+// every variable we set is one the binary reads, and every published port is
+// the one the binary listens on.
+func TestDockerCompose_MatchesTheBinaries(t *testing.T) {
+	root := repoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	require.NoError(t, err)
+	var compose composeFile
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+
+	want := []string{"postgresql", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "fakeprovider", "worker", "api"}
+	for _, name := range want {
+		require.Contains(t, compose.Services, name, "docker-compose.yml lacks the %s service", name)
+	}
+
+	dockerfile, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	require.NoError(t, err)
+	versions := moduleVersions(t, root)
+	helps := map[string]string{}
+
+	for name, svc := range compose.Services {
+		t.Run(name, func(t *testing.T) {
+			for _, v := range svc.Volumes {
+				if src, _, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(src, "./") {
+					require.FileExists(t, filepath.Join(root, src), "volume source of %s", name)
+				}
+			}
+			for dep := range svc.DependsOn {
+				require.Contains(t, compose.Services, dep, "%s depends on an unknown service", name)
+			}
+			if svc.Build == nil {
+				require.NotEmpty(t, svc.Image, "%s has neither image nor build", name)
+				require.Regexp(t, `:[0-9][0-9.]*$`, svc.Image, "%s must pin its image version", name)
+				checkPinnedVersion(t, svc.Image, versions)
+				return
+			}
+
+			require.Len(t, svc.Command, 1, "%s runs one of our binaries", name)
+			binary := svc.Command[0]
+			require.DirExists(t, filepath.Join(root, "cmd", binary), "%s runs %q, which is not a command of the module", name, binary)
+			require.Contains(t, string(dockerfile), "./cmd/"+binary, "the Dockerfile does not build %s", binary)
+
+			if _, ok := helps[binary]; !ok {
+				helps[binary] = helpOf(t, root, binary)
+			}
+			for variable, value := range svc.Environment {
+				require.Contains(t, helps[binary], variable, "%s sets %s, which %s does not read", name, variable, binary)
+				if strings.HasSuffix(variable, "_LISTEN") || strings.HasSuffix(variable, "_ADDR") {
+					port := strings.TrimPrefix(value[strings.LastIndex(value, ":"):], ":")
+					require.True(t, publishes(svc.Ports, port), "%s listens on %s but publishes %v", name, port, svc.Ports)
+				}
+			}
+		})
+	}
+}
+
+func publishes(ports []string, container string) bool {
+	for _, p := range ports {
+		if strings.HasSuffix(p, ":"+container) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPinnedVersion ties the Temporal images to the modules the embedded
+// server and UI are built from, so that dev and production run one version.
+func checkPinnedVersion(t *testing.T, image string, versions map[string]string) {
+	name, tag, _ := strings.Cut(image, ":")
+	module := map[string]string{
+		"temporalio/server":      "go.temporal.io/server",
+		"temporalio/admin-tools": "go.temporal.io/server",
+		"temporalio/ui":          "github.com/temporalio/ui-server/v2",
+	}[name]
+	if module == "" {
+		return
+	}
+	require.Equal(t, versions[module], "v"+tag, "%s should run the version go.mod pins for %s", image, module)
+}
+
+func moduleVersions(t *testing.T, root string) map[string]string {
+	raw, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	f, err := modfile.Parse("go.mod", raw, nil)
+	require.NoError(t, err)
+	versions := map[string]string{}
+	for _, r := range f.Require {
+		versions[r.Mod.Path] = r.Mod.Version
+	}
+	return versions
+}
+
+var envInHelp = regexp.MustCompile(`[A-Z][A-Z0-9_]+`)
+
+// helpOf builds a command and returns the environment variables its --help
+// names, one per line.
+func helpOf(t *testing.T, root, binary string) string {
+	bin := filepath.Join(t.TempDir(), binary)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/"+binary)
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build %s: %s", binary, out)
+
+	var help bytes.Buffer
+	cmd := exec.Command(bin, "--help")
+	cmd.Stdout, cmd.Stderr = &help, &help
+	require.NoError(t, cmd.Run(), "%s --help: %s", binary, help.String())
+	return strings.Join(envInHelp.FindAllString(help.String(), -1), "\n")
+}
+
+func repoRoot(t *testing.T) string {
+	dir, err := filepath.Abs("..")
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(dir, "go.mod"))
+	return dir
+}
