@@ -263,8 +263,16 @@ func (s *Stack) startTemporal(ctx context.Context, codecEndpoint string) error {
 		},
 		Logger: s.cfg.Logger,
 	})
+	var busy *temporalserver.PortError
+	if errors.As(err, &busy) {
+		flag := FlagTemporalPort
+		if busy.Role == "ui" {
+			flag = FlagUIPort
+		}
+		return fmt.Errorf("%w: stop what is using it, or choose another with --%s", err, flag)
+	}
 	if err != nil {
-		return fmt.Errorf("stack: Temporal server (move it with --%s / --%s): %w", FlagTemporalPort, FlagUIPort, err)
+		return fmt.Errorf("stack: Temporal server: %w", err)
 	}
 	s.temporal = t
 	s.closers = append(s.closers, func(context.Context) error { return t.Stop() })

@@ -1,0 +1,108 @@
+package temporalserver
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/temporal"
+)
+
+// dynamicConfig tunes the server for development and tests.
+func dynamicConfig() dynamicconfig.StaticClient {
+	return dynamicconfig.StaticClient{
+		// A search attribute registered at start is usable in visibility
+		// queries at once, not after the cache expires.
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		// Checkout relies on Update-With-Start (an update carried by
+		// ExecuteMultiOperation, which has no switch of its own) and on eager
+		// workflow start. Both are on by default in this server version;
+		// pinning them keeps an upgrade from turning them off unnoticed.
+		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key(): true,
+		dynamicconfig.EnableEagerWorkflowStart.Key():              true,
+		// Tests, the starter's timeline and the Web UI poll visibility far
+		// more often than the default 10 requests per second allows.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// With one matching host, task queue partitions only add forwarding
+		// hops between a task and the poller waiting for it.
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+	}
+}
+
+// startTemporal builds and starts the four Temporal services.
+// frontendDial is the frontend's address as the other services dial it.
+func startTemporal(cfg Config, frontendDial string, ports *reservedPorts, st *store, logger *slog.Logger) (temporal.Server, error) {
+	internal := func(port int) string { return net.JoinHostPort(internalHost, strconv.Itoa(port)) }
+
+	conf := &config.Config{
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: st.sql}},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace:    false,
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        clusterName,
+			CurrentClusterName:       clusterName,
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendDial},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			string(primitives.FrontendService): {RPC: config.RPC{GRPCPort: ports.frontend, BindOnIP: cfg.Host}},
+			string(primitives.HistoryService):  {RPC: config.RPC{GRPCPort: ports.history, BindOnIP: internalHost}},
+			string(primitives.MatchingService): {RPC: config.RPC{GRPCPort: ports.matching, BindOnIP: internalHost}},
+			string(primitives.WorkerService):   {RPC: config.RPC{GRPCPort: ports.sysworker, BindOnIP: internalHost}},
+		},
+		// The system worker (which runs the server's own workflows) dials the
+		// frontend as an ordinary client.
+		PublicClient: config.PublicClient{HostPort: frontendDial},
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+
+	// Static membership: every service is one known host in this process, so
+	// there is no ringpop gossip and no membership port to allocate.
+	hosts := map[primitives.ServiceName]static.Hosts{
+		primitives.FrontendService: static.SingleLocalHost(frontendDial),
+		primitives.HistoryService:  static.SingleLocalHost(internal(ports.history)),
+		primitives.MatchingService: static.SingleLocalHost(internal(ports.matching)),
+		primitives.WorkerService:   static.SingleLocalHost(internal(ports.sysworker)),
+	}
+
+	var srv temporal.Server
+	err := catchFatal(func() error {
+		var err error
+		srv, err = temporal.NewServer(
+			temporal.WithConfig(conf),
+			temporal.ForServices(temporal.DefaultServices),
+			temporal.WithStaticHosts(hosts),
+			temporal.WithLogger(serverLogger{logger}),
+			temporal.WithDynamicConfigClient(dynamicConfig()),
+		)
+		if err != nil {
+			return fmt.Errorf("temporalserver: build server: %w", err)
+		}
+		if err := srv.Start(); err != nil {
+			return fmt.Errorf("temporalserver: start server: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
