@@ -1,0 +1,117 @@
+// Package api serves the checkout HTTP API: creating orders, checking them
+// out, reading them with their payment attempts and provider request log,
+// and the operational endpoints /healthz and /metrics.
+//
+// Every error is answered as RFC 9457 problem+json. Bad input is refused
+// before anything reaches the database or Temporal.
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"chargeonce/checkout"
+	"chargeonce/store"
+)
+
+// Config configures the API handler.
+type Config struct {
+	// Checkout runs checkouts. Required.
+	Checkout *checkout.Service
+	// Store is the merchant database, for orders and health. Required.
+	Store store.Store
+	// Metrics is served at /metrics. Required.
+	Metrics prometheus.Gatherer
+	// Logger receives one line per request and the alerts; nil discards.
+	Logger *slog.Logger
+}
+
+// healthTimeout bounds the database check of /healthz.
+const healthTimeout = 2 * time.Second
+
+type server struct {
+	checkout *checkout.Service
+	store    store.Store
+	log      *slog.Logger
+	mux      *http.ServeMux
+}
+
+// New returns the API's handler. Shutting it down is the caller's job,
+// through http.Server.Shutdown.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Checkout == nil {
+		return nil, errors.New("api: config: Checkout is required")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("api: config: Store is required")
+	}
+	if cfg.Metrics == nil {
+		return nil, errors.New("api: config: Metrics is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &server{checkout: cfg.Checkout, store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /api/orders", s.createOrder)
+	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.checkoutOrder)
+	s.mux.HandleFunc("GET /api/orders/{id}", s.getOrder)
+	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelError),
+	}))
+	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route))), nil
+}
+
+// route dispatches to the mux, and answers the requests that no route takes
+// with problem+json instead of the mux's plain text.
+func (s *server) route(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// The mux knows whether the path exists with another method (405, with
+	// its Allow header) or not at all (404); only its status is kept.
+	unrouted := &headerOnlyWriter{header: http.Header{}}
+	s.mux.ServeHTTP(unrouted, r)
+	if allow := unrouted.header.Get("Allow"); allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	if unrouted.status == http.StatusMethodNotAllowed {
+		writeProblem(w, s.log, newProblem(kindMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+		return
+	}
+	writeProblem(w, s.log, newProblem(kindNotFound, "no resource at "+r.URL.Path))
+}
+
+// headerOnlyWriter keeps the status and headers of a response and drops its body.
+type headerOnlyWriter struct {
+	header http.Header
+	status int
+}
+
+func (h *headerOnlyWriter) Header() http.Header         { return h.header }
+func (h *headerOnlyWriter) WriteHeader(status int)      { h.status = status }
+func (h *headerOnlyWriter) Write(b []byte) (int, error) { return len(b), nil }
+
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	if _, _, err := s.store.OpenAttemptStats(ctx); err != nil {
+		s.log.Error("health check: the database does not answer", "error", err)
+		writeProblem(w, s.log, newProblem(kindUnavailable, "the database does not answer"))
+		return
+	}
+	writeJSON(w, s.log, http.StatusOK, "application/json", map[string]string{"status": "ok"})
+}
+
+func orderLocation(id int64) string {
+	return "/api/orders/" + strconv.FormatInt(id, 10)
+}

@@ -1,0 +1,295 @@
+package api_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	_ "modernc.org/sqlite" // the driver that reads the store's file directly
+
+	"chargeonce/api"
+	"chargeonce/checkout"
+	"chargeonce/store"
+)
+
+// testAPI is the API over a real SQLite store, with a Temporal client that
+// is never dialled: everything these tests send is answered before a
+// workflow would be started.
+type testAPI struct {
+	url   string
+	store store.Store
+	db    *sql.DB // the same file, read behind the store's back
+}
+
+func startTestAPI(t *testing.T) *testAPI {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "chargeonce.db")
+	st, err := store.Open(ctx, "sqlite:"+path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+
+	// Nothing listens on port 1; a test that reached Temporal would fail.
+	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(temporal.Close)
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	marker := prometheus.NewCounter(prometheus.CounterOpts{Name: "chargeonce_api_test_marker_total", Help: "Proves that /metrics serves the configured registry."})
+	reg.MustRegister(marker)
+	marker.Inc()
+
+	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return &testAPI{url: srv.URL, store: st, db: db}
+}
+
+// send makes one request and returns the status, the headers and the body.
+func (a *testAPI) send(t *testing.T, method, path, contentType, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, a.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := (&http.Client{}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, data
+}
+
+// snapshot dumps every row of the store's tables, to prove that a refused
+// request changed nothing.
+func (a *testAPI) snapshot(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, table := range []string{"orders", "payment_attempts", "provider_requests"} {
+		rows, err := a.db.Query("SELECT * FROM " + table + " ORDER BY 1")
+		require.NoError(t, err)
+		cols, err := rows.Columns()
+		require.NoError(t, err)
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			require.NoError(t, rows.Scan(ptrs...))
+			fmt.Fprintf(&b, "%s %v\n", table, vals)
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+	}
+	return b.String()
+}
+
+type problemBody struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+func requireProblem(t *testing.T, wantStatus int, status int, header http.Header, body []byte) problemBody {
+	t.Helper()
+	require.Equal(t, wantStatus, status, "body: %s", body)
+	require.Equal(t, "application/problem+json", header.Get("Content-Type"))
+	var p problemBody
+	require.NoError(t, json.Unmarshal(body, &p))
+	require.Equal(t, wantStatus, p.Status)
+	require.NotEmpty(t, p.Type)
+	require.NotEmpty(t, p.Title)
+	return p
+}
+
+func createOrder(t *testing.T, a *testAPI, body string) (int64, http.Header) {
+	t.Helper()
+	status, header, data := a.send(t, http.MethodPost, "/api/orders", "application/json", body)
+	require.Equal(t, http.StatusCreated, status, "body: %s", data)
+	var o struct {
+		ID int64 `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(data, &o))
+	return o.ID, header
+}
+
+func TestAPI_CreateOrderAnswers201WithLocationAndTheOrder(t *testing.T) {
+	a := startTestAPI(t)
+	status, header, data := a.send(t, http.MethodPost, "/api/orders", "application/json",
+		`{"amount": "548.90", "currency": "TRY", "description": "Bookstore order"}`)
+	require.Equal(t, http.StatusCreated, status, "body: %s", data)
+
+	var o struct {
+		ID                int64           `json:"id"`
+		Status            string          `json:"status"`
+		Total             string          `json:"total"`
+		Currency          string          `json:"currency"`
+		Description       string          `json:"description"`
+		ProviderPaymentID *string         `json:"providerPaymentId"`
+		Attempts          json.RawMessage `json:"attempts"`
+	}
+	require.NoError(t, json.Unmarshal(data, &o))
+	require.Positive(t, o.ID)
+	require.Equal(t, fmt.Sprintf("/api/orders/%d", o.ID), header.Get("Location"))
+	require.Equal(t, "placed", o.Status)
+	require.Equal(t, "548.90", o.Total)
+	require.Equal(t, "TRY", o.Currency)
+	require.Equal(t, "Bookstore order", o.Description)
+	require.Nil(t, o.ProviderPaymentID)
+	require.JSONEq(t, `[]`, string(o.Attempts))
+
+	stored, attempts, err := a.store.GetOrder(context.Background(), o.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(54890), stored.Amount.Minor)
+	require.Empty(t, attempts)
+
+	status, _, data = a.send(t, http.MethodGet, header.Get("Location"), "", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(data), `"total":"548.90"`)
+}
+
+func TestAPI_BadOrderBodiesAre400AndChangeNothing(t *testing.T) {
+	a := startTestAPI(t)
+	createOrder(t, a, `{"amount": "10.00", "currency": "TRY"}`)
+
+	tests := []struct {
+		name        string
+		contentType string
+		body        string
+		detail      string
+	}{
+		{"negative amount", "application/json", `{"amount": "-5.00", "currency": "TRY"}`, "not a plain decimal"},
+		{"zero amount", "application/json", `{"amount": "0.00", "currency": "TRY"}`, "not positive"},
+		{"three decimals on TRY", "application/json", `{"amount": "548.901", "currency": "TRY"}`, "TRY allows 2"},
+		{"decimals on JPY", "application/json", `{"amount": "100.5", "currency": "JPY"}`, "JPY allows 0"},
+		{"unknown currency", "application/json", `{"amount": "1.00", "currency": "XYZ"}`, "not an ISO 4217 currency"},
+		{"lower-case currency", "application/json", `{"amount": "1.00", "currency": "try"}`, "upper-case"},
+		{"JSON number amount", "application/json", `{"amount": 548.90, "currency": "TRY"}`, `field "amount" must be a JSON string`},
+		{"missing amount", "application/json", `{"currency": "TRY"}`, `"amount" is required`},
+		{"missing currency", "application/json", `{"amount": "1.00"}`, `"currency" is required`},
+		{"unknown field", "application/json", `{"amount": "1.00", "currency": "TRY", "tip": "5"}`, `unknown field "tip"`},
+		{"wrong content type", "text/plain", `{"amount": "1.00", "currency": "TRY"}`, "Content-Type must be application/json"},
+		{"no content type", "", `{"amount": "1.00", "currency": "TRY"}`, "Content-Type must be application/json"},
+		{"1 MiB body", "application/json", `{"amount": "1.00", "currency": "TRY", "description": "` + strings.Repeat("a", 1<<20) + `"}`, "over 64 KiB"},
+		{"trailing data", "application/json", `{"amount": "1.00", "currency": "TRY"} {"amount": "2.00", "currency": "TRY"}`, "nothing after it"},
+		{"empty body", "application/json", ``, "body is empty"},
+		{"not an object", "application/json", `["1.00", "TRY"]`, "must be a JSON object"},
+		{"malformed JSON", "application/json", `{"amount": "1.00",`, "truncated"},
+		{"description too long", "application/json", `{"amount": "1.00", "currency": "TRY", "description": "` + strings.Repeat("é", 501) + `"}`, "at most 500"},
+		{"control character in description", "application/json", `{"amount": "1.00", "currency": "TRY", "description": "a\u0000b"}`, "control characters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := a.snapshot(t)
+			status, header, body := a.send(t, http.MethodPost, "/api/orders", tt.contentType, tt.body)
+			p := requireProblem(t, http.StatusBadRequest, status, header, body)
+			require.Contains(t, p.Detail, tt.detail)
+			require.Equal(t, before, a.snapshot(t))
+		})
+	}
+}
+
+func TestAPI_BadCheckoutRequestsAre400AndChangeNothing(t *testing.T) {
+	a := startTestAPI(t)
+	id, _ := createOrder(t, a, `{"amount": "10.00", "currency": "TRY"}`)
+	path := fmt.Sprintf("/api/orders/%d/checkout", id)
+
+	tests := []struct {
+		name        string
+		path        string
+		contentType string
+		body        string
+		detail      string
+	}{
+		{"missing card token", path, "application/json", `{}`, `"card_token" is required`},
+		{"empty card token", path, "application/json", `{"card_token": ""}`, `"card_token" is required`},
+		{"card token with spaces", path, "application/json", `{"card_token": "tok visa"}`, "letters, digits"},
+		{"card token too long", path, "application/json", `{"card_token": "` + strings.Repeat("t", 256) + `"}`, "1 to 255"},
+		{"card token as number", path, "application/json", `{"card_token": 4242}`, `field "card_token" must be a JSON string`},
+		{"unknown field", path, "application/json", `{"card_token": "tok_visa", "amount": "1.00"}`, `unknown field "amount"`},
+		{"wrong content type", path, "application/x-www-form-urlencoded", `card_token=tok_visa`, "Content-Type"},
+		{"1 MiB body", path, "application/json", `{"card_token": "` + strings.Repeat("t", 1<<20) + `"}`, "over 64 KiB"},
+		{"order id not a number", "/api/orders/abc/checkout", "application/json", `{"card_token": "tok_visa"}`, "positive integer"},
+		{"order id zero", "/api/orders/0/checkout", "application/json", `{"card_token": "tok_visa"}`, "positive integer"},
+		{"order id negative", "/api/orders/-1/checkout", "application/json", `{"card_token": "tok_visa"}`, "positive integer"},
+		{"order id with sign", fmt.Sprintf("/api/orders/+%d/checkout", id), "application/json", `{"card_token": "tok_visa"}`, "positive integer"},
+		{"order id out of range", "/api/orders/99999999999999999999/checkout", "application/json", `{"card_token": "tok_visa"}`, "positive integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := a.snapshot(t)
+			status, header, body := a.send(t, http.MethodPost, tt.path, tt.contentType, tt.body)
+			p := requireProblem(t, http.StatusBadRequest, status, header, body)
+			require.Contains(t, p.Detail, tt.detail)
+			require.Equal(t, before, a.snapshot(t))
+		})
+	}
+}
+
+func TestAPI_UnknownOrdersAndPathsAre404(t *testing.T) {
+	a := startTestAPI(t)
+	before := a.snapshot(t)
+
+	status, header, body := a.send(t, http.MethodGet, "/api/orders/999999", "", "")
+	requireProblem(t, http.StatusNotFound, status, header, body)
+
+	status, header, body = a.send(t, http.MethodPost, "/api/orders/999999/checkout", "application/json", `{"card_token": "tok_visa"}`)
+	requireProblem(t, http.StatusNotFound, status, header, body)
+
+	status, header, body = a.send(t, http.MethodGet, "/api/nothing-here", "", "")
+	requireProblem(t, http.StatusNotFound, status, header, body)
+
+	require.Equal(t, before, a.snapshot(t))
+}
+
+func TestAPI_WrongMethodIs405WithAllow(t *testing.T) {
+	a := startTestAPI(t)
+	status, header, body := a.send(t, http.MethodDelete, "/api/orders/1", "", "")
+	requireProblem(t, http.StatusMethodNotAllowed, status, header, body)
+	require.Contains(t, header.Get("Allow"), http.MethodGet)
+}
+
+func TestAPI_HealthzAnswersWhileTheStoreDoes(t *testing.T) {
+	a := startTestAPI(t)
+	status, header, body := a.send(t, http.MethodGet, "/healthz", "", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "application/json", header.Get("Content-Type"))
+	require.JSONEq(t, `{"status": "ok"}`, string(body))
+
+	require.NoError(t, a.store.Close())
+	status, header, body = a.send(t, http.MethodGet, "/healthz", "", "")
+	requireProblem(t, http.StatusServiceUnavailable, status, header, body)
+}
+
+func TestAPI_MetricsServesTheConfiguredRegistry(t *testing.T) {
+	a := startTestAPI(t)
+	status, header, body := a.send(t, http.MethodGet, "/metrics", "", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, header.Get("Content-Type"), "text/plain")
+	require.Contains(t, string(body), "chargeonce_api_test_marker_total 1")
+}
+
+func TestNew_RefusesAnIncompleteConfig(t *testing.T) {
+	_, err := api.New(api.Config{})
+	require.ErrorContains(t, err, "Checkout is required")
+}

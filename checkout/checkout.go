@@ -1,0 +1,430 @@
+// Package checkout is the checkout service: it turns "pay this order with
+// this card" into exactly one payment attempt and drives that attempt's
+// payment workflow.
+//
+// A checkout first decides, in one database transaction, which attempt it
+// belongs to, and stores a new attempt's idempotency key before anything is
+// sent. Only then does it ask Temporal, with Update-With-Start, to run the
+// payment workflow whose ID is that key and to charge the card. Because the
+// workflow ID is the key, a retry of the same checkout joins the same
+// workflow instead of charging again. The attempt row doubles as an outbox:
+// Sweep starts the workflow of any attempt whose start was lost.
+package checkout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"chargeonce"
+	"chargeonce/store"
+	"chargeonce/workflows"
+)
+
+// Errors of Checkout. Each names a situation the caller answers in its own
+// way; they are matched with errors.Is.
+var (
+	// ErrNotFound: the order does not exist.
+	ErrNotFound = fmt.Errorf("checkout: order not found: %w", store.ErrNotFound)
+	// ErrConflict: an open attempt with another card or amount may still
+	// charge, so a new one cannot start until it settles.
+	ErrConflict = errors.New("checkout: a previous payment for this order is still being verified")
+	// ErrNeedsReview: a failed attempt may have charged the card, and only a
+	// human may offer the order for payment again.
+	ErrNeedsReview = errors.New("checkout: a previous payment for this order failed and needs review")
+)
+
+// Outcome is the answer of a checkout.
+type Outcome string
+
+// The outcomes of Checkout.
+const (
+	// OutcomePaid: the order is paid, by this checkout or an earlier one.
+	OutcomePaid Outcome = "paid"
+	// OutcomeDeclined: the card was declined; the order may be paid with
+	// another card.
+	OutcomeDeclined Outcome = "declined"
+	// OutcomePending: the outcome is not known within the budget. The
+	// attempt stays open; its workflow, or a retry with the same card,
+	// settles it. The customer must not pay again.
+	OutcomePending Outcome = "pending"
+	// OutcomeFailed: the provider refused our request as a contract
+	// violation, which is a bug on our side.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Result is the answer of a checkout, with the order and the attempt as the
+// database holds them once the answer is known.
+type Result struct {
+	Outcome Outcome
+	Order   store.Order
+	// Attempt is the attempt that this checkout created or reused, or, for
+	// an order that was already paid, the attempt that paid it.
+	Attempt store.Attempt
+	// DeclineCode is the provider's reason on OutcomeDeclined.
+	DeclineCode string
+	// AlreadyPaid reports that the order was paid before this checkout, so
+	// nothing was sent.
+	AlreadyPaid bool
+}
+
+// DefaultReferencePrefix starts merchant references when Config.ReferencePrefix is empty.
+const DefaultReferencePrefix = "chargeonce"
+
+// budgetMargin is how much longer than the workflow's charge budget a
+// checkout waits by default, so that a charge phase that used its whole
+// budget still reports its result instead of being cut off.
+const budgetMargin = 2 * time.Second
+
+// Config configures a Service.
+type Config struct {
+	// Store is the merchant database. Required.
+	Store store.Store
+	// Temporal is the client that starts and updates payment workflows. Required.
+	Temporal client.Client
+	// Timing is passed to every payment workflow; the zero value means
+	// workflows.DefaultTiming().
+	Timing workflows.Timing
+	// Budget is how long Checkout waits for the charge phase before it
+	// answers pending. Zero means Timing.ChargeBudget plus two seconds.
+	Budget time.Duration
+	// ReferencePrefix starts every merchant reference; empty means
+	// DefaultReferencePrefix.
+	ReferencePrefix string
+	// Now reads the clock; nil means time.Now.
+	Now func() time.Time
+	// NewKey issues idempotency keys; nil means UUIDv7.
+	NewKey func() (string, error)
+	// Logger receives the story of every checkout; nil discards.
+	Logger *slog.Logger
+}
+
+// Service runs checkouts and the outbox sweep. It is safe for concurrent use.
+type Service struct {
+	store    store.Store
+	temporal client.Client
+	timing   workflows.Timing
+	budget   time.Duration
+	prefix   string
+	now      func() time.Time
+	newKey   func() (string, error)
+	log      *slog.Logger
+}
+
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("checkout: config: Store is required")
+	}
+	if cfg.Temporal == nil {
+		return nil, errors.New("checkout: config: Temporal client is required")
+	}
+	if cfg.Timing == (workflows.Timing{}) {
+		cfg.Timing = workflows.DefaultTiming()
+	}
+	if err := cfg.Timing.Validate(); err != nil {
+		return nil, fmt.Errorf("checkout: config: timing: %w", err)
+	}
+	if cfg.Budget < 0 {
+		return nil, fmt.Errorf("checkout: config: budget %v is negative; use zero for the default", cfg.Budget)
+	}
+	if cfg.Budget == 0 {
+		cfg.Budget = cfg.Timing.ChargeBudget + budgetMargin
+	}
+	if cfg.ReferencePrefix == "" {
+		cfg.ReferencePrefix = DefaultReferencePrefix
+	}
+	if !chargeonce.ValidReferencePrefix(cfg.ReferencePrefix) {
+		return nil, fmt.Errorf("checkout: config: reference prefix %q must be a lower-case letter followed by lower-case letters, digits or underscores", cfg.ReferencePrefix)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewKey == nil {
+		cfg.NewKey = newUUIDv7
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Service{
+		store:    cfg.Store,
+		temporal: cfg.Temporal,
+		timing:   cfg.Timing,
+		budget:   cfg.Budget,
+		prefix:   cfg.ReferencePrefix,
+		now:      cfg.Now,
+		newKey:   cfg.NewKey,
+		log:      cfg.Logger,
+	}, nil
+}
+
+func newUUIDv7() (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	return id.String(), nil
+}
+
+// Checkout pays the order with the card, charging it at most once however
+// often it is called.
+//
+// It finds or creates the order's payment attempt and stores its key, then
+// asks the attempt's workflow to charge and waits at most the budget for the
+// answer. Paid, declined and failed are final; pending means the outcome is
+// still unknown and will be settled by the workflow, or by a later Checkout
+// with the same card, which re-sends the same key. Errors are ErrNotFound,
+// ErrConflict, ErrNeedsReview, or a failure of the database.
+func (s *Service) Checkout(ctx context.Context, orderID int64, cardToken string) (Result, error) {
+	if cardToken == "" {
+		return Result{}, errors.New("checkout: card token is empty")
+	}
+	res, err := s.checkout(ctx, orderID, cardToken)
+	if errors.Is(err, errAbandonedMeanwhile) {
+		// The reused attempt was abandoned between our transaction and our
+		// update, so it never charged; the next transaction starts a new
+		// attempt with a new key.
+		res, err = s.checkout(ctx, orderID, cardToken)
+	}
+	return res, err
+}
+
+// errAbandonedMeanwhile reports that the attempt a checkout reused was
+// abandoned before the checkout's charge reached its workflow.
+var errAbandonedMeanwhile = errors.New("checkout: the attempt was abandoned while the checkout ran")
+
+func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string) (Result, error) {
+	key, err := s.newKey()
+	if err != nil {
+		return Result{}, fmt.Errorf("checkout: issue idempotency key: %w", err)
+	}
+	attempt, decision, err := s.store.GetOrStartAttempt(ctx, store.NewAttempt{
+		OrderID:         orderID,
+		CardHash:        chargeonce.HashCardToken(cardToken),
+		Key:             key,
+		ReferencePrefix: s.prefix,
+		Now:             s.now(),
+		AbandonAfter:    s.timing.AbandonAfter,
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, fmt.Errorf("%w: order %d", ErrNotFound, orderID)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
+	}
+	log := s.log.With("order", orderID, "key", attempt.Key)
+	switch decision {
+	case store.DecisionAlreadyPaid:
+		log.Info("order already paid; nothing charged")
+		res, err := s.load(ctx, orderID, attempt.Key)
+		res.Outcome, res.AlreadyPaid = OutcomePaid, true
+		return res, err
+	case store.DecisionConflict:
+		log.Warn("checkout refused: an open attempt with another card or amount is still being verified")
+		return Result{}, fmt.Errorf("%w: order %d, open attempt %s", ErrConflict, orderID, attempt.Key)
+	case store.DecisionNeedsReview:
+		log.Error("checkout refused: a failed attempt needs review", "alert", true)
+		return Result{}, fmt.Errorf("%w: order %d, failed attempt %s", ErrNeedsReview, orderID, attempt.Key)
+	case store.DecisionReused:
+		log.Info("resending payment with the stored key")
+	case store.DecisionCreated:
+		log.Info("new payment attempt stored", "reference", attempt.MerchantReference)
+	default:
+		return Result{}, fmt.Errorf("checkout: order %d: unknown store decision %q", orderID, decision)
+	}
+
+	order, _, err := s.store.GetOrder(ctx, orderID)
+	if err != nil {
+		return Result{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
+	}
+	return s.charge(ctx, log, s.intent(order, attempt, cardToken))
+}
+
+// charge runs Update-With-Start for the intent and turns its answer, or the
+// lack of one, into a Result.
+func (s *Service) charge(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent) (Result, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, s.budget)
+	defer cancel()
+
+	start := s.temporal.NewWithStartWorkflowOperation(s.startOptions(intent), workflows.PaymentWorkflow,
+		workflows.PaymentInput{Intent: intent, Timing: s.timing})
+
+	// The start is recorded as soon as the server accepts it, not when the
+	// charge answers, so that the sweep leaves this attempt alone even when
+	// the charge outlives the budget. Should this record be missed, the sweep
+	// starts the workflow again, which is harmless: the ID is the key.
+	startCtx, stopWatching := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if _, err := start.Get(startCtx); err == nil {
+			s.markStarted(ctx, log, intent.Key)
+		}
+	}()
+
+	handle, err := s.temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName:   chargeonce.UpdateCharge,
+			Args:         []any{workflows.ChargeRequest{CardToken: intent.CardToken}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	var payment workflows.PaymentResult
+	if err == nil {
+		err = handle.Get(waitCtx, &payment)
+	}
+	stopWatching()
+	<-watched
+
+	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case err == nil:
+		return s.answer(ctx, log, intent, payment)
+	case errors.As(err, &alreadyStarted):
+		// REJECT_DUPLICATE: the workflow of this key has closed, so the
+		// attempt has settled and the database holds its outcome.
+		log.Info("payment workflow already closed; answering from the database")
+		s.markStarted(ctx, log, intent.Key)
+		return s.fromStore(ctx, log, intent)
+	default:
+		// The key is stored, so nothing is lost: the attempt stays open,
+		// and the workflow (started now or by the sweep) or a retry with
+		// the same card settles it.
+		log.Warn("payment outcome unknown", "error", err)
+		return s.fromStore(ctx, log, intent)
+	}
+}
+
+// answer turns the result of the charge update into a Result.
+func (s *Service) answer(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent, payment workflows.PaymentResult) (Result, error) {
+	res, err := s.load(ctx, intent.OrderID, intent.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	switch payment.Status {
+	case chargeonce.AttemptSucceeded:
+		res.Outcome = OutcomePaid
+		if res.Attempt.ProviderPaymentID == "" {
+			res.Attempt.ProviderPaymentID = payment.ProviderPaymentID
+		}
+		log.Info("payment approved", "charge", payment.ProviderPaymentID)
+	case chargeonce.AttemptDeclined:
+		res.Outcome = OutcomeDeclined
+		res.DeclineCode = payment.DeclineCode
+		log.Info("payment declined", "decline_code", payment.DeclineCode)
+	case chargeonce.AttemptFailed:
+		res.Outcome = OutcomeFailed
+		log.Error("payment failed: the provider refused the request as a contract violation", "alert", true, "detail", payment.Message)
+	case chargeonce.AttemptOpen:
+		res.Outcome = OutcomePending
+		log.Warn("payment outcome unknown", "detail", payment.Message)
+	case chargeonce.AttemptAbandoned:
+		return Result{}, errAbandonedMeanwhile
+	default:
+		return Result{}, fmt.Errorf("checkout: order %d: the payment workflow answered unknown status %q", intent.OrderID, payment.Status)
+	}
+	return res, nil
+}
+
+// fromStore answers from the attempt as the database holds it, when the
+// workflow gave no answer.
+func (s *Service) fromStore(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent) (Result, error) {
+	// The caller may have given up; the answer is still read, briefly.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	res, err := s.load(ctx, intent.OrderID, intent.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	switch res.Attempt.Status {
+	case chargeonce.AttemptSucceeded:
+		res.Outcome = OutcomePaid
+	case chargeonce.AttemptDeclined:
+		// The decline code lives in the workflow's result, not the database.
+		res.Outcome = OutcomeDeclined
+	case chargeonce.AttemptFailed:
+		res.Outcome = OutcomeFailed
+		log.Error("payment failed: the provider refused the request as a contract violation", "alert", true)
+	case chargeonce.AttemptAbandoned:
+		return Result{}, errAbandonedMeanwhile
+	default:
+		res.Outcome = OutcomePending
+	}
+	return res, nil
+}
+
+// storeTimeout bounds the database writes and reads that must happen even
+// when the caller has gone.
+const storeTimeout = 5 * time.Second
+
+// load reads the order and the attempt with the given key.
+func (s *Service) load(ctx context.Context, orderID int64, key string) (Result, error) {
+	order, attempts, err := s.store.GetOrder(ctx, orderID)
+	if err != nil {
+		return Result{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
+	}
+	for _, a := range attempts {
+		if a.Key == key {
+			return Result{Order: order, Attempt: a}, nil
+		}
+	}
+	return Result{}, fmt.Errorf("checkout: order %d has no attempt with key %s", orderID, key)
+}
+
+// markStarted records that the attempt's workflow runs. A failure is only
+// logged: the sweep will start the workflow again, which is harmless.
+func (s *Service) markStarted(ctx context.Context, log *slog.Logger, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := s.store.MarkWorkflowStarted(ctx, key); err != nil {
+		log.Warn("could not record that the payment workflow started; the sweep will start it again", "error", err)
+	}
+}
+
+// intent builds the payment intent of an attempt. Checkout and the sweep
+// build it the same way, so that every request under one key has the same
+// body whichever of them started the workflow.
+func (s *Service) intent(order store.Order, a store.Attempt, cardToken string) chargeonce.PaymentIntent {
+	description := order.Description
+	if description == "" {
+		description = "Order " + strconv.FormatInt(order.ID, 10)
+	}
+	return chargeonce.PaymentIntent{
+		Key:               a.Key,
+		OrderID:           a.OrderID,
+		Amount:            a.Amount,
+		CardToken:         cardToken,
+		CardHash:          a.CardHash,
+		MerchantReference: a.MerchantReference,
+		Description:       description,
+		CreatedAt:         a.CreatedAt,
+	}
+}
+
+// startOptions are the options of every start of a payment workflow. The ID
+// is the key: USE_EXISTING joins a running workflow, and REJECT_DUPLICATE
+// never runs a closed key again.
+func (s *Service) startOptions(intent chargeonce.PaymentIntent) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       workflows.WorkflowID(intent.Key),
+		TaskQueue:                chargeonce.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrOrderID).ValueSet(strconv.FormatInt(intent.OrderID, 10)),
+			temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrPaymentStatus).ValueSet(string(chargeonce.AttemptOpen)),
+			temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrMerchantReference).ValueSet(intent.MerchantReference),
+		),
+	}
+}

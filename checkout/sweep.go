@@ -1,0 +1,92 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"chargeonce/workflows"
+)
+
+// sweepBatch is how many unstarted attempts one Sweep pass starts at most;
+// the next pass takes the rest.
+const sweepBatch = 100
+
+// Sweep is one pass of the outbox sweep: it starts the payment workflow of
+// every open attempt whose start was lost, say because the process crashed
+// between storing the key and reaching Temporal, or Temporal was unreachable.
+//
+// An attempt is left alone while it is younger than the checkout budget, so
+// that a checkout still trying to start its workflow is not raced. The
+// workflow is started without the card token, which only the customer has:
+// it waits for a customer retry to bring the token, or looks the charge up
+// at the provider and abandons the attempt at its deadline. A workflow that
+// already runs or ran counts as started. Sweep returns how many attempts it
+// marked started, and the errors of the others joined.
+func (s *Service) Sweep(ctx context.Context) (int, error) {
+	attempts, err := s.store.UnstartedAttempts(ctx, s.now().Add(-s.budget), sweepBatch)
+	if err != nil {
+		return 0, fmt.Errorf("checkout: sweep: %w", err)
+	}
+	started := 0
+	var errs []error
+	for _, a := range attempts {
+		log := s.log.With("order", a.OrderID, "key", a.Key)
+		order, _, err := s.store.GetOrder(ctx, a.OrderID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("checkout: sweep: attempt %s: %w", a.Key, err))
+			continue
+		}
+		intent := s.intent(order, a, "")
+		_, err = s.temporal.ExecuteWorkflow(ctx, s.startOptions(intent), workflows.PaymentWorkflow,
+			workflows.PaymentInput{Intent: intent, Timing: s.timing})
+		var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
+		if err != nil && !errors.As(err, &alreadyStarted) {
+			log.Warn("sweep could not start the payment workflow; next pass retries", "error", err)
+			errs = append(errs, fmt.Errorf("checkout: sweep: start workflow of attempt %s: %w", a.Key, err))
+			continue
+		}
+		if err := s.store.MarkWorkflowStarted(ctx, a.Key); err != nil {
+			errs = append(errs, fmt.Errorf("checkout: sweep: attempt %s: %w", a.Key, err))
+			continue
+		}
+		log.Info("sweep started the payment workflow of an attempt whose start was lost")
+		started++
+	}
+	return started, errors.Join(errs...)
+}
+
+// RunSweeper runs Sweep every interval until ctx ends. The worker process
+// runs it.
+//
+// It is a ticker in the worker and not a Temporal Schedule for three
+// reasons. It repairs the case where Temporal could not be reached, and a
+// Schedule is exactly what would not fire then. It reads the outbox, so it
+// must run where the database is, which the worker has. And a Schedule would
+// add a workflow and an activity per tick for what is one query. Several
+// workers running it at once is harmless: a start is idempotent by workflow
+// ID, and marking an attempt started twice changes nothing.
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		s.log.Error("outbox sweep not running: the interval must be positive", "interval", interval)
+		return
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		started, err := s.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("outbox sweep pass had errors", "started", started, "error", err)
+		} else if started > 0 {
+			s.log.Info("outbox sweep started lost workflows", "started", started)
+		}
+	}
+}

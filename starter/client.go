@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// requestTimeout bounds one exchange with the API. A checkout answers within
+// the server's checkout budget, well under this.
+const requestTimeout = 2 * time.Minute
+
+// maxResponseBytes caps what is read from the API.
+const maxResponseBytes = 1 << 20
+
+// order is an order as the API shows it.
+type order struct {
+	ID                int64     `json:"id"`
+	Status            string    `json:"status"`
+	Total             string    `json:"total"`
+	Currency          string    `json:"currency"`
+	Description       string    `json:"description,omitempty"`
+	ProviderPaymentID *string   `json:"providerPaymentId"`
+	Attempts          []attempt `json:"attempts"`
+}
+
+// attempt is one payment attempt of an order.
+type attempt struct {
+	IdempotencyKey    string            `json:"idempotencyKey"`
+	Status            string            `json:"status"`
+	MerchantReference string            `json:"merchantReference"`
+	CreatedAt         time.Time         `json:"createdAt"`
+	LastCheckedAt     *time.Time        `json:"lastCheckedAt"`
+	AbandonAt         time.Time         `json:"abandonAt"`
+	Requests          []providerRequest `json:"requests"`
+}
+
+// providerRequest is one exchange of an attempt with the provider.
+type providerRequest struct {
+	At time.Time `json:"at"`
+	// Status is null (or 0) when no response arrived.
+	Status     *int   `json:"status"`
+	Outcome    string `json:"outcome,omitempty"`
+	Replayed   bool   `json:"replayed"`
+	DurationMS int64  `json:"durationMs"`
+}
+
+// checkoutAnswer is the body of a 200 or 202 checkout.
+type checkoutAnswer struct {
+	OrderID           int64   `json:"orderId"`
+	Status            string  `json:"status"`
+	Total             string  `json:"total"`
+	Currency          string  `json:"currency"`
+	ProviderPaymentID *string `json:"providerPaymentId"`
+	IdempotencyKey    string  `json:"idempotencyKey"`
+}
+
+// problem is an RFC 9457 error body.
+type problem struct {
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Status      int    `json:"status"`
+	Detail      string `json:"detail"`
+	DeclineCode string `json:"declineCode"`
+}
+
+// apiError is an error answer of the API.
+type apiError struct {
+	status  int
+	problem problem
+}
+
+func (e *apiError) Error() string {
+	msg := e.problem.Title
+	if msg == "" {
+		msg = http.StatusText(e.status)
+	}
+	if e.problem.Detail != "" {
+		msg += " " + e.problem.Detail
+	}
+	return fmt.Sprintf("%s (HTTP %d)", msg, e.status)
+}
+
+// apiClient talks to the checkout API.
+type apiClient struct {
+	base string
+	http *http.Client
+}
+
+func newAPIClient(base string) *apiClient {
+	return &apiClient{base: base, http: &http.Client{Timeout: requestTimeout}}
+}
+
+// response is a non-error answer of the API.
+type response struct {
+	status int
+	body   []byte
+}
+
+// do sends one request. A 4xx or 5xx answer is returned as *apiError, and a
+// failure to reach the API says which address was tried.
+func (c *apiClient) do(ctx context.Context, method, path string, body any) (response, error) {
+	var reqBody io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return response{}, fmt.Errorf("encode request: %w", err)
+		}
+		reqBody = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, reqBody)
+	if err != nil {
+		return response{}, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// The *url.Error repeats the method and URL; its cause is what to tell.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return response{}, fmt.Errorf("cannot reach the checkout API at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return response{}, fmt.Errorf("read the answer of %s %s: %w", method, c.base+path, err)
+	}
+	if resp.StatusCode >= 400 {
+		e := &apiError{status: resp.StatusCode}
+		// A body that is not problem+json still leaves the status to report.
+		_ = json.Unmarshal(data, &e.problem)
+		return response{}, e
+	}
+	return response{status: resp.StatusCode, body: data}, nil
+}
+
+// decode reads a JSON answer, saying which request it answered when it is
+// not what the API promises.
+func decode[T any](r response, what string) (T, error) {
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		return v, fmt.Errorf("the API answered %s with a body that is not the expected JSON: %w", what, err)
+	}
+	return v, nil
+}
+
+func (c *apiClient) createOrder(ctx context.Context, amount, currency, description string) (order, error) {
+	r, err := c.do(ctx, http.MethodPost, "/api/orders", map[string]string{
+		"amount": amount, "currency": currency, "description": description,
+	})
+	if err != nil {
+		return order{}, fmt.Errorf("create order: %w", err)
+	}
+	return decode[order](r, "order creation")
+}
+
+func (c *apiClient) getOrder(ctx context.Context, id int64) (order, error) {
+	r, err := c.do(ctx, http.MethodGet, "/api/orders/"+strconv.FormatInt(id, 10), nil)
+	if err != nil {
+		return order{}, fmt.Errorf("order %d: %w", id, err)
+	}
+	return decode[order](r, "an order lookup")
+}
+
+// checkout posts the checkout. Besides errors, it answers 200 or 202.
+func (c *apiClient) checkout(ctx context.Context, id int64, card string) (int, checkoutAnswer, error) {
+	r, err := c.do(ctx, http.MethodPost, "/api/orders/"+strconv.FormatInt(id, 10)+"/checkout",
+		map[string]string{"card_token": card})
+	if err != nil {
+		return 0, checkoutAnswer{}, err
+	}
+	a, err := decode[checkoutAnswer](r, "the checkout")
+	return r.status, a, err
+}
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

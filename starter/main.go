@@ -1,0 +1,27 @@
+// Command starter is a client of the checkout API: it creates orders, checks
+// them out and shows the timeline of every request the payment sent to the
+// provider, as the API's request log tells it.
+//
+// Usage:
+//
+//	starter order create --amount 548.90 --currency TRY [--description TEXT]
+//	starter checkout --order N --card tok_visa [--wait]
+//	starter checkout --amount 548.90 --currency TRY --card tok_visa
+//	starter status --order N
+//
+// Run "starter --help" for the flags and exit codes.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Exit codes. Scripts branch on them, so each outcome has its own.
+const (
+	exitPaid     = 0
+	exitOther    = 1
+	exitUsage    = 2
+	exitDeclined = 3
+	exitPending  = 4
+	exitConflict = 5
+)
+
+// defaultAPI is the address of the checkout API when neither --api nor
+// CHARGEONCE_API says otherwise.
+const defaultAPI = "http://localhost:8080"
+
+// envAPI names the environment variable that sets the API address.
+const envAPI = "CHARGEONCE_API"
+
+const usage = `starter: create orders, check them out and follow their payments.
+
+Usage:
+  starter order create --amount 548.90 --currency TRY [--description TEXT]
+  starter checkout --order N --card tok_visa [--wait [--wait-timeout 2m]]
+  starter checkout --amount 548.90 --currency TRY --card tok_visa [--wait]
+  starter status --order N
+
+Every command takes:
+  --api URL   the checkout API (default $CHARGEONCE_API, else http://localhost:8080)
+  --json      print one JSON object on stdout instead of text
+
+checkout prints a timeline of the requests sent to the provider while it
+waits, such as "attempt 1  timeout after 3.0s", "attempt 2  409 in flight",
+"attempt 3  201 replayed", then the outcome. After a 202 (outcome unknown),
+--wait keeps asking until the order settles or --wait-timeout passes.
+
+Exit codes:
+  0  paid (checkout), or success (order create, status)
+  1  any other error (API unreachable, unknown order, server error, abandoned)
+  2  usage error
+  3  card declined
+  4  payment pending: the outcome is not known yet; do not pay again
+  5  conflict: a previous payment with another card is still being verified
+`
+
+// usageError is a mistake in the command line; it exits with exitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// options are the flags every command takes.
+type options struct {
+	api  string
+	json bool
+}
+
+// run is the whole program; main only wires it to the process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var (
+		code int
+		err  error
+	)
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitPaid
+	case "order":
+		if len(args) < 2 || args[1] != "create" {
+			err = usagef(`"order" takes the subcommand "create"`)
+			break
+		}
+		code, err = orderCreateCommand(ctx, args[2:], stdout, stderr, getenv)
+	case "checkout":
+		code, err = checkoutCommand(ctx, args[1:], stdout, stderr, getenv)
+	case "status":
+		code, err = statusCommand(ctx, args[1:], stdout, stderr, getenv)
+	default:
+		err = usagef("unknown command %q", args[0])
+	}
+	var uerr *usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitPaid
+	case errors.As(err, &uerr):
+		fmt.Fprintf(stderr, "starter: %v\nRun \"starter --help\" for usage.\n", err)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "starter: %v\n", err)
+		return exitOther
+	}
+	return code
+}
+
+// newFlagSet returns a flag set with the flags every command takes. Its
+// errors and help go to stderr.
+func newFlagSet(name string, stderr io.Writer, opts *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("starter "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&opts.api, "api", "", "checkout API address (default $"+envAPI+", else "+defaultAPI+")")
+	fs.BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
+	return fs
+}
+
+// parseFlags parses args, refuses positional arguments, and builds the API
+// client from --api or the environment.
+func parseFlags(fs *flag.FlagSet, args []string, opts *options, getenv func(string) string) (*apiClient, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	base, source := opts.api, "--api"
+	if base == "" {
+		base, source = getenv(envAPI), envAPI
+	}
+	if base == "" {
+		base = defaultAPI
+	}
+	if err := checkAPIAddress(base); err != nil {
+		return nil, usagef("%s: %v", source, err)
+	}
+	return newAPIClient(strings.TrimRight(base, "/")), nil
+}
+
+func checkAPIAddress(base string) error {
+	u, err := url.Parse(base)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL", base)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q must start with http:// or https://", base)
+	case u.Host == "":
+		return fmt.Errorf("%q has no host", base)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Errorf("%q must be a plain address, without credentials, query or fragment", base)
+	}
+	return nil
+}
+
+func orderCreateCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+	var opts options
+	fs := newFlagSet("order create", stderr, &opts)
+	amount := fs.String("amount", "", "the order total as a decimal, such as 548.90 (required)")
+	currency := fs.String("currency", "", "ISO 4217 currency code, such as TRY (required)")
+	description := fs.String("description", "", "shown on the provider's dashboard")
+	api, err := parseFlags(fs, args, &opts, getenv)
+	if err != nil {
+		return 0, err
+	}
+	if *amount == "" || *currency == "" {
+		return 0, usagef("order create needs --amount and --currency")
+	}
+	o, err := api.createOrder(ctx, *amount, *currency, *description)
+	if err != nil {
+		return 0, err
+	}
+	if opts.json {
+		return exitPaid, writeJSONLine(stdout, o)
+	}
+	fmt.Fprintf(stdout, "order %d created: %s %s\n", o.ID, o.Total, o.Currency)
+	return exitPaid, nil
+}
+
+func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+	var opts options
+	fs := newFlagSet("status", stderr, &opts)
+	id := fs.Int64("order", 0, "the order number (required)")
+	api, err := parseFlags(fs, args, &opts, getenv)
+	if err != nil {
+		return 0, err
+	}
+	if *id <= 0 {
+		return 0, usagef("status needs --order with a positive order number")
+	}
+	o, err := api.getOrder(ctx, *id)
+	if err != nil {
+		return 0, err
+	}
+	if opts.json {
+		return exitPaid, writeJSONLine(stdout, o)
+	}
+	printOrder(stdout, o)
+	return exitPaid, nil
+}
+
+func checkoutCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+	var opts options
+	fs := newFlagSet("checkout", stderr, &opts)
+	id := fs.Int64("order", 0, "the order to pay; or give --amount and --currency to create one")
+	amount := fs.String("amount", "", "create an order with this total first, such as 548.90")
+	currency := fs.String("currency", "", "the currency of --amount, such as TRY")
+	description := fs.String("description", "", "the description of the order created with --amount")
+	card := fs.String("card", "", "the card token, such as tok_visa (required)")
+	wait := fs.Bool("wait", false, "after a 202, keep asking until the order settles")
+	waitTimeout := fs.Duration("wait-timeout", 2*time.Minute, "how long --wait keeps asking")
+	api, err := parseFlags(fs, args, &opts, getenv)
+	if err != nil {
+		return 0, err
+	}
+	creating := *amount != "" || *currency != ""
+	switch {
+	case *card == "":
+		return 0, usagef("checkout needs --card")
+	case *id != 0 && creating:
+		return 0, usagef("checkout takes either --order or --amount with --currency, not both")
+	case creating && (*amount == "" || *currency == ""):
+		return 0, usagef("checkout needs both --amount and --currency to create an order")
+	case !creating && *id <= 0:
+		return 0, usagef("checkout needs --order with a positive order number, or --amount and --currency")
+	case *waitTimeout <= 0:
+		return 0, usagef("--wait-timeout must be positive")
+	}
+	out := &timeline{w: stdout, quiet: opts.json}
+	if creating {
+		o, err := api.createOrder(ctx, *amount, *currency, *description)
+		if err != nil {
+			return 0, err
+		}
+		*id = o.ID
+		out.printf("order %d created: %s %s\n", o.ID, o.Total, o.Currency)
+	}
+	c := &checkoutRun{api: api, out: out, orderID: *id, card: *card}
+	if *wait {
+		c.waitTimeout = *waitTimeout
+	}
+	res, err := c.run(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if opts.json {
+		if err := writeJSONLine(stdout, res); err != nil {
+			return 0, err
+		}
+	}
+	return res.exitCode(), nil
+}

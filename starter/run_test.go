@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func runStarter(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr, func(k string) string { return env[k] })
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRun_UsageErrorsExit2WithAReason(t *testing.T) {
+	tests := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		stderr string
+	}{
+		{"no command", nil, nil, "Usage:"},
+		{"unknown command", nil, []string{"refund"}, `unknown command "refund"`},
+		{"order without create", nil, []string{"order"}, `takes the subcommand "create"`},
+		{"order create without amount", nil, []string{"order", "create", "--currency", "TRY"}, "needs --amount and --currency"},
+		{"checkout without card", nil, []string{"checkout", "--order", "1"}, "needs --card"},
+		{"checkout with order and amount", nil, []string{"checkout", "--order", "1", "--amount", "1.00", "--currency", "TRY", "--card", "tok_visa"}, "not both"},
+		{"checkout with amount only", nil, []string{"checkout", "--amount", "1.00", "--card", "tok_visa"}, "both --amount and --currency"},
+		{"checkout without order", nil, []string{"checkout", "--card", "tok_visa"}, "--order with a positive order number"},
+		{"checkout with negative wait timeout", nil, []string{"checkout", "--order", "1", "--card", "tok_visa", "--wait-timeout", "-1s"}, "--wait-timeout must be positive"},
+		{"status without order", nil, []string{"status"}, "--order with a positive order number"},
+		{"status with order not a number", nil, []string{"status", "--order", "abc"}, `invalid value "abc"`},
+		{"unknown flag", nil, []string{"status", "--order", "1", "--verbose"}, "flag provided but not defined: -verbose"},
+		{"positional argument", nil, []string{"status", "--order", "1", "extra"}, `unexpected argument "extra"`},
+		{"bad --api", nil, []string{"status", "--order", "1", "--api", "localhost:8080"}, `--api: "localhost:8080" must start with http://`},
+		{"bad environment address", map[string]string{envAPI: "ftp://example"}, []string{"status", "--order", "1"}, envAPI + `: "ftp://example" must start with http://`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runStarter(t, tt.env, tt.args...)
+			require.Equal(t, exitUsage, code, "stderr: %s", stderr)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, tt.stderr)
+		})
+	}
+}
+
+func TestRun_HelpDocumentsTheExitCodes(t *testing.T) {
+	code, stdout, _ := runStarter(t, nil, "--help")
+	require.Equal(t, exitPaid, code)
+	for _, line := range []string{"0  paid", "2  usage error", "3  card declined", "4  payment pending", "5  conflict"} {
+		require.Contains(t, stdout, line)
+	}
+}
+
+// closedAddress returns an http:// address where nothing listens.
+func closedAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+func TestRun_UnreachableAPINamesTheAddressTried(t *testing.T) {
+	fromFlag := closedAddress(t)
+	code, _, stderr := runStarter(t, nil, "status", "--order", "1", "--api", fromFlag)
+	require.Equal(t, exitOther, code)
+	require.Contains(t, stderr, "cannot reach the checkout API at "+fromFlag)
+
+	fromEnv := closedAddress(t)
+	code, _, stderr = runStarter(t, map[string]string{envAPI: fromEnv + "/"}, "checkout", "--order", "1", "--card", "tok_visa")
+	require.Equal(t, exitOther, code)
+	require.Contains(t, stderr, "cannot reach the checkout API at "+fromEnv)
+}
+
+func TestRun_DefaultAddressIsLocalhost8080(t *testing.T) {
+	var opts options
+	fs := newFlagSet("status", &bytes.Buffer{}, &opts)
+	api, err := parseFlags(fs, nil, &opts, func(string) string { return "" })
+	require.NoError(t, err)
+	require.Equal(t, "http://localhost:8080", api.base)
+}
+
+func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {
+	status := func(s int) *int { return &s }
+	tests := []struct {
+		req  providerRequest
+		want string
+	}{
+		{providerRequest{Outcome: "timeout", DurationMS: 3004}, "timeout after 3.0s"},
+		{providerRequest{Status: status(0), DurationMS: 120}, "no response after 0.1s"},
+		{providerRequest{Status: status(409), Outcome: "in_flight"}, "409 in flight"},
+		{providerRequest{Status: status(201), Replayed: true}, "201 replayed"},
+		{providerRequest{Status: status(201)}, "201 charged"},
+		{providerRequest{Status: status(402)}, "402 declined"},
+		{providerRequest{Status: status(422)}, "422 key reused with another body"},
+		{providerRequest{Status: status(503)}, "503 provider error"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, describe(tt.req))
+	}
+}

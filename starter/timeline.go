@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// pollInterval is how often the order is read while a checkout waits.
+const pollInterval = 200 * time.Millisecond
+
+// timeline prints the provider requests of an order as they appear in its
+// request log, each once.
+type timeline struct {
+	w     io.Writer
+	quiet bool // --json: nothing but the final object goes to stdout
+	// seen counts the requests already shown, per idempotency key.
+	seen  map[string]int
+	lines []string
+}
+
+func (t *timeline) printf(format string, args ...any) {
+	if !t.quiet {
+		fmt.Fprintf(t.w, format, args...)
+	}
+}
+
+// baseline marks the requests already in the log as shown, so that only
+// those of this checkout are printed.
+func (t *timeline) baseline(o order) {
+	t.seen = make(map[string]int, len(o.Attempts))
+	for _, a := range o.Attempts {
+		t.seen[a.IdempotencyKey] = len(a.Requests)
+	}
+}
+
+// show prints the requests of o not shown yet. A request is numbered by its
+// place among all the requests of its key: "attempt 3" is the third request
+// that carried the key, whichever checkout sent it.
+func (t *timeline) show(o order) {
+	for _, a := range o.Attempts {
+		shown := t.seen[a.IdempotencyKey]
+		if shown == 0 && len(a.Requests) > 0 {
+			t.printf("key %s\n", a.IdempotencyKey)
+		}
+		for i := shown; i < len(a.Requests); i++ {
+			line := fmt.Sprintf("attempt %d  %s", i+1, describe(a.Requests[i]))
+			t.lines = append(t.lines, line)
+			t.printf("%s\n", line)
+		}
+		t.seen[a.IdempotencyKey] = max(shown, len(a.Requests))
+	}
+}
+
+// describe says in a few words what one request to the provider got.
+func describe(r providerRequest) string {
+	status := 0
+	if r.Status != nil {
+		status = *r.Status
+	}
+	switch {
+	case status == 0:
+		what := strings.ReplaceAll(r.Outcome, "_", " ")
+		if what == "" {
+			what = "no response"
+		}
+		return fmt.Sprintf("%s after %.1fs", what, float64(r.DurationMS)/1000)
+	case r.Replayed:
+		return fmt.Sprintf("%d replayed", status)
+	case status == http.StatusConflict:
+		return "409 in flight"
+	case status == http.StatusOK || status == http.StatusCreated:
+		return fmt.Sprintf("%d charged", status)
+	case status == http.StatusPaymentRequired:
+		return "402 declined"
+	case status == http.StatusUnprocessableEntity:
+		return "422 key reused with another body"
+	case status == http.StatusTooManyRequests:
+		return "429 rate limited"
+	case status >= 500:
+		return fmt.Sprintf("%d provider error", status)
+	}
+	return fmt.Sprintf("%d %s", status, strings.ReplaceAll(r.Outcome, "_", " "))
+}
+
+// checkoutRun is one "starter checkout".
+type checkoutRun struct {
+	api     *apiClient
+	out     *timeline
+	orderID int64
+	card    string
+	// waitTimeout is how long to keep asking after a 202; zero answers at once.
+	waitTimeout time.Duration
+}
+
+// checkoutResult is what a checkout ended with; with --json it is printed
+// as is.
+type checkoutResult struct {
+	OrderID           int64    `json:"orderId"`
+	Outcome           string   `json:"outcome"` // paid, declined, pending, conflict, abandoned, failed
+	HTTPStatus        int      `json:"httpStatus"`
+	OrderStatus       string   `json:"orderStatus"`
+	ProviderPaymentID string   `json:"providerPaymentId,omitempty"`
+	IdempotencyKey    string   `json:"idempotencyKey,omitempty"`
+	DeclineCode       string   `json:"declineCode,omitempty"`
+	Detail            string   `json:"detail,omitempty"`
+	Timeline          []string `json:"timeline"`
+}
+
+func (r checkoutResult) exitCode() int {
+	switch r.Outcome {
+	case "paid":
+		return exitPaid
+	case "declined":
+		return exitDeclined
+	case "pending":
+		return exitPending
+	case "conflict":
+		return exitConflict
+	}
+	return exitOther
+}
+
+// posted is the answer of the checkout POST.
+type posted struct {
+	status int
+	answer checkoutAnswer
+	err    error
+}
+
+func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
+	before, err := c.api.getOrder(ctx, c.orderID)
+	if err != nil {
+		return checkoutResult{}, err
+	}
+	c.out.baseline(before)
+
+	done := make(chan posted, 1)
+	go func() {
+		status, answer, err := c.api.checkout(ctx, c.orderID, c.card)
+		done <- posted{status, answer, err}
+	}()
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	var p posted
+	for waiting := true; waiting; {
+		select {
+		case p = <-done:
+			waiting = false
+		case <-ticker.C:
+			c.poll(ctx)
+		}
+	}
+	after := c.poll(ctx)
+
+	res := checkoutResult{OrderID: c.orderID, HTTPStatus: p.status, IdempotencyKey: p.answer.IdempotencyKey}
+	var apiErr *apiError
+	switch {
+	case errors.As(p.err, &apiErr):
+		res.HTTPStatus = apiErr.status
+		res.Detail = apiErr.problem.Title
+		switch apiErr.status {
+		case http.StatusPaymentRequired:
+			res.Outcome, res.DeclineCode = "declined", apiErr.problem.DeclineCode
+			c.out.printf("declined %s\n", res.DeclineCode)
+		case http.StatusConflict:
+			res.Outcome = "conflict"
+			c.out.printf("conflict: %s\n", apiErr.problem.Title)
+		default:
+			return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, apiErr)
+		}
+	case p.err != nil:
+		return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, p.err)
+	case p.status == http.StatusOK:
+		res.Outcome = "paid"
+		res.ProviderPaymentID = deref(p.answer.ProviderPaymentID)
+		if before.Status == "paid" {
+			c.out.printf("already paid %s; nothing charged\n", res.ProviderPaymentID)
+		} else {
+			c.out.printf("paid %s\n", res.ProviderPaymentID)
+		}
+	case p.status == http.StatusAccepted:
+		res.Outcome = "pending"
+		c.out.printf("pending: the outcome is not known yet (key %s); do not pay again\n", p.answer.IdempotencyKey)
+		if c.waitTimeout > 0 {
+			return c.waitSettled(ctx, res)
+		}
+		c.out.printf("ask again with: starter status --order %d\n", c.orderID)
+	default:
+		return checkoutResult{}, fmt.Errorf("checkout of order %d: unexpected HTTP %d", c.orderID, p.status)
+	}
+	res.OrderStatus = after.Status
+	res.Timeline = c.out.lines
+	return res, nil
+}
+
+// poll reads the order and shows its new requests. A failed read is
+// skipped: the next one, or the final one, catches up.
+func (c *checkoutRun) poll(ctx context.Context) order {
+	ctx, cancel := context.WithTimeout(ctx, pollInterval*10)
+	defer cancel()
+	o, err := c.api.getOrder(ctx, c.orderID)
+	if err == nil {
+		c.out.show(o)
+	}
+	return o
+}
+
+// waitSettled keeps reading the order after a 202 until it leaves
+// payment_pending or the wait times out.
+func (c *checkoutRun) waitSettled(ctx context.Context, res checkoutResult) (checkoutResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.waitTimeout)
+	defer cancel()
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			res.OrderStatus = "payment_pending"
+			res.Timeline = c.out.lines
+			c.out.printf("still pending after %s; ask again with: starter status --order %d\n", c.waitTimeout, c.orderID)
+			return res, nil
+		case <-ticker.C:
+		}
+		o := c.poll(ctx)
+		if o.Status == "" || o.Status == "payment_pending" {
+			continue
+		}
+		res.OrderStatus = o.Status
+		res.Timeline = c.out.lines
+		last := attemptWithKey(o, res.IdempotencyKey)
+		switch {
+		case o.Status == "paid":
+			res.Outcome, res.ProviderPaymentID = "paid", deref(o.ProviderPaymentID)
+			c.out.printf("paid %s\n", res.ProviderPaymentID)
+		case last.Status == "declined":
+			res.Outcome = "declined"
+			c.out.printf("declined\n")
+		default:
+			res.Outcome = last.Status
+			c.out.printf("%s: no charge was found for key %s; the order may be paid again\n", last.Status, res.IdempotencyKey)
+		}
+		return res, nil
+	}
+}
+
+func attemptWithKey(o order, key string) attempt {
+	for _, a := range o.Attempts {
+		if a.IdempotencyKey == key {
+			return a
+		}
+	}
+	return attempt{}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// printOrder prints an order with its attempts and their request logs.
+func printOrder(w io.Writer, o order) {
+	fmt.Fprintf(w, "order %d  %s  %s %s", o.ID, o.Status, o.Total, o.Currency)
+	if o.ProviderPaymentID != nil {
+		fmt.Fprintf(w, "  %s", *o.ProviderPaymentID)
+	}
+	fmt.Fprintln(w)
+	for _, a := range o.Attempts {
+		fmt.Fprintf(w, "key %s  %s  created %s", a.IdempotencyKey, a.Status, a.CreatedAt.Format(time.RFC3339))
+		if a.Status == "open" {
+			fmt.Fprintf(w, "  abandon at %s", a.AbandonAt.Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+		for i, r := range a.Requests {
+			fmt.Fprintf(w, "  attempt %d  %s\n", i+1, describe(r))
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/fakeprovider"
+	"chargeonce/workflows"
+)
+
+// apiTableTiming makes a checkout give up quickly (one second of charge
+// phase) and keeps reconciliation out of the way, so that each row of the
+// contract's table is reached by the checkout itself.
+func apiTableTiming() workflows.Timing {
+	return workflows.Timing{
+		AttemptTimeout: 300 * time.Millisecond,
+		ChargeBudget:   time.Second,
+		RetryInterval:  100 * time.Millisecond,
+		MinAge:         2 * time.Minute,
+		Interval:       time.Minute,
+		AbandonAfter:   30 * time.Minute,
+	}
+}
+
+// TestAPI_CheckoutAnswersEveryRowOfTheContract walks the status table of
+// contracts/checkout-api.md on one running stack.
+func TestAPI_CheckoutAnswersEveryRowOfTheContract(t *testing.T) {
+	logs := &syncBuffer{}
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond, Logs: logs})
+
+	t.Run("200 paid", func(t *testing.T) {
+		id := s.createOrder(t, "548.90", "TRY")
+		res := s.checkout(t, id, "tok_visa")
+		require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
+		require.Equal(t, "application/json", res.header.Get("Content-Type"))
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(res.body, &body))
+		require.ElementsMatch(t, []string{"orderId", "status", "total", "currency", "providerPaymentId", "idempotencyKey"}, keysOf(body))
+		require.Equal(t, float64(id), body["orderId"])
+		require.Equal(t, "paid", body["status"])
+		require.Equal(t, "548.90", body["total"])
+		require.Equal(t, "TRY", body["currency"])
+		charge := s.chargeOf(t, body["idempotencyKey"].(string))
+		require.Equal(t, charge.ID, body["providerPaymentId"])
+		require.Equal(t, "paid", s.order(t, id).Status)
+	})
+
+	t.Run("200 already paid charges nothing", func(t *testing.T) {
+		id := s.createOrder(t, "12.00", "TRY")
+		first := s.checkout(t, id, "tok_visa")
+		require.Equal(t, http.StatusOK, first.status, "body: %s", first.body)
+		before := len(s.provider.Requests())
+
+		again := s.checkout(t, id, "tok_mastercard")
+		require.Equal(t, http.StatusOK, again.status, "body: %s", again.body)
+		require.JSONEq(t, string(first.body), string(again.body), "the paid order, as first answered")
+		require.Len(t, s.provider.Requests(), before, "nothing was sent to the provider")
+	})
+
+	t.Run("402 declined, then another card pays", func(t *testing.T) {
+		id := s.createOrder(t, "30.00", "TRY")
+		res := s.checkout(t, id, "tok_chargeDeclined")
+		require.Equal(t, http.StatusPaymentRequired, res.status, "body: %s", res.body)
+		p := problemOf(t, res)
+		require.Equal(t, "do_not_honor", p.DeclineCode)
+		o := s.order(t, id)
+		require.Equal(t, "placed", o.Status, "a declined order can be paid again")
+		require.Equal(t, "declined", o.Attempts[0].Status)
+
+		paid := s.checkout(t, id, "tok_visa")
+		require.Equal(t, http.StatusOK, paid.status, "body: %s", paid.body)
+		o = s.order(t, id)
+		require.Len(t, o.Attempts, 2, "the other card is a new attempt with a new key")
+		require.NotEqual(t, o.Attempts[0].IdempotencyKey, o.Attempts[1].IdempotencyKey)
+	})
+
+	t.Run("202 pending, 409 for another card, 500 when the provider says 422", func(t *testing.T) {
+		// The provider loses every request: the outcome stays unknown.
+		require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeDrop}))
+		t.Cleanup(func() { require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal})) })
+		id := s.createOrder(t, "548.90", "TRY")
+
+		pending := s.checkout(t, id, "tok_visa")
+		require.Equal(t, http.StatusAccepted, pending.status, "body: %s", pending.body)
+		require.Equal(t, fmt.Sprintf("/api/orders/%d", id), pending.header.Get("Location"))
+		var body paidBody
+		require.NoError(t, json.Unmarshal(pending.body, &body))
+		require.Equal(t, "payment_pending", body.Status)
+		require.Empty(t, body.ProviderPaymentID)
+		key := body.IdempotencyKey
+
+		conflict := s.checkout(t, id, "tok_mastercard")
+		require.Equal(t, http.StatusConflict, conflict.status, "body: %s", conflict.body)
+		require.Equal(t, "A previous payment for this order is still being verified.", problemOf(t, conflict).Title)
+
+		// Someone sends another body under the attempt's key, straight to
+		// the provider; our next request with that key is then a 422.
+		require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+		s.postToProvider(t, key, `{"amount": 100, "currency": "TRY", "source": "tok_visa", "description": "another body", "merchant_reference": "other-1-00000000000000000000000000000000"}`)
+
+		failed := s.checkout(t, id, "tok_visa")
+		require.Equal(t, http.StatusInternalServerError, failed.status, "body: %s", failed.body)
+		p := problemOf(t, failed)
+		require.Contains(t, p.Type, "payment-failed")
+		posts := s.chargeRequests()
+		require.Equal(t, http.StatusUnprocessableEntity, posts[len(posts)-1].Status)
+		o := s.order(t, id)
+		require.Equal(t, "failed", o.Attempts[0].Status, "the attempt is marked failed")
+		require.Equal(t, "payment_pending", o.Status, "only a human may offer the order again")
+		require.Contains(t, logs.String(), "alert=true")
+
+		review := s.checkout(t, id, "tok_visa")
+		require.Equal(t, http.StatusInternalServerError, review.status, "body: %s", review.body)
+		require.Contains(t, problemOf(t, review).Type, "payment-needs-review")
+	})
+
+	t.Run("404 unknown order", func(t *testing.T) {
+		res := s.checkout(t, 987654321, "tok_visa")
+		require.Equal(t, http.StatusNotFound, res.status, "body: %s", res.body)
+		problemOf(t, res)
+	})
+
+	t.Run("400 bad body", func(t *testing.T) {
+		id := s.createOrder(t, "5.00", "TRY")
+		before := len(s.provider.Requests())
+		res, err := s.send(http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), `{"card_token": "tok_visa", "cvv": "123"}`)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, res.status, "body: %s", res.body)
+		require.Contains(t, problemOf(t, res).Detail, `unknown field "cvv"`)
+		require.Equal(t, "placed", s.order(t, id).Status)
+		require.Len(t, s.provider.Requests(), before)
+	})
+}
+
+func TestAPI_OrderShowsItsAttemptsAndRequestLog(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	id := s.createOrder(t, "548.90", "TRY")
+	res := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
+
+	got, err := s.send(http.MethodGet, fmt.Sprintf("/api/orders/%d", id), "")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, got.status)
+	var o map[string]any
+	require.NoError(t, json.Unmarshal(got.body, &o))
+	for _, k := range []string{"id", "status", "total", "currency", "providerPaymentId", "attempts"} {
+		require.Contains(t, o, k)
+	}
+	attempts := o["attempts"].([]any)
+	require.Len(t, attempts, 1)
+	a := attempts[0].(map[string]any)
+	for _, k := range []string{"idempotencyKey", "status", "merchantReference", "createdAt", "lastCheckedAt", "abandonAt", "requests"} {
+		require.Contains(t, a, k)
+	}
+	prefix, orderID, key, err := chargeonce.ParseMerchantReference(a["merchantReference"].(string))
+	require.NoError(t, err)
+	require.Equal(t, "chargeonce", prefix)
+	require.Equal(t, id, orderID)
+	require.Equal(t, a["idempotencyKey"], key)
+	requests := a["requests"].([]any)
+	require.Len(t, requests, 1)
+	r := requests[0].(map[string]any)
+	for _, k := range []string{"at", "status", "replayed", "durationMs"} {
+		require.Contains(t, r, k)
+	}
+	require.Equal(t, float64(http.StatusCreated), r["status"])
+	require.Equal(t, false, r["replayed"])
+}
+
+func keysOf(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// chargeOf returns the provider's only charge under key.
+func (s *checkoutStack) chargeOf(t *testing.T, key string) fakeprovider.Charge {
+	t.Helper()
+	var found []fakeprovider.Charge
+	for _, c := range s.provider.Charges() {
+		if c.IdempotencyKey == key {
+			found = append(found, c)
+		}
+	}
+	require.Len(t, found, 1, "charges under key %s", key)
+	return found[0]
+}
+
+// postToProvider sends a charge straight to the fake provider.
+func (s *checkoutStack) postToProvider(t *testing.T, key, body string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.providerURL+"/v1/charges", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", `"`+key+`"`)
+	resp, err := testHTTP.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+}

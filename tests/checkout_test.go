@@ -1,0 +1,587 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"chargeonce"
+	"chargeonce/checkout"
+	"chargeonce/fakeprovider"
+	"chargeonce/stack"
+	"chargeonce/store"
+	"chargeonce/workflows"
+)
+
+// articleTiming is the timing of the reference article (3s per request, 10s
+// for the charge phase, 1s between requests) at half scale. Half is as far as
+// it scales: the provider's Retry-After on a 409 is a whole second.
+func articleTiming() workflows.Timing {
+	return workflows.Timing{
+		AttemptTimeout: 1500 * time.Millisecond,
+		ChargeBudget:   5 * time.Second,
+		RetryInterval:  500 * time.Millisecond,
+		// Reconciliation stays out of the way: these runs are settled by
+		// the charge phase or by the customer's retry.
+		MinAge:       2 * time.Minute,
+		Interval:     time.Minute,
+		AbandonAfter: 30 * time.Minute,
+	}
+}
+
+// articleBudget is the checkout's wait, a bit over the charge budget, as in
+// the default configuration (12s over 10s), at the same half scale.
+const articleBudget = 6 * time.Second
+
+func TestCheckout_SlowProviderIsChargedOnceAcrossThreeRequests(t *testing.T) {
+	// The article: the provider takes 5s, a request times out after 3s. The
+	// first request times out, the retry a second later finds it in flight
+	// (409), the next gets the stored 201 replayed.
+	s := startCheckoutStack(t, checkoutStackConfig{
+		Timing: articleTiming(),
+		Budget: articleBudget,
+		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2500 * time.Millisecond},
+	})
+	id := s.createOrder(t, "548.90", "TRY")
+
+	res := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
+	var paid paidBody
+	require.NoError(t, json.Unmarshal(res.body, &paid))
+	require.Equal(t, paidBody{OrderID: id, Status: "paid", Total: "548.90", Currency: "TRY",
+		ProviderPaymentID: paid.ProviderPaymentID, IdempotencyKey: paid.IdempotencyKey}, paid)
+	require.True(t, chargeonce.ValidKey(paid.IdempotencyKey))
+
+	charges := s.provider.Charges()
+	require.Len(t, charges, 1, "one charge at the provider")
+	require.Equal(t, paid.ProviderPaymentID, charges[0].ID)
+	require.Equal(t, int64(54890), charges[0].Amount)
+
+	posts := s.chargeRequests()
+	require.Len(t, posts, 3, "three requests: timeout, 409, replayed 201")
+	for _, r := range posts {
+		require.Equal(t, paid.IdempotencyKey, r.Key, "every request carries the one key")
+	}
+	require.Equal(t, []int{0, http.StatusConflict, http.StatusCreated}, statuses(posts))
+	require.True(t, posts[2].Replayed)
+
+	o := s.order(t, id)
+	require.Equal(t, "paid", o.Status)
+	require.Len(t, o.Attempts, 1)
+	log := o.Attempts[0].Requests
+	require.Len(t, log, 3, "the merchant's request log agrees with the provider's")
+	require.Nil(t, log[0].Status, "no response to the first request")
+	require.Equal(t, "timeout", log[0].Outcome)
+	require.Equal(t, http.StatusConflict, *log[1].Status)
+	require.Equal(t, http.StatusCreated, *log[2].Status)
+	require.True(t, log[2].Replayed)
+}
+
+func TestCheckout_UnknownOutcomeIs202ThenConflictThenTheSameKeyIsReplayed(t *testing.T) {
+	// The article: the provider takes 15s, longer than the whole 10s budget.
+	logs := &syncBuffer{}
+	s := startCheckoutStack(t, checkoutStackConfig{
+		Timing: articleTiming(),
+		Budget: articleBudget,
+		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 7500 * time.Millisecond},
+		Logs:   logs,
+	})
+	id := s.createOrder(t, "548.90", "TRY")
+
+	pending := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusAccepted, pending.status, "body: %s", pending.body)
+	require.Equal(t, fmt.Sprintf("/api/orders/%d", id), pending.header.Get("Location"))
+	var p paidBody
+	require.NoError(t, json.Unmarshal(pending.body, &p))
+	require.Equal(t, "payment_pending", p.Status)
+	require.Empty(t, p.ProviderPaymentID)
+	key := p.IdempotencyKey
+
+	other := s.checkout(t, id, "tok_mastercard")
+	require.Equal(t, http.StatusConflict, other.status, "body: %s", other.body)
+	require.Equal(t, "application/problem+json", other.header.Get("Content-Type"))
+	require.Equal(t, "A previous payment for this order is still being verified.", problemOf(t, other).Title)
+
+	o := s.order(t, id)
+	require.Equal(t, "payment_pending", o.Status)
+	require.Len(t, o.Attempts, 1, "the other card started no attempt")
+	require.Equal(t, key, o.Attempts[0].IdempotencyKey)
+	require.Equal(t, "open", o.Attempts[0].Status)
+
+	// "Later": once the provider has finished the first request.
+	require.Eventually(t, func() bool { return len(s.provider.Charges()) == 1 }, 15*time.Second, 50*time.Millisecond)
+
+	again := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusOK, again.status, "body: %s", again.body)
+	var paid paidBody
+	require.NoError(t, json.Unmarshal(again.body, &paid))
+	require.Equal(t, key, paid.IdempotencyKey, "the retry sent the stored key")
+	charges := s.provider.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, charges[0].ID, paid.ProviderPaymentID)
+
+	posts := s.chargeRequests()
+	require.True(t, posts[len(posts)-1].Replayed, "the retry got the stored charge replayed")
+	for _, r := range posts {
+		require.Equal(t, key, r.Key)
+	}
+
+	story := logs.String()
+	require.Contains(t, story, "payment outcome unknown")
+	require.Contains(t, story, "resending payment with the stored key")
+	require.Less(t, strings.Index(story, "payment outcome unknown"), strings.Index(story, "resending payment with the stored key"))
+}
+
+func TestCheckout_TwentyPercentProviderErrorsNeverChargeAnOrderTwice(t *testing.T) {
+	timing := workflows.Timing{
+		AttemptTimeout: time.Second,
+		ChargeBudget:   5 * time.Second,
+		RetryInterval:  100 * time.Millisecond,
+		MinAge:         2 * time.Minute,
+		Interval:       time.Minute,
+		AbandonAfter:   30 * time.Minute,
+	}
+	s := startCheckoutStack(t, checkoutStackConfig{
+		Timing: timing,
+		Budget: 6 * time.Second,
+		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 0.2, Seed: 20},
+	})
+
+	const orders, concurrency = 100, 8
+	ids := make([]int64, orders)
+	for i := range ids {
+		ids[i] = s.createOrder(t, strconv.Itoa(10+i)+".00", "TRY")
+	}
+	codes := make([]int, orders)
+	keys := make([]string, orders)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, concurrency)
+	for i, id := range ids {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			res := s.checkoutNoFatal(id, "tok_visa")
+			codes[i] = res.status
+			var b paidBody
+			if json.Unmarshal(res.body, &b) == nil {
+				keys[i] = b.IdempotencyKey
+			}
+		}()
+	}
+	wg.Wait()
+
+	byCode := map[int]int{}
+	for _, c := range codes {
+		byCode[c]++
+	}
+	t.Logf("responses by status: %v; charge requests: %d; charges at the provider: %d",
+		byCode, len(s.chargeRequests()), len(s.provider.Charges()))
+	require.Equal(t, orders, byCode[http.StatusOK]+byCode[http.StatusAccepted], "every checkout is paid or pending: %v", byCode)
+
+	// Every paid answer has exactly one charge behind it, and no order has two.
+	chargesByOrder := map[int64]int{}
+	for _, c := range s.provider.Charges() {
+		require.Equal(t, "succeeded", string(c.Status))
+		_, orderID, key, err := chargeonce.ParseMerchantReference(c.MerchantReference)
+		require.NoError(t, err)
+		require.Equal(t, key, c.IdempotencyKey)
+		chargesByOrder[orderID]++
+	}
+	require.Len(t, s.provider.Charges(), byCode[http.StatusOK], "successful responses equal charges at the provider")
+	for i, id := range ids {
+		if codes[i] == http.StatusOK {
+			require.Equal(t, 1, chargesByOrder[id], "order %d", id)
+		}
+		require.LessOrEqual(t, chargesByOrder[id], 1, "order %d charged twice", id)
+	}
+
+	// One key per order on the wire.
+	keysByOrder := map[int64]map[string]bool{}
+	keyOrder := map[string]int64{}
+	for i, id := range ids {
+		keyOrder[keys[i]] = id
+		keysByOrder[id] = map[string]bool{}
+	}
+	for _, r := range s.chargeRequests() {
+		id, ok := keyOrder[r.Key]
+		require.True(t, ok, "request with a key no checkout answered: %q", r.Key)
+		keysByOrder[id][r.Key] = true
+	}
+	for id, k := range keysByOrder {
+		require.LessOrEqual(t, len(k), 1, "order %d sent more than one key", id)
+	}
+}
+
+func TestCheckout_UnknownOutcomeIsSettledByReconciliation(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{
+		Timing: workflows.Timing{
+			AttemptTimeout: 500 * time.Millisecond,
+			ChargeBudget:   time.Second,
+			RetryInterval:  200 * time.Millisecond,
+			MinAge:         2500 * time.Millisecond,
+			Interval:       500 * time.Millisecond,
+			AbandonAfter:   time.Minute,
+		},
+		Budget: 1500 * time.Millisecond,
+		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * time.Second},
+	})
+	id := s.createOrder(t, "548.90", "TRY")
+
+	res := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusAccepted, res.status, "body: %s", res.body)
+
+	var o orderView
+	require.Eventually(t, func() bool {
+		o = s.order(t, id)
+		return o.Status == "paid"
+	}, 20*time.Second, 100*time.Millisecond)
+
+	charges := s.provider.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, charges[0].ID, *o.ProviderPaymentID)
+	require.Len(t, o.Attempts, 1)
+	require.Equal(t, "succeeded", o.Attempts[0].Status)
+	require.NotNil(t, o.Attempts[0].LastCheckedAt, "settled by a lookup at the provider")
+	for _, r := range s.chargeRequests() {
+		require.Equal(t, o.Attempts[0].IdempotencyKey, r.Key)
+	}
+}
+
+func TestCheckout_LostWorkflowStartIsRecoveredBySweepAndCustomerRetry(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{
+		Timing: articleTiming(),
+		Budget: articleBudget,
+	})
+	ctx := context.Background()
+	id := s.createOrder(t, "548.90", "TRY")
+
+	// A checkout whose Temporal is unreachable stores the key, answers
+	// pending, and leaves the attempt in the outbox.
+	unreachable, err := client.NewLazyClient(client.Options{HostPort: unusedAddress(t)})
+	require.NoError(t, err)
+	t.Cleanup(unreachable.Close)
+	cut, err := checkout.New(checkout.Config{Store: s.store, Temporal: unreachable, Timing: articleTiming(), Budget: time.Second})
+	require.NoError(t, err)
+	res, err := cut.Checkout(ctx, id, "tok_visa")
+	require.NoError(t, err)
+	require.Equal(t, checkout.OutcomePending, res.Outcome)
+	key := res.Attempt.Key
+	attempt, err := s.store.GetAttempt(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, chargeonce.AttemptOpen, attempt.Status)
+	require.False(t, attempt.WorkflowStarted)
+	require.Empty(t, s.chargeRequests(), "nothing was sent")
+
+	// A young attempt is left to its checkout; an old one is started.
+	started, err := s.service.Sweep(ctx)
+	require.NoError(t, err)
+	require.Zero(t, started)
+	later, err := checkout.New(checkout.Config{Store: s.store, Temporal: s.temporal, Timing: articleTiming(), Budget: articleBudget,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	require.NoError(t, err)
+	started, err = later.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, started)
+	attempt, err = s.store.GetAttempt(ctx, key)
+	require.NoError(t, err)
+	require.True(t, attempt.WorkflowStarted)
+	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.WorkflowID(key), "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.WorkflowExecutionInfo.Status)
+
+	started, err = later.Sweep(ctx)
+	require.NoError(t, err)
+	require.Zero(t, started, "a started attempt leaves the outbox")
+	require.Empty(t, s.chargeRequests(), "the sweep has no card token, so nothing is sent")
+
+	// The customer's retry brings the token to the running workflow.
+	retry := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusOK, retry.status, "body: %s", retry.body)
+	var paid paidBody
+	require.NoError(t, json.Unmarshal(retry.body, &paid))
+	require.Equal(t, key, paid.IdempotencyKey)
+	require.Len(t, s.provider.Charges(), 1)
+}
+
+func TestCheckout_ClosedWorkflowIsNeverRunAgainAndTheAnswerComesFromTheDatabase(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond,
+		Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}})
+	ctx := context.Background()
+	id := s.createOrder(t, "548.90", "TRY")
+
+	first, err := s.service.Checkout(ctx, id, "tok_visa")
+	require.NoError(t, err)
+	require.Equal(t, checkout.OutcomePending, first.Outcome)
+	key := first.Attempt.Key
+	// An operator ends the workflow while the attempt is still open.
+	require.NoError(t, s.temporal.TerminateWorkflow(ctx, workflows.WorkflowID(key), "", "operator stopped the payment"))
+	require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+	sent := len(s.chargeRequests())
+
+	again, err := s.service.Checkout(ctx, id, "tok_visa")
+	require.NoError(t, err)
+	require.Equal(t, checkout.OutcomePending, again.Outcome, "the attempt is open in the database")
+	require.Equal(t, key, again.Attempt.Key)
+	require.Len(t, s.chargeRequests(), sent, "a closed key is never sent again")
+	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.WorkflowID(key), "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, desc.WorkflowExecutionInfo.Status)
+}
+
+func TestCheckout_PaidOrderIsNotChargedAgain(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget})
+	ctx := context.Background()
+	id := s.createOrder(t, "100.00", "TRY")
+
+	first, err := s.service.Checkout(ctx, id, "tok_visa")
+	require.NoError(t, err)
+	require.Equal(t, checkout.OutcomePaid, first.Outcome)
+	require.False(t, first.AlreadyPaid)
+
+	for _, card := range []string{"tok_visa", "tok_mastercard"} {
+		again, err := s.service.Checkout(ctx, id, card)
+		require.NoError(t, err)
+		require.Equal(t, checkout.OutcomePaid, again.Outcome)
+		require.True(t, again.AlreadyPaid)
+		require.Equal(t, first.Attempt.Key, again.Attempt.Key)
+		require.Equal(t, first.Attempt.ProviderPaymentID, again.Attempt.ProviderPaymentID)
+	}
+	require.Len(t, s.chargeRequests(), 1)
+	require.Len(t, s.provider.Charges(), 1)
+	_, attempts, err := s.store.GetOrder(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1)
+	require.Equal(t, chargeonce.AttemptSucceeded, attempts[0].Status)
+}
+
+// checkoutStackConfig is what these tests vary in the stack.
+type checkoutStackConfig struct {
+	Timing workflows.Timing
+	Budget time.Duration
+	Mode   fakeprovider.Mode
+	// Logs receives the logs of the checkout, worker and API; nil discards.
+	Logs io.Writer
+}
+
+// checkoutResponse is one answer of the checkout API.
+type checkoutResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// paidBody is the body of a 200 or 202 checkout.
+type paidBody struct {
+	OrderID           int64  `json:"orderId"`
+	Status            string `json:"status"`
+	Total             string `json:"total"`
+	Currency          string `json:"currency"`
+	ProviderPaymentID string `json:"providerPaymentId"`
+	IdempotencyKey    string `json:"idempotencyKey"`
+}
+
+// orderView is GET /api/orders/{id}.
+type orderView struct {
+	ID                int64   `json:"id"`
+	Status            string  `json:"status"`
+	Total             string  `json:"total"`
+	Currency          string  `json:"currency"`
+	ProviderPaymentID *string `json:"providerPaymentId"`
+	Attempts          []struct {
+		IdempotencyKey    string     `json:"idempotencyKey"`
+		Status            string     `json:"status"`
+		MerchantReference string     `json:"merchantReference"`
+		LastCheckedAt     *time.Time `json:"lastCheckedAt"`
+		Requests          []struct {
+			At         time.Time `json:"at"`
+			Status     *int      `json:"status"`
+			Outcome    string    `json:"outcome"`
+			Replayed   bool      `json:"replayed"`
+			DurationMS int64     `json:"durationMs"`
+		} `json:"requests"`
+	} `json:"attempts"`
+}
+
+// problemView is an RFC 9457 body.
+type problemView struct {
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Status      int    `json:"status"`
+	Detail      string `json:"detail"`
+	DeclineCode string `json:"declineCode"`
+}
+
+func problemOf(t *testing.T, r checkoutResponse) problemView {
+	t.Helper()
+	require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
+	var p problemView
+	require.NoError(t, json.Unmarshal(r.body, &p))
+	require.Equal(t, r.status, p.Status)
+	return p
+}
+
+// testHTTP is the client of every test request: loopback only, with a
+// timeout well over any checkout budget used here.
+var testHTTP = &http.Client{Timeout: time.Minute}
+
+// send makes one request to the API.
+func (s *checkoutStack) send(method, path, body string) (checkoutResponse, error) {
+	req, err := http.NewRequest(method, s.apiURL+path, strings.NewReader(body))
+	if err != nil {
+		return checkoutResponse{}, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := testHTTP.Do(req)
+	if err != nil {
+		return checkoutResponse{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return checkoutResponse{status: resp.StatusCode, header: resp.Header, body: data}, err
+}
+
+func (s *checkoutStack) createOrder(t *testing.T, amount, currency string) int64 {
+	t.Helper()
+	res, err := s.send(http.MethodPost, "/api/orders", fmt.Sprintf(`{"amount": %q, "currency": %q}`, amount, currency))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, res.status, "body: %s", res.body)
+	var o orderView
+	require.NoError(t, json.Unmarshal(res.body, &o))
+	return o.ID
+}
+
+func (s *checkoutStack) checkout(t *testing.T, id int64, card string) checkoutResponse {
+	t.Helper()
+	res, err := s.send(http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), fmt.Sprintf(`{"card_token": %q}`, card))
+	require.NoError(t, err)
+	return res
+}
+
+// checkoutNoFatal is checkout for goroutines, where require must not be
+// called: a failed exchange shows as status 0.
+func (s *checkoutStack) checkoutNoFatal(id int64, card string) checkoutResponse {
+	res, err := s.send(http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), fmt.Sprintf(`{"card_token": %q}`, card))
+	if err != nil {
+		return checkoutResponse{}
+	}
+	return res
+}
+
+func (s *checkoutStack) order(t *testing.T, id int64) orderView {
+	t.Helper()
+	res, err := s.send(http.MethodGet, fmt.Sprintf("/api/orders/%d", id), "")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
+	var o orderView
+	require.NoError(t, json.Unmarshal(res.body, &o))
+	return o
+}
+
+// chargeRequests is every POST /v1/charges the provider received, in order.
+func (s *checkoutStack) chargeRequests() []fakeprovider.RequestRecord {
+	var posts []fakeprovider.RequestRecord
+	for _, r := range s.provider.Requests() {
+		if r.Method == http.MethodPost && r.Path == "/v1/charges" {
+			posts = append(posts, r)
+		}
+	}
+	return posts
+}
+
+func statuses(records []fakeprovider.RequestRecord) []int {
+	out := make([]int, len(records))
+	for i, r := range records {
+		out[i] = r.Status
+	}
+	return out
+}
+
+// unusedAddress returns a loopback host:port where nothing listens.
+func unusedAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// syncBuffer is a log destination that goroutines may share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// checkoutStack is the whole stack, started for one test, with the parts
+// these tests reach into.
+type checkoutStack struct {
+	apiURL      string
+	providerURL string
+	provider    *fakeprovider.Provider
+	store       store.Store
+	temporal    client.Client
+	service     *checkout.Service
+}
+
+// startCheckoutStack starts the stack (embedded Temporal in memory, fake
+// provider, worker, API, SQLite in a temporary directory) on free loopback
+// ports, and stops it when the test ends.
+func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
+	t.Helper()
+	logs := cfg.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Config{
+		Host:           "127.0.0.1",
+		Timing:         cfg.Timing,
+		CheckoutBudget: cfg.Budget,
+		Provider:       fakeprovider.Config{Mode: cfg.Mode},
+		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, st.Close(ctx))
+	})
+	return &checkoutStack{
+		apiURL:      st.APIURL(),
+		providerURL: st.ProviderURL(),
+		provider:    st.Provider(),
+		store:       st.Store(),
+		temporal:    st.Client(),
+		service:     st.Checkout(),
+	}
+}
