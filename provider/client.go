@@ -154,8 +154,12 @@ func (c *Client) send(ctx context.Context, br *breaker, method, path string, que
 		return exchange{failed: BreakerOpen, detail: "not sent: circuit breaker " + br.Name() + " is " + br.State().String()}
 	}
 	// net/http's Transport treats a request carrying an Idempotency-Key as
-	// replayable and may resend it once when a reused connection turns out to
-	// be closed; that is safe for the same reason every retry is: the key.
+	// replayable and silently resends it when a reused connection turns out
+	// to be closed. The resend would be safe (same key), but it would hide
+	// the lost response from the caller and break "one request per activity
+	// attempt", which the request log and the retry policy rely on. Without
+	// GetBody the Transport cannot rewind the body, so it never resends.
+	req.GetBody = nil
 	start := time.Now()
 	ex := c.roundTrip(ctx, req)
 	ex.sent = true

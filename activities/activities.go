@@ -1,0 +1,138 @@
+// Package activities holds the side effects of the payment workflow: the
+// charge request to the provider, the lookup of a charge by merchant
+// reference, and the settlement of the attempt in the merchant's database.
+//
+// Every method runs as a Temporal activity. Outcomes that the workflow must
+// tell apart are returned as application errors with the explicit types
+// below, never as Go error types, so that the workflow's retry policy and its
+// branches do not change when code is renamed.
+package activities
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"chargeonce"
+	"chargeonce/provider"
+)
+
+// Error types of the activities' application errors. The retry policies of
+// the workflow name them in NonRetryableErrorTypes, and the workflow branches
+// on them with errors.As and ApplicationError.Type.
+const (
+	// ErrTypeInFlight: the provider is still processing an earlier request
+	// with the same key (409). Retryable.
+	ErrTypeInFlight = "InFlight"
+	// ErrTypeRateLimited: the provider refused the request for now (429).
+	// Retryable, after its Retry-After.
+	ErrTypeRateLimited = "RateLimited"
+	// ErrTypeUnavailable: the provider answered with a server error. Retryable.
+	ErrTypeUnavailable = "ProviderUnavailable"
+	// ErrTypeTransport: the connection failed; the request may have arrived.
+	// Retryable.
+	ErrTypeTransport = "ProviderTransportError"
+	// ErrTypeTimeout: no answer came before the attempt's deadline; the
+	// charge may exist. Retryable.
+	ErrTypeTimeout = "ProviderTimeout"
+	// ErrTypeBreakerOpen: the circuit breaker is open and nothing was sent.
+	// Retryable.
+	ErrTypeBreakerOpen = "ProviderBreakerOpen"
+	// ErrTypeContractViolation: the provider and we disagree about the
+	// contract (a 422 for a reused key, a malformed answer). Not retryable:
+	// a human must look.
+	ErrTypeContractViolation = "ContractViolation"
+	// ErrTypeInvalidRequest: the request or the activity input is malformed.
+	// Not retryable.
+	ErrTypeInvalidRequest = "InvalidRequest"
+	// ErrTypeChargeMismatch: the provider holds a succeeded charge for the
+	// attempt's reference whose amount or currency differs from the attempt.
+	// Not retryable; the error's details hold the provider's charge id.
+	ErrTypeChargeMismatch = "ChargeMismatch"
+	// ErrTypeNoCardToken: the intent has no card token, so nothing can be
+	// sent. Not retryable.
+	ErrTypeNoCardToken = "NoCardToken"
+	// ErrTypeAttemptNotFound: the attempt to settle is not in the database.
+	// Not retryable.
+	ErrTypeAttemptNotFound = "AttemptNotFound"
+)
+
+// outcomeErrorTypes maps each provider outcome that is not a charge result to
+// the error type the activities report it with.
+var outcomeErrorTypes = map[provider.Outcome]string{
+	provider.InFlight:          ErrTypeInFlight,
+	provider.RateLimited:       ErrTypeRateLimited,
+	provider.Unavailable:       ErrTypeUnavailable,
+	provider.TransportError:    ErrTypeTransport,
+	provider.Timeout:           ErrTypeTimeout,
+	provider.BreakerOpen:       ErrTypeBreakerOpen,
+	provider.ContractViolation: ErrTypeContractViolation,
+	provider.InvalidRequest:    ErrTypeInvalidRequest,
+}
+
+// outcomeError turns an outcome into an application error whose type and
+// retryability follow the outcome. An outcome without a type of its own (a
+// 404 where none is possible, an outcome this code does not know) is a
+// contract violation. retryAfter, when positive, replaces the retry
+// policy's interval for the next attempt.
+func outcomeError(outcome provider.Outcome, retryAfter time.Duration, msg string) error {
+	errType, ok := outcomeErrorTypes[outcome]
+	if !ok {
+		errType = ErrTypeContractViolation
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{
+		NonRetryable:   !ok || !outcome.Retryable(),
+		NextRetryDelay: retryAfter,
+	})
+}
+
+func nonRetryable(errType, msg string, details ...any) error {
+	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{
+		NonRetryable: true,
+		Details:      details,
+	})
+}
+
+// Store is the part of the merchant's database the activities use; store.Store
+// implements it.
+type Store interface {
+	// LogProviderRequest appends one exchange to the attempt's request log.
+	LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) error
+	// MarkChecked records when the attempt was last looked up at the provider.
+	MarkChecked(ctx context.Context, key string, at time.Time) error
+	// SettleAttempt moves an open attempt to a terminal status, and reports
+	// false when it was already terminal.
+	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error)
+}
+
+// Activities holds the dependencies of the payment activities. Register it
+// with a worker as a struct: each exported method becomes an activity.
+type Activities struct {
+	// Provider is the card provider's client.
+	Provider *provider.Client
+	// Store is the merchant's database.
+	Store Store
+	// Now reads the clock for the request log and settlement times; nil
+	// means time.Now.
+	Now func() time.Time
+	// Logger receives the story of each payment; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics counts outcomes; nil counts nothing.
+	Metrics *Metrics
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now == nil {
+		return time.Now()
+	}
+	return a.Now()
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.Default()
+	}
+	return a.Logger
+}

@@ -1,0 +1,295 @@
+// Package activitiestest runs the payment activities against real parts, for
+// tests and for the program that records the workflow's histories: the fake
+// provider's handler behind an httptest server, provider clients, and a
+// SQLite store in a directory of the caller's.
+package activitiestest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/activities"
+	"chargeonce/fakeprovider"
+	"chargeonce/provider"
+	"chargeonce/store"
+)
+
+// ReferencePrefix starts the merchant references of the intents built here.
+const ReferencePrefix = "shop"
+
+// Options configures an Env.
+type Options struct {
+	// Fake configures the fake provider; the zero value is normal mode.
+	Fake fakeprovider.Config
+	// Breaker configures the provider clients' circuit breakers; the zero
+	// value is the client's default.
+	Breaker provider.BreakerConfig
+	// Middleware, when set, wraps the fake's handler, for tests that act
+	// between a request's arrival and its answer.
+	Middleware func(fake *fakeprovider.Provider, next http.Handler) http.Handler
+	// Logger receives the activities' and the clients' logs; nil discards
+	// them.
+	Logger *slog.Logger
+}
+
+// SlowProvider configures a provider that takes longer to charge than a
+// request waits: the first request of a key times out while its charge goes
+// on, and the charge is finished exactly when the provider answers a retry of
+// the key with 409. The sequence timeout, 409, replay then happens whatever
+// the real clock does, which a test clock that skips time cannot otherwise
+// promise.
+func SlowProvider() Options {
+	release := make(chan time.Time)
+	var once sync.Once
+	return Options{
+		Fake: fakeprovider.Config{
+			Mode:  fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Hour},
+			After: func(time.Duration) <-chan time.Time { return release },
+		},
+		Middleware: func(fake *fakeprovider.Provider, next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sw := &statusWriter{ResponseWriter: w}
+				next.ServeHTTP(sw, r)
+				if sw.status == http.StatusConflict {
+					once.Do(func() { close(release) })
+					// The 409 is held back until the charge is stored, so the
+					// next request of the key gets the replay.
+					_ = fake.Wait(r.Context())
+				}
+			})
+		},
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Env is a fake provider, provider clients and a SQLite store, wired into an
+// activities.Activities.
+type Env struct {
+	// Fake is the fake provider; tests set its mode and read its charges
+	// and request log.
+	Fake *fakeprovider.Provider
+	// Client is a provider client of the fake, separate from the one the
+	// activities use, for acting on the provider directly.
+	Client *provider.Client
+	// Store is the SQLite store the activities write to.
+	Store store.Store
+	// Activities are the activities under test.
+	Activities *activities.Activities
+
+	srv        *httptest.Server
+	transports []*http.Transport
+
+	mu   sync.Mutex
+	keys []string
+}
+
+// New starts an Env in a temporary directory and closes it when the test
+// ends. Under go test -v, the logs go to stderr.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	if opts.Logger == nil && testing.Verbose() {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	e, err := Start(context.Background(), opts, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, e.Close(ctx))
+	})
+	return e
+}
+
+// Start starts the fake provider and opens a fresh SQLite store in dir.
+// Close releases both.
+func Start(ctx context.Context, opts Options, dir string) (*Env, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	fake, err := fakeprovider.New(opts.Fake)
+	if err != nil {
+		return nil, fmt.Errorf("fake provider: %w", err)
+	}
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(dir, "chargeonce.db"))
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	e := &Env{Fake: fake, Store: st}
+	var handler http.Handler = fake
+	if opts.Middleware != nil {
+		handler = opts.Middleware(fake, handler)
+	}
+	e.srv = httptest.NewServer(e.recordKeys(handler))
+	clients := make([]*provider.Client, 2)
+	for i := range clients {
+		// Each client has its own connections, so that what is done through
+		// Client never shares a connection with the activities.
+		transport := &http.Transport{}
+		e.transports = append(e.transports, transport)
+		clients[i], err = provider.New(provider.Config{
+			BaseURL:    e.srv.URL,
+			HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: transport},
+			Breaker:    opts.Breaker,
+			Logger:     logger,
+		})
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("provider client: %w", err), e.Close(ctx))
+		}
+	}
+	e.Client = clients[0]
+	e.Activities = &activities.Activities{Provider: clients[1], Store: st, Logger: logger}
+	return e, nil
+}
+
+// Close releases the requests the fake holds, stops its server and closes
+// the store.
+func (e *Env) Close(ctx context.Context) error {
+	err := e.Fake.Close(ctx)
+	for _, tr := range e.transports {
+		tr.CloseIdleConnections()
+	}
+	e.srv.Close()
+	return errors.Join(err, e.Store.Close())
+}
+
+// recordKeys keeps the raw Idempotency-Key header of every charge request,
+// exactly as it arrived on the wire.
+func (e *Env) recordKeys(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
+			e.mu.Lock()
+			e.keys = append(e.keys, r.Header.Get("Idempotency-Key"))
+			e.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ChargeKeys returns the raw Idempotency-Key header of every charge request
+// the provider received, oldest first.
+func (e *Env) ChargeKeys() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.keys...)
+}
+
+// ChargeRequests returns the fake's records of the charge requests it
+// received, oldest first.
+func (e *Env) ChargeRequests() []fakeprovider.RequestRecord {
+	var out []fakeprovider.RequestRecord
+	for _, r := range e.Fake.Requests() {
+		if r.Method == http.MethodPost && r.Path == "/v1/charges" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// CreateIntent stores an order for amount and starts its attempt for the
+// card token at createdAt, as the checkout does, and returns the payment
+// intent.
+func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.Money, createdAt time.Time) (chargeonce.PaymentIntent, error) {
+	order, err := e.Store.CreateOrder(ctx, amount, "Bookstore order")
+	if err != nil {
+		return chargeonce.PaymentIntent{}, err
+	}
+	key, err := uuid.NewV7()
+	if err != nil {
+		return chargeonce.PaymentIntent{}, err
+	}
+	att, decision, err := e.Store.GetOrStartAttempt(ctx, store.NewAttempt{
+		OrderID:         order.ID,
+		CardHash:        chargeonce.HashCardToken(token),
+		Key:             key.String(),
+		ReferencePrefix: ReferencePrefix,
+		Now:             createdAt,
+		AbandonAfter:    30 * time.Minute,
+	})
+	if err != nil {
+		return chargeonce.PaymentIntent{}, err
+	}
+	if decision != store.DecisionCreated {
+		return chargeonce.PaymentIntent{}, fmt.Errorf("new order %d: attempt %s, want %s", order.ID, decision, store.DecisionCreated)
+	}
+	intent := chargeonce.PaymentIntent{
+		Key:               att.Key,
+		OrderID:           order.ID,
+		Amount:            amount,
+		CardToken:         token,
+		CardHash:          att.CardHash,
+		MerchantReference: att.MerchantReference,
+		Description:       order.Description,
+		CreatedAt:         att.CreatedAt,
+	}
+	return intent, intent.Validate()
+}
+
+// NewIntent is CreateIntent for tests.
+func (e *Env) NewIntent(t testing.TB, token string, amount chargeonce.Money, createdAt time.Time) chargeonce.PaymentIntent {
+	t.Helper()
+	intent, err := e.CreateIntent(context.Background(), token, amount, createdAt)
+	require.NoError(t, err)
+	return intent
+}
+
+// ChargeBehindTheBack makes the provider process a charge of the intent
+// whose answer never arrives: the worst case, charged with an unknown
+// outcome. The fake is in normal mode afterwards.
+func (e *Env) ChargeBehindTheBack(ctx context.Context, intent chargeonce.PaymentIntent) error {
+	if err := e.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}); err != nil {
+		return err
+	}
+	res := e.Client.Charge(ctx, provider.ChargeRequest{
+		Key:               intent.Key,
+		Amount:            intent.Amount.Minor,
+		Currency:          intent.Amount.Currency,
+		Source:            intent.CardToken,
+		Description:       intent.Description,
+		MerchantReference: intent.MerchantReference,
+	})
+	if err := e.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}); err != nil {
+		return err
+	}
+	if res.Outcome != provider.TransportError {
+		return fmt.Errorf("charge with a lost answer: got %s, want %s", res.Outcome, provider.TransportError)
+	}
+	return nil
+}
+
+// Attempt reads the attempt back from the store.
+func (e *Env) Attempt(t testing.TB, key string) store.Attempt {
+	t.Helper()
+	att, err := e.Store.GetAttempt(context.Background(), key)
+	require.NoError(t, err)
+	return att
+}
+
+// Quoted is the key as a Structured Field String, the form the contract
+// requires on the wire.
+func Quoted(key string) string {
+	return `"` + key + `"`
+}

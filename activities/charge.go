@@ -1,0 +1,147 @@
+package activities
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"chargeonce"
+	"chargeonce/provider"
+)
+
+// ChargeInput is the input of Charge.
+type ChargeInput struct {
+	// Intent is the payment to charge; its Key goes out as the
+	// Idempotency-Key and its CardToken as the source.
+	Intent chargeonce.PaymentIntent
+}
+
+// ChargeResult is a definite answer from the provider.
+type ChargeResult struct {
+	// Status is AttemptSucceeded or AttemptDeclined.
+	Status chargeonce.AttemptStatus
+	// ProviderPaymentID is the provider's charge id (a declined request
+	// creates a failed charge, so it is set on a decline too).
+	ProviderPaymentID string
+	// DeclineCode is the provider's reason on a decline.
+	DeclineCode string
+	// Replayed reports that the provider answered from its idempotency store.
+	Replayed bool
+}
+
+// maxDeadlineMargin bounds how much of an attempt's time is kept back from
+// the HTTP request for recording its outcome.
+const maxDeadlineMargin = 250 * time.Millisecond
+
+// requestContext bounds the HTTP request a little before the activity's own
+// deadline. A provider that does not answer in time is then observed here,
+// logged and written to the request log as a timeout, and reported as a
+// retryable ProviderTimeout; otherwise Temporal would cut the activity off
+// at its deadline with nothing written down.
+func requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	margin := min(time.Until(deadline)/5, maxDeadlineMargin)
+	return context.WithDeadline(ctx, deadline.Add(-margin))
+}
+
+// chargeOutcomeLogs says how each outcome that is not a charge result is
+// told in the log.
+var chargeOutcomeLogs = map[provider.Outcome]struct {
+	level slog.Level
+	msg   string
+}{
+	provider.InFlight:          {slog.LevelInfo, "provider says the request is still in flight"},
+	provider.RateLimited:       {slog.LevelWarn, "provider rate limited the request"},
+	provider.Unavailable:       {slog.LevelWarn, "provider unavailable, nothing was processed"},
+	provider.TransportError:    {slog.LevelWarn, "connection to the provider failed, the request may have arrived"},
+	provider.Timeout:           {slog.LevelWarn, "no answer from the provider in time, the charge may exist"},
+	provider.BreakerOpen:       {slog.LevelWarn, "circuit breaker open, request not sent"},
+	provider.ContractViolation: {slog.LevelError, "provider refused the request as a contract violation, a human must look"},
+	provider.InvalidRequest:    {slog.LevelError, "provider refused the request as invalid, a human must look"},
+}
+
+// Charge sends the intent's charge to the provider: exactly one HTTP request
+// per activity attempt, always with the intent's key, so that every retry is
+// the same request and the provider charges at most once.
+//
+// An approval or a decline is a result. Every other outcome is an error: a
+// retryable one when asking again with the same key may tell more (in
+// flight, rate limited, unavailable, transport error, timeout, breaker open),
+// a non-retryable one when it cannot (contract violation, invalid request, no
+// card token).
+func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
+	intent := in.Intent
+	log := a.logger().With("key", intent.Key, "order", intent.OrderID, "attempt", activity.GetInfo(ctx).Attempt)
+	if intent.CardToken == "" {
+		log.Error("payment intent has no card token, nothing sent")
+		return ChargeResult{}, nonRetryable(ErrTypeNoCardToken, "payment intent "+intent.Key+" has no card token; nothing can be sent until a customer retry brings it")
+	}
+
+	reqCtx, cancel := requestContext(ctx)
+	defer cancel()
+	at := a.now()
+	res := a.Provider.Charge(reqCtx, provider.ChargeRequest{
+		Key:               intent.Key,
+		Amount:            intent.Amount.Minor,
+		Currency:          intent.Amount.Currency,
+		Source:            intent.CardToken,
+		Description:       intent.Description,
+		MerchantReference: intent.MerchantReference,
+	})
+	a.Metrics.chargeRequest(res.Outcome, res.Replayed)
+	log = log.With("status", res.StatusCode, "outcome", string(res.Outcome), "duration", res.Duration)
+	if res.Sent {
+		a.logRequest(ctx, log, chargeonce.ProviderRequest{
+			Key:        intent.Key,
+			At:         at,
+			StatusCode: res.StatusCode,
+			Outcome:    string(res.Outcome),
+			Replayed:   res.Replayed,
+			Duration:   res.Duration,
+		})
+	}
+	if res.Replayed {
+		log.Info("provider replayed the stored response for the key")
+	}
+
+	switch res.Outcome {
+	case provider.Approved:
+		log.Info("payment approved by provider", "charge", res.ChargeID)
+		return ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: res.ChargeID, Replayed: res.Replayed}, nil
+	case provider.Declined:
+		log.Info("card declined", "charge", res.ChargeID, "decline_code", res.DeclineCode)
+		return ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}, nil
+	}
+	entry, ok := chargeOutcomeLogs[res.Outcome]
+	if !ok {
+		entry = chargeOutcomeLogs[provider.ContractViolation]
+	}
+	log.Log(ctx, entry.level, entry.msg, "detail", res.Detail, "retry_after", res.RetryAfter)
+	return ChargeResult{}, outcomeError(res.Outcome, res.RetryAfter, entry.msg+": "+describe(res))
+}
+
+// describe is the error text of an outcome: what the provider said, or what
+// happened on the wire.
+func describe(res provider.Result) string {
+	if res.Detail != "" {
+		return string(res.Outcome) + " (" + res.Detail + ")"
+	}
+	return string(res.Outcome)
+}
+
+// logRequest appends one exchange to the attempt's request log. A failure to
+// write it is logged and otherwise ignored: the exchange has happened and
+// its outcome is known, and turning a known approval or decline into an error
+// would make Temporal retry the charge, which only replays the same answer
+// while the timeline stays as incomplete as before. The worker log keeps the
+// exchange either way.
+func (a *Activities) logRequest(ctx context.Context, log *slog.Logger, r chargeonce.ProviderRequest) {
+	if err := a.Store.LogProviderRequest(ctx, r); err != nil {
+		log.Warn("could not write the provider request log", "error", err)
+	}
+}

@@ -1,0 +1,156 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+
+	"chargeonce"
+	"chargeonce/provider"
+	"chargeonce/store"
+)
+
+// What FindCharge found at the provider.
+const (
+	// FoundSucceeded: a succeeded charge matching the attempt.
+	FoundSucceeded = "succeeded"
+	// FoundFailedOnly: only failed (declined) charges.
+	FoundFailedOnly = "failed_only"
+	// FoundNone: no charge at all.
+	FoundNone = "none"
+)
+
+// FindChargeInput is the input of FindCharge.
+type FindChargeInput struct {
+	// Key is the attempt's idempotency key, for the log and MarkChecked.
+	Key string
+	// MerchantReference is what the charge is looked up by.
+	MerchantReference string
+	// Amount is what a charge of this attempt must be for.
+	Amount chargeonce.Money
+}
+
+// FindChargeResult is what the provider holds for the reference.
+type FindChargeResult struct {
+	// Found is FoundSucceeded, FoundFailedOnly or FoundNone.
+	Found string
+	// ProviderPaymentID is the succeeded charge's id.
+	ProviderPaymentID string
+}
+
+// FindCharge looks the attempt up at the provider by its merchant reference,
+// for an attempt whose outcome is unknown. A succeeded charge whose amount or
+// currency differs from the attempt is a non-retryable ChargeMismatch error
+// carrying the charge id in its details: such a charge must not mark the
+// order paid, and a human must look. Failed lookups are retryable or not as
+// their provider outcome says.
+func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindChargeResult, error) {
+	log := a.logger().With("key", in.Key, "reference", in.MerchantReference, "attempt", activity.GetInfo(ctx).Attempt)
+	if in.MerchantReference == "" {
+		return FindChargeResult{}, nonRetryable(ErrTypeInvalidRequest, "find charge: merchant reference is empty")
+	}
+	charges, err := a.Provider.FindCharges(ctx, in.MerchantReference)
+	if err != nil {
+		a.Metrics.reconciliation(reconcileError)
+		log.Warn("could not look up charges at the provider", "error", err)
+		var perr *provider.Error
+		if errors.As(err, &perr) {
+			return FindChargeResult{}, outcomeError(perr.Outcome, perr.RetryAfter, err.Error())
+		}
+		return FindChargeResult{}, fmt.Errorf("find charges for %s: %w", in.MerchantReference, err)
+	}
+	if err := a.Store.MarkChecked(ctx, in.Key, a.now()); err != nil {
+		// The check itself succeeded; the time of the last check is shown to
+		// people and must not make the lookup fail or be repeated.
+		log.Warn("could not record the time of the check", "error", err)
+	}
+
+	var succeeded []provider.Charge
+	failed := 0
+	for _, c := range charges {
+		if c.MerchantReference != in.MerchantReference {
+			continue
+		}
+		switch c.Status {
+		case FoundSucceeded:
+			succeeded = append(succeeded, c)
+		default:
+			failed++
+		}
+	}
+	if len(succeeded) == 0 {
+		found := FoundNone
+		if failed > 0 {
+			found = FoundFailedOnly
+		}
+		a.Metrics.reconciliation(found)
+		log.Info("looked up charges at the provider", "found", found, "failed_charges", failed)
+		return FindChargeResult{Found: found}, nil
+	}
+	if len(succeeded) > 1 {
+		ids := make([]string, len(succeeded))
+		for i, c := range succeeded {
+			ids[i] = c.ID
+		}
+		a.Metrics.reconciliation(reconcileDoubleCharge)
+		log.Error("DOUBLE CHARGE: the provider holds more than one succeeded charge for one attempt; refund all but one", "charges", ids)
+	}
+	for _, c := range succeeded {
+		if c.Amount == in.Amount.Minor && c.Currency == in.Amount.Currency {
+			a.Metrics.reconciliation(reconcileSucceeded)
+			log.Info("provider has a succeeded charge for the attempt", "found", FoundSucceeded, "charge", c.ID)
+			return FindChargeResult{Found: FoundSucceeded, ProviderPaymentID: c.ID}, nil
+		}
+	}
+	c := succeeded[0]
+	a.Metrics.reconciliation(reconcileMismatch)
+	log.Error("ALERT: the provider's charge for the attempt does not match its amount",
+		"charge", c.ID, "charge_amount", c.Amount, "charge_currency", c.Currency,
+		"attempt_amount", in.Amount.Minor, "attempt_currency", in.Amount.Currency)
+	return FindChargeResult{}, nonRetryable(ErrTypeChargeMismatch,
+		fmt.Sprintf("provider charge %s for %s is %d %s, but the attempt is for %s", c.ID, in.MerchantReference, c.Amount, c.Currency, in.Amount),
+		c.ID)
+}
+
+// RecordOutcomeInput is the input of RecordOutcome.
+type RecordOutcomeInput struct {
+	// Key is the attempt's idempotency key.
+	Key string
+	// Status is the terminal status to record.
+	Status chargeonce.AttemptStatus
+	// ProviderPaymentID is the provider's charge id, when there is one.
+	ProviderPaymentID string
+}
+
+// RecordOutcomeResult tells whether the attempt changed.
+type RecordOutcomeResult struct {
+	// Changed is false when the attempt was already terminal, so nothing was
+	// written.
+	Changed bool
+}
+
+// RecordOutcome settles the attempt, and its order, in the merchant's
+// database. The update is conditional on the attempt being open, so running
+// it twice, or after another settlement, changes nothing.
+func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (RecordOutcomeResult, error) {
+	if !in.Status.Terminal() {
+		return RecordOutcomeResult{}, nonRetryable(ErrTypeInvalidRequest, fmt.Sprintf("record outcome: %q is not a terminal attempt status", in.Status))
+	}
+	log := a.logger().With("key", in.Key, "status", string(in.Status), "attempt", activity.GetInfo(ctx).Attempt)
+	changed, err := a.Store.SettleAttempt(ctx, in.Key, in.Status, in.ProviderPaymentID, a.now())
+	if errors.Is(err, store.ErrNotFound) {
+		log.Error("attempt to settle is not in the database")
+		return RecordOutcomeResult{}, nonRetryable(ErrTypeAttemptNotFound, "record outcome: attempt "+in.Key+" is not in the database")
+	}
+	if err != nil {
+		return RecordOutcomeResult{}, fmt.Errorf("record outcome %s for attempt %s: %w", in.Status, in.Key, err)
+	}
+	if changed {
+		log.Info("attempt settled", "charge", in.ProviderPaymentID, "order_status", string(chargeonce.OrderStatusAfter(in.Status)))
+	} else {
+		log.Warn("attempt was already settled, nothing changed")
+	}
+	return RecordOutcomeResult{Changed: changed}, nil
+}

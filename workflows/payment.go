@@ -1,0 +1,606 @@
+// Package workflows holds the payment workflow: one durable workflow per
+// payment intent, whose ID is the intent's idempotency key. It charges the
+// card through the Charge activity with the same key on every request, and
+// when the outcome stays unknown it reconciles the attempt with the provider
+// until the abandon deadline.
+//
+// The code here is deterministic workflow code: it reaches the provider and
+// the database only through the activities.
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"chargeonce"
+	"chargeonce/activities"
+)
+
+// The phases of a payment, as the status query reports them.
+const (
+	// PhaseCharging: the charge requests of the charge phase are going out.
+	PhaseCharging = "charging"
+	// PhaseReconciling: the outcome is unknown (or nothing could be sent
+	// yet) and the attempt is being looked up at the provider.
+	PhaseReconciling = "reconciling"
+	// PhaseCompleted: the attempt is settled.
+	PhaseCompleted = "completed"
+)
+
+// DefaultMaxHistoryLength is the history length at which a reconciling
+// payment continues as new when PaymentInput.MaxHistoryLength is zero. A
+// reconciliation of the default timing writes a few hundred events; the
+// limit only matters for very long timings.
+const DefaultMaxHistoryLength = 10000
+
+// ErrTypeInvalidInput is the error type of a payment workflow started with
+// an input it cannot run: a bug of the starter, which no retry fixes.
+const ErrTypeInvalidInput = "InvalidPaymentInput"
+
+// PaymentInput is the input of PaymentWorkflow.
+type PaymentInput struct {
+	// Intent is the payment to charge. Its CardToken may be empty when the
+	// outbox sweep starts the workflow; then nothing is sent until a charge
+	// update brings the token.
+	Intent chargeonce.PaymentIntent `json:"intent"`
+	// Timing is how long to wait for what; zero fields take DefaultTiming's
+	// values.
+	Timing Timing `json:"timing"`
+	// Carried is the state handed over by continue-as-new; nil on the first
+	// run. A run that carries state is always reconciling.
+	Carried *CarriedState `json:"carried,omitempty"`
+	// MaxHistoryLength is the history length at which a reconciling payment
+	// continues as new; zero means DefaultMaxHistoryLength.
+	MaxHistoryLength int `json:"maxHistoryLength,omitempty"`
+}
+
+// CarriedState is what a reconciling payment hands to its next run when it
+// continues as new.
+type CarriedState struct {
+	// Checks is how many lookups were made.
+	Checks int `json:"checks"`
+	// LastError is the error of the last failed request or lookup.
+	LastError string `json:"lastError,omitempty"`
+	// CardToken is a token that a charge update brought to an intent that
+	// had none.
+	CardToken string `json:"cardToken,omitempty"`
+}
+
+// ChargeRequest is the input of the "charge" update: a customer paying, or
+// paying again, with the card of this payment.
+type ChargeRequest struct {
+	// CardToken is the card's token. It must be the card of the intent; it
+	// may be empty when the intent has its token already.
+	CardToken string `json:"cardToken,omitempty"`
+}
+
+// PaymentResult is the outcome of the payment, returned by the workflow and
+// by the "charge" update.
+type PaymentResult struct {
+	// Status is the attempt's status; AttemptOpen means the outcome is still
+	// unknown and the attempt is being verified with the provider.
+	Status chargeonce.AttemptStatus `json:"status"`
+	// ProviderPaymentID is the provider's charge id, when there is one.
+	ProviderPaymentID string `json:"providerPaymentId,omitempty"`
+	// DeclineCode is the provider's reason for a decline.
+	DeclineCode string `json:"declineCode,omitempty"`
+	// Message says what happened, for people.
+	Message string `json:"message,omitempty"`
+}
+
+// Status is the answer of the "status" query.
+type Status struct {
+	// Phase is PhaseCharging, PhaseReconciling or PhaseCompleted.
+	Phase string `json:"phase"`
+	// NextCheckAt is when the provider is next asked; zero when no lookup is
+	// scheduled.
+	NextCheckAt time.Time `json:"nextCheckAt"`
+	// Checks is how many lookups were made.
+	Checks int `json:"checks"`
+	// LastError is the error of the last failed request or lookup.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// ProviderEvent is the payload of the "provider-event" signal: the provider
+// reported a charge (by webhook). The workflow trusts but verifies: the
+// signal only makes it look the attempt up at once.
+type ProviderEvent struct {
+	// ChargeID is the provider's charge id from the event.
+	ChargeID string `json:"chargeId"`
+}
+
+// WorkflowID is the ID of the payment workflow of the intent with this key:
+// the key itself, so that starting a payment twice joins the same workflow.
+func WorkflowID(key string) string {
+	return key
+}
+
+// Register registers the payment workflow and the activities with a worker.
+func Register(r worker.Registry, a *activities.Activities) {
+	r.RegisterWorkflow(PaymentWorkflow)
+	r.RegisterActivity(a)
+}
+
+// acts names the activities for ExecuteActivity; it is never dereferenced.
+var acts *activities.Activities
+
+// The payment's search attributes, shown and searchable in the Web UI.
+var (
+	saOrderID           = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrOrderID)
+	saPaymentStatus     = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrPaymentStatus)
+	saMerchantReference = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrMerchantReference)
+	saProviderPaymentID = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrProviderPaymentID)
+)
+
+// PaymentWorkflow charges one payment intent exactly once.
+//
+// Charge phase: the Charge activity sends the charge with the intent's key,
+// retried every RetryInterval within ChargeBudget. An approval or a decline
+// settles the attempt. A contract violation settles it as failed, for a
+// human. Anything else leaves the outcome unknown.
+//
+// Reconciliation: the attempt is looked up at the provider by its merchant
+// reference from CreatedAt+MinAge, every Interval, and last exactly at
+// CreatedAt+AbandonAfter. A succeeded charge settles it as succeeded, only
+// failed charges as declined, and no charge at the deadline as abandoned.
+// A "charge" update re-sends the charge at once with the same key; a
+// "provider-event" signal makes the lookup happen at once.
+//
+// The workflow returns the outcome; it fails only for an input it cannot
+// run, never for a payment outcome.
+func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, error) {
+	// Payments in flight replay their history against the code deployed
+	// later. From here on, every change to the workflow's logic must go
+	// through workflow.GetVersion, or running payments break.
+	p, err := newPayment(ctx, in)
+	if err != nil {
+		return PaymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+	}
+	if err := p.registerHandlers(ctx); err != nil {
+		return PaymentResult{}, err
+	}
+	p.publish(ctx)
+	if p.status.Phase == PhaseCharging {
+		if err := p.chargePhase(ctx); err != nil {
+			return PaymentResult{}, err
+		}
+	} else if p.token == "" {
+		p.log.Info("payment has no card token, nothing was sent; waiting for a customer retry or the abandon deadline")
+	}
+	if err := p.reconcile(ctx); err != nil {
+		return PaymentResult{}, err
+	}
+	// An update that is still answering must finish before the workflow
+	// closes, or its caller gets an error instead of the outcome.
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return PaymentResult{}, err
+	}
+	return *p.final, nil
+}
+
+// payment is the state of one run of PaymentWorkflow.
+type payment struct {
+	in     PaymentInput
+	intent chargeonce.PaymentIntent
+	timing Timing
+	log    log.Logger
+	// token is the card token to send; empty until one is known.
+	token      string
+	maxHistory int
+	status     Status
+	// final is the settled outcome; nil while the attempt is open.
+	final *PaymentResult
+	// mu makes a lookup and a re-sent charge exclusive, each together with
+	// the settlement it leads to, so that the two can never settle the
+	// attempt differently (an abandonment racing an approval).
+	mu workflow.Mutex
+	// resend is the re-sent charge in flight, which further charge updates
+	// wait for instead of sending again.
+	resend *resendCall
+	// checkNow is set by a provider event and cleared by the next lookup.
+	checkNow bool
+}
+
+type resendCall struct {
+	done   bool
+	result PaymentResult
+}
+
+func newPayment(ctx workflow.Context, in PaymentInput) (*payment, error) {
+	timing := in.Timing.withDefaults()
+	if err := timing.Validate(); err != nil {
+		return nil, err
+	}
+	if err := in.Intent.Validate(); err != nil {
+		return nil, err
+	}
+	maxHistory := in.MaxHistoryLength
+	switch {
+	case maxHistory == 0:
+		maxHistory = DefaultMaxHistoryLength
+	case maxHistory < 0:
+		return nil, fmt.Errorf("payment input: MaxHistoryLength %d is negative", maxHistory)
+	}
+	p := &payment{
+		in:         in,
+		intent:     in.Intent,
+		timing:     timing,
+		log:        log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID),
+		token:      in.Intent.CardToken,
+		maxHistory: maxHistory,
+		status:     Status{Phase: PhaseCharging},
+		mu:         workflow.NewMutex(ctx),
+	}
+	if c := in.Carried; c != nil {
+		if c.CardToken != "" {
+			if chargeonce.HashCardToken(c.CardToken) != in.Intent.CardHash {
+				return nil, errors.New("payment input: the carried card token does not match the card hash")
+			}
+			p.token = c.CardToken
+		}
+		p.status = Status{Phase: PhaseReconciling, Checks: c.Checks, LastError: c.LastError}
+	}
+	if p.token == "" {
+		// Nothing has ever been sent under this key, so there is no charge
+		// phase to run: only a charge update can send.
+		p.status.Phase = PhaseReconciling
+	}
+	return p, nil
+}
+
+func (p *payment) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, chargeonce.QueryStatus, func() (Status, error) {
+		return p.status, nil
+	}); err != nil {
+		return fmt.Errorf("register the status query: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, chargeonce.UpdateCharge, p.handleCharge,
+		workflow.UpdateHandlerOptions{Validator: p.validateCharge}); err != nil {
+		return fmt.Errorf("register the charge update: %w", err)
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		events := workflow.GetSignalChannel(ctx, chargeonce.SignalProviderEvent)
+		var ev ProviderEvent
+		for events.Receive(ctx, &ev) {
+			p.log.Info("provider reported a charge, looking the attempt up at once", "charge", ev.ChargeID)
+			p.checkNow = true
+		}
+	})
+	return nil
+}
+
+// chargePhase sends the charge and settles a definite outcome. An unknown
+// outcome moves the payment to reconciliation.
+func (p *payment) chargePhase(ctx workflow.Context) error {
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Charging %s with key %s: waiting for the provider's answer until %s at the latest.",
+		p.intent.Amount, p.intent.Key, formatTime(workflow.Now(ctx).Add(p.timing.ChargeBudget))))
+	r, err := p.charge(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Status.Terminal() {
+		return p.settle(ctx, r)
+	}
+	p.log.Warn("payment outcome unknown, the attempt stays open and is reconciled with the provider", "error", p.status.LastError)
+	p.status.Phase = PhaseReconciling
+	return nil
+}
+
+// charge runs the Charge activity with the charge phase's options. It
+// returns a definite outcome, a failure for a contract violation, or an open
+// result when the outcome is unknown. Its error is only cancellation.
+func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
+	intent := p.intent
+	intent.CardToken = p.token
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    p.timing.AttemptTimeout,
+		ScheduleToCloseTimeout: p.timing.ChargeBudget,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    p.timing.RetryInterval,
+			BackoffCoefficient: 1,
+			NonRetryableErrorTypes: []string{
+				activities.ErrTypeContractViolation,
+				activities.ErrTypeInvalidRequest,
+				activities.ErrTypeNoCardToken,
+			},
+		},
+	})
+	var res activities.ChargeResult
+	err := workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent}).Get(ctx, &res)
+	if err == nil {
+		p.status.LastError = ""
+		r := PaymentResult{Status: res.Status, ProviderPaymentID: res.ProviderPaymentID, DeclineCode: res.DeclineCode}
+		switch res.Status {
+		case chargeonce.AttemptSucceeded:
+			r.Message = "payment approved by the provider"
+		case chargeonce.AttemptDeclined:
+			r.Message = "card declined by the provider: " + res.DeclineCode
+		}
+		return r, nil
+	}
+	if temporal.IsCanceledError(err) {
+		return PaymentResult{}, err
+	}
+	p.status.LastError = err.Error()
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case activities.ErrTypeContractViolation, activities.ErrTypeInvalidRequest:
+			p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", "error", err)
+			return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + appErr.Message()}, nil
+		}
+	}
+	return unknownOutcome(), nil
+}
+
+func unknownOutcome() PaymentResult {
+	return PaymentResult{Status: chargeonce.AttemptOpen, Message: "payment outcome unknown; the payment is being verified with the provider"}
+}
+
+// settle records a terminal outcome in the database and completes the
+// payment. A recording that fails for good (the attempt is missing from the
+// database) is logged for a human and does not change the outcome: the
+// provider's answer is the truth. Its error is only cancellation.
+func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		// No attempt limit: the outcome must reach the database, however
+		// long the database is away.
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	})
+	var out activities.RecordOutcomeResult
+	err := workflow.ExecuteActivity(actx, acts.RecordOutcome, activities.RecordOutcomeInput{
+		Key:               p.intent.Key,
+		Status:            r.Status,
+		ProviderPaymentID: r.ProviderPaymentID,
+	}).Get(ctx, &out)
+	switch {
+	case temporal.IsCanceledError(err):
+		return err
+	case err != nil:
+		p.log.Error("could not record the payment outcome in the database, a human must record it", "status", r.Status, "charge", r.ProviderPaymentID, "error", err)
+	case !out.Changed:
+		p.log.Warn("the attempt was already settled in the database, nothing changed", "status", r.Status)
+	}
+	p.final = &r
+	p.status.Phase = PhaseCompleted
+	p.status.NextCheckAt = time.Time{}
+	p.publish(ctx)
+	details := "Completed: " + string(r.Status)
+	if r.ProviderPaymentID != "" {
+		details += ", provider charge " + r.ProviderPaymentID
+	}
+	workflow.SetCurrentDetails(ctx, details+".")
+	return nil
+}
+
+// reconcile looks the attempt up at the provider until it is settled. It
+// returns a ContinueAsNewError when the history grows too long.
+func (p *payment) reconcile(ctx workflow.Context) error {
+	for p.final == nil {
+		now := workflow.Now(ctx)
+		next := p.timing.nextCheckAt(p.intent.CreatedAt, now, p.status.Checks)
+		p.status.NextCheckAt = next
+		workflow.SetCurrentDetails(ctx, p.waitingDetails(next))
+		if wait := next.Sub(now); wait > 0 {
+			if _, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+				Timeout:      wait,
+				TimerOptions: workflow.TimerOptions{Summary: "next provider lookup"},
+			}, func() bool { return p.final != nil || p.checkNow }); err != nil {
+				return err
+			}
+		}
+		if err := p.mu.Lock(ctx); err != nil {
+			return err
+		}
+		var err error
+		if p.final == nil {
+			p.checkNow = false
+			err = p.check(ctx)
+		}
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if p.final == nil && p.historyTooLong(ctx) {
+			return p.continueAsNew(ctx)
+		}
+	}
+	return nil
+}
+
+func (p *payment) waitingDetails(next time.Time) string {
+	abandon := formatTime(p.intent.CreatedAt.Add(p.timing.AbandonAfter))
+	if p.token == "" {
+		return fmt.Sprintf("No card token yet, nothing was sent: waiting for a customer retry to bring it. Provider lookup at %s; abandoned at %s if the provider has no charge.",
+			formatTime(next), abandon)
+	}
+	return fmt.Sprintf("Outcome unknown: next provider lookup at %s (%d so far); abandoned at %s if the provider has no charge. A customer retry or a provider event acts at once.",
+		formatTime(next), p.status.Checks, abandon)
+}
+
+// check looks the attempt up once and settles it when the provider's answer
+// decides it. A lookup that keeps failing is logged and retried at the next
+// check. Its error is only cancellation.
+func (p *payment) check(ctx workflow.Context) error {
+	startedAt := workflow.Now(ctx)
+	p.status.Checks++
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: p.timing.AttemptTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    p.timing.RetryInterval,
+			BackoffCoefficient: 2,
+			MaximumAttempts:    3,
+			NonRetryableErrorTypes: []string{
+				activities.ErrTypeChargeMismatch,
+				activities.ErrTypeContractViolation,
+				activities.ErrTypeInvalidRequest,
+			},
+		},
+	})
+	var res activities.FindChargeResult
+	err := workflow.ExecuteActivity(actx, acts.FindCharge, activities.FindChargeInput{
+		Key:               p.intent.Key,
+		MerchantReference: p.intent.MerchantReference,
+		Amount:            p.intent.Amount,
+	}).Get(ctx, &res)
+	if temporal.IsCanceledError(err) {
+		return err
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeChargeMismatch {
+		var chargeID string
+		if appErr.HasDetails() {
+			_ = appErr.Details(&chargeID)
+		}
+		p.log.Error("ALERT: the provider holds a charge for this attempt that does not match its amount; the attempt is marked failed and needs a human", "charge", chargeID, "error", err)
+		return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptFailed, ProviderPaymentID: chargeID, Message: "the provider's charge does not match the payment: " + appErr.Message()})
+	}
+	if err != nil {
+		p.status.LastError = err.Error()
+		p.log.Warn("provider lookup failed, trying again at the next check", "checks", p.status.Checks, "error", err)
+		return nil
+	}
+	p.status.LastError = ""
+	switch res.Found {
+	case activities.FoundSucceeded:
+		p.log.Info("reconciled order: provider has the charge", "charge", res.ProviderPaymentID)
+		return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: res.ProviderPaymentID, Message: "reconciled: the provider has the charge"})
+	case activities.FoundFailedOnly:
+		p.log.Info("reconciled order: provider has only failed charges, attempt declined")
+		return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptDeclined, Message: "reconciled: the provider declined the charge"})
+	}
+	if age := startedAt.Sub(p.intent.CreatedAt); age >= p.timing.AbandonAfter {
+		p.log.Warn("reconciled order: no charge by the abandon deadline, attempt abandoned", "age", age)
+		return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptAbandoned, Message: "no charge at the provider after " + age.String() + "; the attempt is abandoned"})
+	}
+	p.log.Info("no charge at the provider yet, will check again", "checks", p.status.Checks)
+	return nil
+}
+
+func (p *payment) historyTooLong(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= p.maxHistory
+}
+
+// continueAsNew hands the reconciliation to a fresh run with a short history.
+// It returns nil instead when an update settled the payment meanwhile.
+func (p *payment) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	if p.final != nil {
+		return nil
+	}
+	p.log.Info("continuing as new to keep the history short", "checks", p.status.Checks, "history_length", workflow.GetInfo(ctx).GetCurrentHistoryLength())
+	next := p.in
+	next.Carried = &CarriedState{Checks: p.status.Checks, LastError: p.status.LastError}
+	if p.token != p.intent.CardToken {
+		next.Carried.CardToken = p.token
+	}
+	return workflow.NewContinueAsNewError(ctx, PaymentWorkflow, next)
+}
+
+// validateCharge refuses, before anything is written to the history, a
+// charge update that must not charge this payment: another card, or no card
+// when the payment has none.
+func (p *payment) validateCharge(req ChargeRequest) error {
+	if req.CardToken != "" && chargeonce.HashCardToken(req.CardToken) != p.intent.CardHash {
+		return errors.New("charge: the card differs from the card of this payment; paying with another card needs a new payment attempt")
+	}
+	if req.CardToken == "" && p.token == "" {
+		return errors.New("charge: this payment has no card token yet; send the card token")
+	}
+	return nil
+}
+
+// handleCharge answers a customer paying (again) with this payment's card.
+// During the charge phase it waits for the phase's outcome; during
+// reconciliation it re-sends the charge at once with the same key; after
+// completion it returns the outcome.
+func (p *payment) handleCharge(ctx workflow.Context, req ChargeRequest) (PaymentResult, error) {
+	if p.token == "" {
+		p.token = req.CardToken
+	}
+	if p.status.Phase == PhaseCharging {
+		if err := workflow.Await(ctx, func() bool { return p.status.Phase != PhaseCharging }); err != nil {
+			return PaymentResult{}, err
+		}
+		return p.outcome(), nil
+	}
+	if p.final != nil {
+		return *p.final, nil
+	}
+	if call := p.resend; call != nil {
+		if err := workflow.Await(ctx, func() bool { return call.done }); err != nil {
+			return PaymentResult{}, err
+		}
+		return call.result, nil
+	}
+	call := &resendCall{}
+	p.resend = call
+	defer func() {
+		call.done = true
+		p.resend = nil
+	}()
+	if err := p.mu.Lock(ctx); err != nil {
+		return PaymentResult{}, err
+	}
+	defer p.mu.Unlock()
+	if p.final == nil {
+		p.log.Info("resending payment with the stored key")
+		r, err := p.charge(ctx)
+		if err != nil {
+			return PaymentResult{}, err
+		}
+		if r.Status.Terminal() {
+			if err := p.settle(ctx, r); err != nil {
+				return PaymentResult{}, err
+			}
+		} else {
+			p.log.Warn("payment outcome still unknown after the resend, reconciliation goes on", "error", p.status.LastError)
+		}
+	}
+	call.result = p.outcome()
+	return call.result, nil
+}
+
+// outcome is the settled outcome, or an open result while it is unknown.
+func (p *payment) outcome() PaymentResult {
+	if p.final != nil {
+		return *p.final
+	}
+	return unknownOutcome()
+}
+
+// publish upserts the search attributes that let the Web UI find payments
+// by order, status, reference and charge.
+func (p *payment) publish(ctx workflow.Context) {
+	r := p.outcome()
+	updates := []temporal.SearchAttributeUpdate{
+		saOrderID.ValueSet(strconv.FormatInt(p.intent.OrderID, 10)),
+		saPaymentStatus.ValueSet(string(r.Status)),
+		saMerchantReference.ValueSet(p.intent.MerchantReference),
+	}
+	if r.ProviderPaymentID != "" {
+		updates = append(updates, saProviderPaymentID.ValueSet(r.ProviderPaymentID))
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		p.log.Warn("could not update the search attributes", "error", err)
+	}
+}
+
+func formatTime(t time.Time) string {
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,524 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"chargeonce"
+	"chargeonce/activities"
+	"chargeonce/activities/activitiestest"
+	"chargeonce/fakeprovider"
+	"chargeonce/provider"
+	"chargeonce/workflows"
+)
+
+var (
+	amount = chargeonce.Money{Minor: 54890, Currency: "TRY"}
+	// createdAt is when every test's attempt is created, and where the
+	// workflow's clock starts.
+	createdAt = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	// failing is a provider that answers every charge with 503.
+	failing = fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}}
+	// patientBreaker never opens during a test, so that every retry reaches
+	// the provider.
+	patientBreaker = provider.BreakerConfig{ConsecutiveFailures: 1000}
+)
+
+func newWorkflowEnv(t *testing.T, env *activitiestest.Env, start time.Time) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	wenv := suite.NewTestWorkflowEnvironment()
+	workflows.Register(wenv, env.Activities)
+	wenv.SetStartTime(start)
+	return wenv
+}
+
+// run executes the payment workflow to its end and returns its result.
+func run(t *testing.T, wenv *testsuite.TestWorkflowEnvironment, in workflows.PaymentInput) workflows.PaymentResult {
+	t.Helper()
+	wenv.ExecuteWorkflow(workflows.PaymentWorkflow, in)
+	require.True(t, wenv.IsWorkflowCompleted())
+	require.NoError(t, wenv.GetWorkflowError())
+	var res workflows.PaymentResult
+	require.NoError(t, wenv.GetWorkflowResult(&res))
+	return res
+}
+
+func queryStatus(t *testing.T, wenv *testsuite.TestWorkflowEnvironment) workflows.Status {
+	t.Helper()
+	val, err := wenv.QueryWorkflow(chargeonce.QueryStatus)
+	require.NoError(t, err)
+	var st workflows.Status
+	require.NoError(t, val.Get(&st))
+	return st
+}
+
+// requireOneKey checks that every charge request carried the intent's key as
+// a Structured Field String, and that there were n of them.
+func requireOneKey(t *testing.T, env *activitiestest.Env, intent chargeonce.PaymentIntent, n int) {
+	t.Helper()
+	keys := env.ChargeKeys()
+	require.Len(t, keys, n)
+	for _, k := range keys {
+		require.Equal(t, activitiestest.Quoted(intent.Key), k)
+	}
+}
+
+// requireSettled checks the attempt and its order in the database.
+func requireSettled(t *testing.T, env *activitiestest.Env, intent chargeonce.PaymentIntent, status chargeonce.AttemptStatus, chargeID string) {
+	t.Helper()
+	order, attempts, err := env.Store.GetOrder(context.Background(), intent.OrderID)
+	require.NoError(t, err)
+	require.Len(t, attempts, 1)
+	require.Equal(t, status, attempts[0].Status)
+	require.Equal(t, chargeID, attempts[0].ProviderPaymentID)
+	require.Equal(t, chargeonce.OrderStatusAfter(status), order.Status)
+}
+
+// chargeBehindTheWorkflowsBack makes the provider hold a charge of the
+// intent whose answer never reached the workflow.
+func chargeBehindTheWorkflowsBack(t *testing.T, env *activitiestest.Env, intent chargeonce.PaymentIntent) {
+	t.Helper()
+	require.NoError(t, env.ChargeBehindTheBack(context.Background(), intent))
+	require.Len(t, env.Fake.Charges(), 1)
+}
+
+func TestPaymentWorkflow_ApprovedChargeMarksTheOrderPaid(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	var upserts []map[string]string
+	wenv.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
+		upserts = append(upserts, keywords(args.Get(0).(temporal.SearchAttributes)))
+	})
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	charges := env.Fake.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
+	require.Equal(t, charges[0].ID, res.ProviderPaymentID)
+	requireOneKey(t, env, intent, 1)
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted}, queryStatus(t, wenv))
+	order := strconv.FormatInt(intent.OrderID, 10)
+	require.Equal(t, []map[string]string{
+		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "open", chargeonce.SearchAttrMerchantReference: intent.MerchantReference},
+		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "succeeded", chargeonce.SearchAttrMerchantReference: intent.MerchantReference, chargeonce.SearchAttrProviderPaymentID: charges[0].ID},
+	}, upserts)
+}
+
+// keywords reads the payment's keyword search attributes that are set.
+func keywords(sa temporal.SearchAttributes) map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{chargeonce.SearchAttrOrderID, chargeonce.SearchAttrPaymentStatus, chargeonce.SearchAttrMerchantReference, chargeonce.SearchAttrProviderPaymentID} {
+		if v, ok := sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(name)); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+func TestPaymentWorkflow_DeclineReturnsTheOrderToPlaced(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_chargeDeclined", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.AttemptDeclined, res.Status)
+	require.Equal(t, "do_not_honor", res.DeclineCode)
+	requireOneKey(t, env, intent, 1)
+	requireSettled(t, env, intent, chargeonce.AttemptDeclined, env.Fake.Charges()[0].ID)
+}
+
+// TestPaymentWorkflow_409IsRetriedWithTheSameKey replays the slow provider:
+// the first request times out while the provider goes on charging, the retry
+// gets 409, and the next one gets the stored 201 as a replay. The test clock
+// skips the retry intervals but not the HTTP exchanges, so the fake finishes
+// the charge right when it answers the 409 (see activitiestest.SlowProvider).
+func TestPaymentWorkflow_409IsRetriedWithTheSameKey(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.SlowProvider())
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: 300 * time.Millisecond}})
+
+	charges := env.Fake.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
+	require.Equal(t, charges[0].ID, res.ProviderPaymentID)
+	requireOneKey(t, env, intent, 3)
+	var statuses []int
+	var replayed []bool
+	for _, r := range env.ChargeRequests() {
+		statuses = append(statuses, r.Status)
+		replayed = append(replayed, r.Replayed)
+	}
+	require.Equal(t, []int{0, http.StatusConflict, http.StatusCreated}, statuses)
+	require.Equal(t, []bool{false, false, true}, replayed)
+	var outcomes []string
+	for _, r := range env.Attempt(t, intent.Key).Requests {
+		outcomes = append(outcomes, r.Outcome)
+	}
+	require.Equal(t, []string{string(provider.Timeout), string(provider.InFlight), string(provider.Approved)}, outcomes)
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
+}
+
+func TestPaymentWorkflow_422IsNotRetried(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	// A bug sent this key with another amount before.
+	earlier := env.Client.Charge(context.Background(), provider.ChargeRequest{
+		Key: intent.Key, Amount: intent.Amount.Minor + 100, Currency: intent.Amount.Currency,
+		Source: intent.CardToken, MerchantReference: intent.MerchantReference,
+	})
+	require.Equal(t, provider.Approved, earlier.Outcome)
+	wenv := newWorkflowEnv(t, env, createdAt)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.AttemptFailed, res.Status)
+	requests := env.ChargeRequests()
+	require.Len(t, requests, 2)
+	require.Equal(t, http.StatusUnprocessableEntity, requests[1].Status)
+	requireSettled(t, env, intent, chargeonce.AttemptFailed, "")
+}
+
+func TestPaymentWorkflow_5xxIsRetriedUntilTheBudgetEndsThenReconciled(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	var charged []string
+	wenv.RegisterDelayedCallback(func() {
+		for _, r := range env.ChargeRequests() {
+			charged = append(charged, r.Outcome)
+		}
+		// One of those requests got through after all, and its answer was lost.
+		chargeBehindTheWorkflowsBack(t, env, intent)
+	}, time.Minute)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	// A request every second within the 10s budget; whether one still goes
+	// out at the budget's very end is the retry policy's business.
+	require.InDelta(t, 10, len(charged), 1)
+	for _, outcome := range charged {
+		require.Equal(t, "injected provider error; nothing processed", outcome)
+	}
+	requireOneKey(t, env, intent, len(charged)+1)
+	charges := env.Fake.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
+	require.Equal(t, charges[0].ID, res.ProviderPaymentID)
+	// Found by the first lookup, at CreatedAt+MinAge.
+	require.Equal(t, createdAt.Add(2*time.Minute), wenv.Now().UTC())
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 1}, queryStatus(t, wenv))
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
+}
+
+func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	timing := workflows.Timing{AttemptTimeout: 100 * time.Millisecond, ChargeBudget: 300 * time.Millisecond, RetryInterval: 100 * time.Millisecond}
+
+	started := time.Now()
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: timing})
+	elapsed := time.Since(started)
+
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	require.Equal(t, 30*time.Minute, wenv.Now().Sub(intent.CreatedAt))
+	// 30 minutes of workflow time passed in well under a second of real time
+	// per request; the bound is loose for slow machines.
+	require.Less(t, elapsed, 10*time.Second)
+	// Lookups at 2m, 3m, ... 30m.
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 29}, queryStatus(t, wenv))
+	require.GreaterOrEqual(t, len(env.ChargeKeys()), 2)
+	requireOneKey(t, env, intent, len(env.ChargeKeys()))
+	for _, r := range env.ChargeRequests() {
+		require.Zero(t, r.Status)
+	}
+	require.Empty(t, env.Fake.Charges())
+	requireSettled(t, env, intent, chargeonce.AttemptAbandoned, "")
+	require.NotNil(t, env.Attempt(t, intent.Key).LastCheckedAt)
+}
+
+// updateCallbacks collects the outcome of one charge update.
+type updateCallbacks struct {
+	t        *testing.T
+	rejected error
+	result   *workflows.PaymentResult
+	err      error
+}
+
+func (u *updateCallbacks) callbacks() *testsuite.TestUpdateCallback {
+	return &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { u.rejected = err },
+		OnComplete: func(v any, err error) {
+			u.err = err
+			if err != nil {
+				return
+			}
+			res, ok := v.(workflows.PaymentResult)
+			if !ok {
+				var decoded workflows.PaymentResult
+				require.NoError(u.t, v.(converter.EncodedValue).Get(&decoded))
+				res = decoded
+			}
+			u.result = &res
+		},
+	}
+}
+
+func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	first, second := &updateCallbacks{t: t}, &updateCallbacks{t: t}
+	var sentBefore int
+	var statusBefore workflows.Status
+	wenv.RegisterDelayedCallback(func() {
+		sentBefore = len(env.ChargeKeys())
+		statusBefore = queryStatus(t, wenv)
+		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+		// A double click: two retries at once send one request.
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry-1", first.callbacks(), workflows.ChargeRequest{CardToken: intent.CardToken})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry-2", second.callbacks(), workflows.ChargeRequest{})
+	}, 30*time.Second)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, workflows.PhaseReconciling, statusBefore.Phase)
+	require.Equal(t, createdAt.Add(2*time.Minute), statusBefore.NextCheckAt)
+	require.NotEmpty(t, statusBefore.LastError)
+	charges := env.Fake.Charges()
+	require.Len(t, charges, 1)
+	want := workflows.PaymentResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: charges[0].ID, Message: res.Message}
+	require.Equal(t, want, res)
+	for _, u := range []*updateCallbacks{first, second} {
+		require.NoError(t, u.rejected)
+		require.NoError(t, u.err)
+		require.Equal(t, want, *u.result)
+	}
+	requireOneKey(t, env, intent, sentBefore+1)
+	// Paid at the retry, before any lookup.
+	require.Equal(t, createdAt.Add(30*time.Second), wenv.Now().UTC())
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted}, queryStatus(t, wenv))
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
+}
+
+func TestPaymentWorkflow_ProviderEventChecksAtOnce(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	wenv.RegisterDelayedCallback(func() {
+		// The signal alone settles nothing: a bogus event finds no charge.
+		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: "ch_bogus"})
+	}, 20*time.Second)
+	wenv.RegisterDelayedCallback(func() {
+		require.Equal(t, workflows.Status{Phase: workflows.PhaseReconciling, Checks: 1, NextCheckAt: createdAt.Add(2 * time.Minute)}, queryStatus(t, wenv))
+		chargeBehindTheWorkflowsBack(t, env, intent)
+		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: env.Fake.Charges()[0].ID})
+	}, 40*time.Second)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
+	require.Equal(t, env.Fake.Charges()[0].ID, res.ProviderPaymentID)
+	require.Equal(t, createdAt.Add(40*time.Second), wenv.Now().UTC())
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 2}, queryStatus(t, wenv))
+}
+
+func TestPaymentWorkflow_MismatchingChargeFailsTheAttempt(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Breaker: patientBreaker})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	// A charge for this reference, but for another amount and under another key.
+	other := env.Client.Charge(context.Background(), provider.ChargeRequest{
+		Key: "01a1d96c-e23d-77bf-801e-9df969c1d378", Amount: 100, Currency: intent.Amount.Currency,
+		Source: intent.CardToken, MerchantReference: intent.MerchantReference,
+	})
+	require.Equal(t, provider.Approved, other.Outcome)
+	require.NoError(t, env.Fake.SetMode(failing.Mode))
+	wenv := newWorkflowEnv(t, env, createdAt)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.AttemptFailed, res.Status)
+	require.Equal(t, other.ChargeID, res.ProviderPaymentID)
+	require.Contains(t, res.Message, "does not match")
+	require.Len(t, env.Fake.Charges(), 1)
+	requireSettled(t, env, intent, chargeonce.AttemptFailed, other.ChargeID)
+}
+
+func TestPaymentWorkflow_OpenBreakerStopsSending(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{
+		Fake:    failing,
+		Breaker: provider.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour},
+	})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	// Three failures open the breaker; the rest of the budget sends nothing.
+	requireOneKey(t, env, intent, 3)
+	require.Len(t, env.Attempt(t, intent.Key).Requests, 3)
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	requireSettled(t, env, intent, chargeonce.AttemptAbandoned, "")
+}
+
+func TestPaymentWorkflow_ContinueAsNewKeepsTheState(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	wenv.SetCurrentHistoryLength(200)
+
+	wenv.ExecuteWorkflow(workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, MaxHistoryLength: 100})
+
+	var canErr *workflow.ContinueAsNewError
+	require.ErrorAs(t, wenv.GetWorkflowError(), &canErr)
+	var next workflows.PaymentInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(canErr.Input, &next))
+	require.Equal(t, intent, next.Intent)
+	require.Equal(t, 100, next.MaxHistoryLength)
+	require.Equal(t, &workflows.CarriedState{Checks: 1}, next.Carried)
+	continuedAt := wenv.Now().UTC()
+	require.Equal(t, createdAt.Add(2*time.Minute), continuedAt)
+	sent := len(env.ChargeKeys())
+
+	wenv = newWorkflowEnv(t, env, continuedAt)
+	res := run(t, wenv, next)
+
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	// The lookups go on from the carried count: 2m, 3m, ... 30m in all.
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 29}, queryStatus(t, wenv))
+	// The continued run reconciles; it never charges again.
+	requireOneKey(t, env, intent, sent)
+}
+
+func TestPaymentWorkflow_WithoutCardTokenWaitsForTheUpdate(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	// The outbox sweep has only the card hash.
+	swept := intent
+	swept.CardToken = ""
+	wenv := newWorkflowEnv(t, env, createdAt)
+	noToken, wrongCard, rightCard := &updateCallbacks{t: t}, &updateCallbacks{t: t}, &updateCallbacks{t: t}
+	var sentBefore []string
+	wenv.RegisterDelayedCallback(func() {
+		sentBefore = env.ChargeKeys()
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "no-token", noToken.callbacks(), workflows.ChargeRequest{})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "wrong-card", wrongCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_mastercard"})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "right-card", rightCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa"})
+	}, 90*time.Second)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: swept})
+
+	require.Empty(t, sentBefore)
+	require.ErrorContains(t, noToken.rejected, "no card token yet")
+	require.ErrorContains(t, wrongCard.rejected, "card differs")
+	require.Nil(t, noToken.result)
+	require.Nil(t, wrongCard.result)
+	require.NoError(t, rightCard.rejected)
+	charges := env.Fake.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
+	require.Equal(t, res, *rightCard.result)
+	requireOneKey(t, env, intent, 1)
+	require.Equal(t, createdAt.Add(90*time.Second), wenv.Now().UTC())
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
+}
+
+func TestPaymentWorkflow_WithoutCardTokenIsAbandonedWithoutSending(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	intent.CardToken = ""
+	wenv := newWorkflowEnv(t, env, createdAt)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	require.Equal(t, 30*time.Minute, wenv.Now().Sub(intent.CreatedAt))
+	require.Empty(t, env.ChargeKeys())
+	requireSettled(t, env, intent, chargeonce.AttemptAbandoned, "")
+}
+
+func TestPaymentWorkflow_InvalidInputFailsBeforeSending(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	tests := []struct {
+		name string
+		in   workflows.PaymentInput
+		want string
+	}{
+		{"bad timing", workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: time.Minute}}, "AttemptTimeout 1m0s exceeds ChargeBudget 10s"},
+		{"another card's token", workflows.PaymentInput{Intent: withToken(intent, "tok_mastercard")}, "card token does not match"},
+		{"negative history limit", workflows.PaymentInput{Intent: intent, MaxHistoryLength: -1}, "MaxHistoryLength -1 is negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wenv := newWorkflowEnv(t, env, createdAt)
+			wenv.ExecuteWorkflow(workflows.PaymentWorkflow, tt.in)
+			err := wenv.GetWorkflowError()
+			require.ErrorContains(t, err, tt.want)
+			var appErr interface{ Type() string }
+			require.True(t, errors.As(err, &appErr))
+			require.Equal(t, workflows.ErrTypeInvalidInput, appErr.Type())
+		})
+	}
+	require.Empty(t, env.ChargeKeys())
+}
+
+func withToken(intent chargeonce.PaymentIntent, token string) chargeonce.PaymentIntent {
+	intent.CardToken = token
+	return intent
+}
+
+// TestPaymentWorkflow_FailingLookupsAreRetriedAtTheNextCheck mocks FindCharge:
+// the fake provider always answers lookups, and this is about a provider
+// whose lookups fail.
+func TestPaymentWorkflow_FailingLookupsAreRetriedAtTheNextCheck(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	var acts *activities.Activities
+	lookups := 0
+	wenv.OnActivity(acts.FindCharge, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.FindChargeInput) (activities.FindChargeResult, error) {
+			lookups++
+			if lookups <= 6 {
+				return activities.FindChargeResult{}, errors.New("lookup failed: connection refused")
+			}
+			return activities.FindChargeResult{Found: activities.FoundSucceeded, ProviderPaymentID: "ch_000042"}, nil
+		})
+	var during workflows.Status
+	wenv.RegisterDelayedCallback(func() { during = queryStatus(t, wenv) }, 3*time.Minute+30*time.Second)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	// Two checks of three attempts each failed, the third check found the charge.
+	require.Equal(t, 7, lookups)
+	require.Equal(t, workflows.PhaseReconciling, during.Phase)
+	require.Equal(t, 2, during.Checks)
+	require.Contains(t, during.LastError, "connection refused")
+	require.Equal(t, createdAt.Add(4*time.Minute), wenv.Now().UTC())
+	require.Equal(t, workflows.PaymentResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_000042", Message: res.Message}, res)
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, "ch_000042")
+}
