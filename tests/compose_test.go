@@ -74,7 +74,7 @@ func TestDockerCompose_MatchesTheBinaries(t *testing.T) {
 			require.Contains(t, string(dockerfile), "./cmd/"+binary, "the Dockerfile does not build %s", binary)
 
 			if _, ok := helps[binary]; !ok {
-				helps[binary] = helpOf(t, root, binary)
+				helps[binary] = helpOf(t, binary)
 			}
 			for variable, value := range svc.Environment {
 				require.Contains(t, helps[binary], variable, "%s sets %s, which %s does not read", name, variable, binary)
@@ -127,13 +127,8 @@ var envInHelp = regexp.MustCompile(`[A-Z][A-Z0-9_]+`)
 
 // helpOf builds a command and returns the environment variables its --help
 // names, one per line.
-func helpOf(t *testing.T, root, binary string) string {
-	bin := filepath.Join(t.TempDir(), binary)
-	build := exec.Command("go", "build", "-o", bin, "./cmd/"+binary)
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build %s: %s", binary, out)
-
+func helpOf(t *testing.T, binary string) string {
+	bin := buildBinary(t, "chargeonce/cmd/"+binary)
 	var help bytes.Buffer
 	cmd := exec.Command(bin, "--help")
 	cmd.Stdout, cmd.Stderr = &help, &help

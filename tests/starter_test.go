@@ -15,13 +15,13 @@ import (
 	"chargeonce/fakeprovider"
 )
 
-// buildStarter builds the starter command into a temporary directory, once
-// per test that needs it, and returns the binary's path.
-func buildStarter(t *testing.T) string {
+// buildBinary builds a command of this module into a temporary directory
+// and returns the binary's path.
+func buildBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "starter")
-	out, err := exec.Command("go", "build", "-o", bin, "chargeonce/starter").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, out)
 	return bin
 }
 
@@ -43,7 +43,7 @@ func runStarterBinary(t *testing.T, bin, apiURL string, args ...string) (int, st
 }
 
 func TestStarter_ShowsTheTimelineAndExitsByOutcome(t *testing.T) {
-	bin := buildStarter(t)
+	bin := buildBinary(t, "chargeonce/starter")
 	// The article's timing at half scale; reconciliation starts 4s after an
 	// attempt, for --wait to see.
 	timing := articleTiming()

@@ -1,0 +1,249 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/proto"
+
+	"chargeonce/codec"
+	"chargeonce/stack"
+	"chargeonce/workflows"
+)
+
+// devProcess is `go run ./dev` started the way a newcomer starts it, on
+// free ports, with the addresses read back from its banner.
+type devProcess struct {
+	cmd      *exec.Cmd
+	exited   chan error
+	api      string
+	temporal string
+	ui       string
+	stderr   *syncBuffer
+}
+
+var bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal)\s+(\S+)`)
+
+// startDev runs the dev binary on dataDir and waits for its banner.
+func startDev(t *testing.T, bin, dataDir string) *devProcess {
+	t.Helper()
+	cmd := exec.Command(bin, "--data-dir", dataDir,
+		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--api-port", "0")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	d := &devProcess{cmd: cmd, exited: make(chan error, 1), stderr: &syncBuffer{}}
+	cmd.Stderr = d.stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	ready := make(chan struct{})
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			line := scanner.Text()
+			if m := bannerLine.FindStringSubmatch(line); m != nil {
+				switch m[1] {
+				case "checkout API":
+					d.api = m[2]
+				case "Temporal Web UI":
+					d.ui = strings.TrimSuffix(m[2], "/namespaces/default/workflows")
+				case "Temporal":
+					d.temporal = m[2]
+				}
+			}
+			if strings.HasPrefix(line, "Ctrl-C stops everything") {
+				close(ready)
+			}
+		}
+		d.exited <- cmd.Wait()
+	}()
+	select {
+	case <-ready:
+	case err := <-d.exited:
+		t.Fatalf("dev exited before its banner: %v\n%s", err, d.stderr.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("dev printed no banner within 2 minutes\n%s", d.stderr.String())
+	}
+	require.NotEmpty(t, d.api)
+	require.NotEmpty(t, d.temporal)
+	require.NotEmpty(t, d.ui)
+	return d
+}
+
+// stop sends Ctrl-C and requires a clean exit.
+func (d *devProcess) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case err := <-d.exited:
+		require.NoError(t, err, "dev should exit cleanly on Ctrl-C\n%s", d.stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("dev did not stop within a minute of Ctrl-C")
+	}
+}
+
+func (d *devProcess) post(t *testing.T, path, body string) map[string]any {
+	t.Helper()
+	resp, err := http.Post(d.api+path, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	return decodeBody(t, resp)
+}
+
+func (d *devProcess) get(t *testing.T, path string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(d.api + path)
+	require.NoError(t, err)
+	return decodeBody(t, resp)
+}
+
+func decodeBody(t *testing.T, resp *http.Response) map[string]any {
+	t.Helper()
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Less(t, resp.StatusCode, 300, "%s", raw)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(raw, &v), "%s", raw)
+	return v
+}
+
+// plainClient reads Temporal without the payload key, as anyone with access
+// to the server or its database would.
+func plainClient(t *testing.T, address string) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: stack.Namespace})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func listWorkflowIDs(t *testing.T, c client.Client, query string) []string {
+	t.Helper()
+	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Namespace: stack.Namespace, Query: query})
+	require.NoError(t, err)
+	var ids []string
+	for _, e := range resp.GetExecutions() {
+		ids = append(ids, e.GetExecution().GetWorkflowId())
+	}
+	return ids
+}
+
+// cardToken is distinctive, so that finding it anywhere is meaningful.
+const cardToken = "tok_visa_e2e_4242424242"
+
+func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the dev binary twice")
+	}
+	bin := buildBinary(t, "chargeonce/dev")
+	dataDir := t.TempDir()
+	dev := startDev(t, bin, dataDir)
+
+	order := dev.post(t, "/api/orders", `{"amount":"548.90","currency":"TRY","description":"e2e"}`)
+	id := fmt.Sprint(order["id"])
+	paid := dev.post(t, "/api/orders/"+id+"/checkout", `{"card_token":"`+cardToken+`"}`)
+	require.Equal(t, "paid", paid["status"])
+	key := paid["idempotencyKey"].(string)
+
+	query := fmt.Sprintf(`OrderId=%q AND PaymentStatus="succeeded"`, id)
+	visibility := plainClient(t, dev.temporal)
+	require.Eventually(t, func() bool {
+		return slices.Equal(listWorkflowIDs(t, visibility, query), []string{key})
+	}, 30*time.Second, 200*time.Millisecond, "visibility query %s should find the workflow %s", query, key)
+
+	dev.stop(t)
+	dev = startDev(t, bin, dataDir)
+	defer dev.stop(t)
+
+	again := dev.get(t, "/api/orders/"+id)
+	require.Equal(t, "paid", again["status"])
+	require.Equal(t, paid["providerPaymentId"], again["providerPaymentId"])
+	require.Equal(t, []string{key}, listWorkflowIDs(t, plainClient(t, dev.temporal), query),
+		"the workflow is still found after the restart")
+	desc, err := plainClient(t, dev.temporal).DescribeWorkflowExecution(context.Background(), key, "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
+
+	checkHistoryIsEncrypted(t, dev, dataDir, key)
+	checkWebUIListsTheWorkflow(t, dev, id, key)
+}
+
+// checkHistoryIsEncrypted reads the raw history, as stored by Temporal, and
+// requires the card token to be nowhere in it, while a client holding the
+// key reads the token back from the workflow's input.
+func checkHistoryIsEncrypted(t *testing.T, dev *devProcess, dataDir, key string) {
+	t.Helper()
+	var raw []byte
+	var started *historypb.WorkflowExecutionStartedEventAttributes
+	events := plainClient(t, dev.temporal).GetWorkflowHistory(context.Background(), key, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for events.HasNext() {
+		e, err := events.Next()
+		require.NoError(t, err)
+		b, err := proto.Marshal(e)
+		require.NoError(t, err)
+		raw = append(raw, b...)
+		if a := e.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			started = a
+		}
+	}
+	require.NotNil(t, started)
+	require.NotContains(t, string(raw), cardToken, "the card token must not be in clear text in the history")
+	payload := started.GetInput().GetPayloads()[0]
+	require.Equal(t, codec.MetadataEncodingEncrypted, string(payload.GetMetadata()[converter.MetadataEncoding]))
+
+	keyring, created, err := codec.LoadOrCreateKeyFile(filepath.Join(dataDir, stack.CodecKeyFile))
+	require.NoError(t, err)
+	require.False(t, created, "the dev stack generated the key on first start")
+	var input workflows.PaymentInput
+	require.NoError(t, codec.NewDataConverter(keyring).FromPayload(payload, &input))
+	require.Equal(t, cardToken, input.Intent.CardToken)
+	require.Equal(t, key, input.Intent.Key)
+}
+
+// checkWebUIListsTheWorkflow loads the Web UI's workflow list, filtered by
+// order, in headless Chromium, and reads the rendered page.
+func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key string) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Log("skipping the Web UI check: chromium is not installed (apt-get install chromium)")
+		return
+	}
+	list := func(query string) string {
+		page := dev.ui + "/namespaces/" + stack.Namespace + "/workflows?query=" + url.QueryEscape(query)
+		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", page)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		require.NoError(t, cmd.Run(), "chromium: %s", errOut.String())
+		return out.String()
+	}
+
+	dom := list(fmt.Sprintf(`OrderId=%q`, orderID))
+	require.Contains(t, dom, key, "the Web UI lists the workflow of order %s", orderID)
+	require.Contains(t, dom, "PaymentWorkflow")
+
+	other := list(`OrderId="999999"`)
+	require.NotContains(t, other, key, "the search-attribute filter leaves out other orders")
+}
