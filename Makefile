@@ -4,19 +4,30 @@ GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 
-.PHONY: dev test check fmt vet staticcheck workflowcheck bench fuzz
+.PHONY: dev test test-race check fmt vet staticcheck workflowcheck bench fuzz
 
 ## dev: run the whole stack in one process (embedded Temporal + Web UI, fake provider, worker, API)
 dev:
 	$(GO) run ./dev
 
-## test: start PostgreSQL (Debian package, loopback) and run every test, with the race detector
+# Packages whose tests run a real Temporal server in-process. The race
+# detector makes the server several times slower to build and run, so
+# `make test` runs them without it; `make check` runs everything with it.
+SERVER_PKGS := ./tests/... ./temporalserver/...
+
+## test: start PostgreSQL (Debian package, loopback) and run every test; the race detector covers all but the server-backed packages
 test:
 	@if [ -z "$$CHARGEONCE_TEST_POSTGRES_URL" ]; then export $$(sh .ci/postgres.sh | tail -n 1); fi; \
-	$(GO) test -race -timeout 30m ./...
+	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v -e /tests -e /temporalserver) && \
+	$(GO) test -timeout 40m $(SERVER_PKGS)
+
+## test-race: every test with the race detector, server-backed ones included (slow)
+test-race:
+	@if [ -z "$$CHARGEONCE_TEST_POSTGRES_URL" ]; then export $$(sh .ci/postgres.sh | tail -n 1); fi; \
+	$(GO) test -race -timeout 60m ./...
 
 ## check: formatting, vet, staticcheck, workflowcheck, then the tests
-check: fmt vet staticcheck workflowcheck test
+check: fmt vet staticcheck workflowcheck test-race
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -184,8 +184,8 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
 
-	checkHistoryIsEncrypted(t, dev, dataDir, key)
-	checkWebUIListsTheWorkflow(t, dev, id, key)
+	t.Run("history is encrypted", func(t *testing.T) { checkHistoryIsEncrypted(t, dev, dataDir, key) })
+	t.Run("Web UI lists the workflow", func(t *testing.T) { checkWebUIListsTheWorkflow(t, dev, id, key) })
 }
 
 // checkHistoryIsEncrypted reads the raw history, as stored by Temporal, and
@@ -226,8 +226,7 @@ func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key stri
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Log("skipping the Web UI check: chromium is not installed (apt-get install chromium)")
-		return
+		t.Skip("chromium is not installed (apt-get install chromium), so the Web UI is not checked")
 	}
 	list := func(query string) string {
 		page := dev.ui + "/namespaces/" + stack.Namespace + "/workflows?query=" + url.QueryEscape(query)
