@@ -50,8 +50,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"one second retention", Config{Retention: time.Second}, ""},
 		{"short retention", Config{Retention: time.Millisecond}, "retention must be at least 1s, got 1ms"},
 		{"negative retention", Config{Retention: -time.Hour}, "retention must be at least 1s, got -1h0m0s"},
-		{"bad mode", Config{Mode: Mode{Name: ModeError}}, "mode: mode error needs a rate greater than 0"},
-		{"rate without a name", Config{Mode: Mode{Rate: 2}}, "mode: rate must be between 0 and 1, got 2"},
+		{"bad mode", Config{Mode: Mode{Name: ModeError}}, "mode error needs a rate greater than 0"},
+		{"rate without a name", Config{Mode: Mode{Rate: 2}}, "rate must be between 0 and 1, got 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,7 +66,7 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	if err := c.Mode.Validate(); err != nil {
-		return fmt.Errorf("mode: %w", err)
+		return err
 	}
 	if c.Retention < time.Second {
 		return fmt.Errorf("retention must be at least 1s, got %s", c.Retention)

@@ -8,14 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"chargeonce/fakeprovider"
-
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/cli"
 )
 
 // env is a fake environment.
@@ -23,22 +24,8 @@ func env(vars map[string]string) func(string) string {
 	return func(name string) string { return vars[name] }
 }
 
-func TestParseConfig_Defaults(t *testing.T) {
-	opts, err := parseConfig(nil, env(nil))
-
-	require.NoError(t, err)
-	require.Equal(t, options{
-		addr:            ":8099",
-		shutdownTimeout: 15 * time.Second,
-		provider: fakeprovider.Config{
-			Mode:      fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1},
-			Retention: 24 * time.Hour,
-		},
-	}, opts)
-}
-
-func TestParseConfig_FlagsOverrideTheEnvironment(t *testing.T) {
-	environment := env(map[string]string{
+func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
+	environment := map[string]string{
 		"FAKEPROVIDER_ADDR":             "127.0.0.1:9000",
 		"FAKEPROVIDER_MODE":             "error",
 		"FAKEPROVIDER_DELAY":            "2s",
@@ -46,116 +33,138 @@ func TestParseConfig_FlagsOverrideTheEnvironment(t *testing.T) {
 		"FAKEPROVIDER_SEED":             "7",
 		"FAKEPROVIDER_RETENTION":        "1h",
 		"FAKEPROVIDER_SHUTDOWN_TIMEOUT": "3s",
-	})
+	}
+	fromEnvironment := config{
+		addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
+		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour},
+	}
+	oneFlag := fromEnvironment
+	oneFlag.provider.Mode.Name = fakeprovider.ModeRateLimit
 	tests := []struct {
 		name string
 		args []string
-		want options
+		env  map[string]string
+		want config
 	}{
-		{"environment only", nil, options{
-			addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour},
+		{"defaults", nil, nil, config{
+			addr: ":8099", shutdownTimeout: 15 * time.Second,
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour},
 		}},
-		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--shutdown-timeout", "1s"}, options{
+		{"environment only", nil, environment, fromEnvironment},
+		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--shutdown-timeout", "1s"}, environment, config{
 			addr: ":0", shutdownTimeout: time.Second,
 			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour},
 		}},
-		{"one flag", []string{"--mode", "rate_limit"}, options{
-			addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour},
-		}},
+		{"one flag, the rest from the environment", []string{"--mode", "rate_limit"}, environment, oneFlag},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := parseConfig(tt.args, environment)
+			var stdout bytes.Buffer
+
+			c, err := parseConfig(tt.args, env(tt.env), &stdout)
 
 			require.NoError(t, err)
-			require.Equal(t, tt.want, opts)
+			require.Equal(t, tt.want, c)
+			require.Empty(t, stdout.String())
 		})
 	}
 }
 
-func TestParseConfig_InvalidValuesAreRefusedNamingTheirSource(t *testing.T) {
+func TestRun_BadSettingsExit2NamingTheirSource(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
 		env  map[string]string
 		want string
 	}{
-		{"rate from env", nil, map[string]string{"FAKEPROVIDER_RATE": "often"}, `invalid value "often" for FAKEPROVIDER_RATE: invalid syntax`},
-		{"rate from flag", []string{"--rate", "often"}, nil, `invalid value "often" for --rate: invalid syntax`},
-		{"delay from env", nil, map[string]string{"FAKEPROVIDER_DELAY": "5"}, `invalid value "5" for FAKEPROVIDER_DELAY: time: missing unit in duration "5"`},
-		{"seed from flag", []string{"--seed=-1"}, nil, `invalid value "-1" for --seed: invalid syntax`},
-		{"retention from env", nil, map[string]string{"FAKEPROVIDER_RETENTION": "forever"}, `invalid value "forever" for FAKEPROVIDER_RETENTION: time: invalid duration "forever"`},
-		{"shutdown timeout from flag", []string{"--shutdown-timeout", "soon"}, nil, `invalid value "soon" for --shutdown-timeout: time: invalid duration "soon"`},
-		{"unknown mode", []string{"--mode", "chaos"}, nil, `invalid settings (--mode=chaos): mode: unknown mode "chaos": want normal, slow, drop, error, lost_response or rate_limit`},
-		{"slow without delay", nil, map[string]string{"FAKEPROVIDER_MODE": "slow"}, `invalid settings (FAKEPROVIDER_MODE=slow): mode: mode slow needs a delay greater than 0`},
-		{"rate above 1", []string{"--rate", "2"}, nil, `invalid settings (--rate=2): mode: rate must be between 0 and 1, got 2`},
-		{"rate NaN", []string{"--rate", "NaN"}, nil, `invalid settings (--rate=NaN): mode: rate must be between 0 and 1, got NaN`},
-		{"negative delay", []string{"--delay", "-1s"}, nil, `invalid settings (--delay=-1s): mode: delay must not be negative, got -1s`},
-		{"short retention", nil, map[string]string{"FAKEPROVIDER_RETENTION": "10ms"}, `invalid settings (FAKEPROVIDER_RETENTION=10ms): retention must be at least 1s, got 10ms`},
-		{"bad addr", []string{"--addr", "8099"}, nil, `invalid settings (--addr=8099): addr must be host:port such as :8099, got "8099"`},
-		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, `invalid settings (--shutdown-timeout=0s): shutdown timeout must be positive, got 0s`},
+		{"rate from flag", []string{"--rate", "often"}, nil, `invalid value "often" for flag -rate: parse error`},
+		{"rate from env", nil, map[string]string{"FAKEPROVIDER_RATE": "often"}, `invalid value "often" for environment variable FAKEPROVIDER_RATE: parse error`},
+		{"delay from env", nil, map[string]string{"FAKEPROVIDER_DELAY": "5"}, `invalid value "5" for environment variable FAKEPROVIDER_DELAY: parse error`},
+		{"seed from flag", []string{"--seed=-1"}, nil, `invalid value "-1" for flag -seed: parse error`},
+		{"retention from env", nil, map[string]string{"FAKEPROVIDER_RETENTION": "forever"}, `invalid value "forever" for environment variable FAKEPROVIDER_RETENTION: parse error`},
+		{"shutdown timeout from flag", []string{"--shutdown-timeout", "soon"}, nil, `invalid value "soon" for flag -shutdown-timeout: parse error`},
+		{"unknown mode", []string{"--mode", "chaos"}, nil, `invalid settings: unknown mode "chaos": want normal, slow, drop, error, lost_response or rate_limit`},
+		{"slow without delay", nil, map[string]string{"FAKEPROVIDER_MODE": "slow"}, `invalid settings: mode slow needs a delay greater than 0`},
+		{"rate above 1", []string{"--rate", "2"}, nil, `invalid settings: rate must be between 0 and 1, got 2`},
+		{"rate NaN", []string{"--rate", "NaN"}, nil, `invalid settings: rate must be between 0 and 1, got NaN`},
+		{"negative delay", []string{"--delay", "-1s"}, nil, `invalid settings: delay must not be negative, got -1s`},
+		{"short retention", nil, map[string]string{"FAKEPROVIDER_RETENTION": "10ms"}, `invalid settings: retention must be at least 1s, got 10ms`},
+		{"bad addr", []string{"--addr", "8099"}, nil, `invalid settings: --addr must be host:port such as :8099, got "8099"`},
+		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, `invalid settings: --shutdown-timeout must be positive, got 0s`},
 		{"unknown flag", []string{"--colour"}, nil, "flag provided but not defined: -colour"},
-		{"stray argument", []string{"serve"}, nil, `unexpected argument "serve"`},
+		{"stray argument", []string{"serve"}, nil, `unexpected argument "serve" (flags start with --)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig(tt.args, env(tt.env))
+			var stdout, stderr bytes.Buffer
 
-			require.EqualError(t, err, tt.want)
+			err := run(context.Background(), tt.args, env(tt.env), &stdout, &stderr)
+
+			require.Equal(t, 2, cli.ExitCode(&stderr, name, err))
+			require.Equal(t, "fakeprovider: "+tt.want+" (see --help)\n", stderr.String())
+			require.Empty(t, stdout.String())
 		})
 	}
 }
 
-func TestParseConfig_HelpIsFlagErrHelp(t *testing.T) {
-	_, err := parseConfig([]string{"--help"}, env(nil))
-
-	require.ErrorIs(t, err, flag.ErrHelp)
-}
-
-func TestRun_HelpExplainsEverySettingAndExits0(t *testing.T) {
+func TestRun_HelpListsEveryVariableAndExits0(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 
-	code := run(context.Background(), []string{"-h"}, env(nil), &stdout, &stderr)
+	err := run(context.Background(), []string{"--help"}, env(nil), &stdout, &stderr)
 
-	require.Equal(t, exitOK, code)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Equal(t, 0, cli.ExitCode(&stderr, name, err))
 	require.Empty(t, stderr.String())
-	for _, s := range settings {
-		require.Contains(t, stdout.String(), "--"+s.flag+" (env "+s.env+", default "+s.def+")")
-		require.Contains(t, stdout.String(), s.usage)
+	for _, flagAndVar := range []string{
+		"--addr string\t(env FAKEPROVIDER_ADDR)",
+		"--mode string\t(env FAKEPROVIDER_MODE)",
+		"--delay duration\t(env FAKEPROVIDER_DELAY)",
+		"--rate float\t(env FAKEPROVIDER_RATE)",
+		"--seed uint\t(env FAKEPROVIDER_SEED)",
+		"--retention duration\t(env FAKEPROVIDER_RETENTION)",
+		"--shutdown-timeout duration\t(env FAKEPROVIDER_SHUTDOWN_TIMEOUT)",
+	} {
+		require.Contains(t, stdout.String(), flagAndVar)
+	}
+	require.Contains(t, stdout.String(), "POST /v1/charges")
+	require.Contains(t, stdout.String(), "Example: fakeprovider --mode slow --delay 5s")
+}
+
+// logLines is a log destination for tests: slog writes each record with one
+// Write, which arrives here as one string. The buffer is far larger than any
+// test's output, so logging never waits for the test.
+type logLines chan string
+
+func newLogLines() logLines { return make(logLines, 1024) }
+
+func (l logLines) Write(p []byte) (int, error) {
+	l <- string(p)
+	return len(p), nil
+}
+
+// await returns the first record that contains want, skipping the others.
+func (l logLines) await(t *testing.T, want string) string {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case line := <-l:
+			if strings.Contains(line, want) {
+				return line
+			}
+		case <-timeout:
+			require.FailNow(t, "no log record with "+want)
+		}
 	}
 }
 
-func TestRun_InvalidValueExits2WithAClearMessage(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-
-	code := run(context.Background(), nil, env(map[string]string{"FAKEPROVIDER_SEED": "x"}), &stdout, &stderr)
-
-	require.Equal(t, exitUsage, code)
-	require.Equal(t, "fakeprovider: invalid value \"x\" for FAKEPROVIDER_SEED: invalid syntax\nRun 'fakeprovider --help' for usage.\n", stderr.String())
-	require.Empty(t, stdout.String())
-}
-
-// startServe runs serve for p on a loopback port until the returned cancel
-// is called; serve's result arrives on the channel.
-func startServe(t *testing.T, p *fakeprovider.Provider) (addr string, logs *syncBuffer, cancel context.CancelFunc, served <-chan error) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	logs = &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, ln, p, 10*time.Second, slog.New(slog.NewTextHandler(logs, nil))) }()
-	return ln.Addr().String(), logs, cancel, done
-}
+var listeningAddr = regexp.MustCompile(`msg="fake provider listening" addr=(\S+)`)
 
 // postCharge sends one charge request and reports its status.
 func postCharge(addr, key string) (int, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/charges",
-		strings.NewReader(`{"amount":100,"currency":"EUR","source":"tok_visa","merchant_reference":"ref-1"}`))
+		strings.NewReader(`{"amount":100,"currency":"EUR","source":"tok_visa","merchant_reference":"ref-`+key+`"}`))
 	if err != nil {
 		return 0, err
 	}
@@ -184,7 +193,55 @@ func postInBackground(addr, key string) <-chan postResult {
 	return c
 }
 
-func TestServe_ShutdownDrainsTheChargeInProgress(t *testing.T) {
+func TestRun_ServesChargesUntilCancelledThenStopsCleanly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := newLogLines()
+	result := make(chan error, 1)
+	go func() {
+		result <- run(ctx, []string{"--addr", "127.0.0.1:0", "--seed", "42"}, env(map[string]string{"FAKEPROVIDER_RETENTION": "1h"}), io.Discard, logs)
+	}()
+	started := logs.await(t, "fake provider listening")
+	require.Contains(t, started, "mode=normal delay=0s rate=1 seed=42 retention=1h0m0s")
+	addr := listeningAddr.FindStringSubmatch(started)[1]
+
+	status, err := postCharge(addr, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, status)
+
+	cancel()
+	require.NoError(t, <-result)
+	logs.await(t, "msg=stopped")
+}
+
+func TestRun_BusyPortExits1NamingTheFlag(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	var stderr bytes.Buffer
+
+	err = run(context.Background(), []string{"--addr", busy.Addr().String()}, env(nil), io.Discard, &stderr)
+
+	require.Equal(t, 1, cli.ExitCode(&stderr, name, err))
+	require.Contains(t, stderr.String(), "is already in use")
+	require.Contains(t, stderr.String(), "--addr")
+}
+
+// startServing runs serveProvider for p on a loopback port until the
+// returned cancel is called; its result arrives on the channel.
+func startServing(t *testing.T, p *fakeprovider.Provider) (addr string, logs logLines, cancel context.CancelFunc, served <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	logs = newLogLines()
+	done := make(chan error, 1)
+	go func() { done <- serveProvider(ctx, ln, p, 10*time.Second, slog.New(slog.NewTextHandler(logs, nil))) }()
+	return ln.Addr().String(), logs, cancel, done
+}
+
+func TestServeProvider_ShutdownDrainsTheChargeInProgress(t *testing.T) {
 	waiting := make(chan struct{}, 1)
 	release := make(chan time.Time)
 	p, err := fakeprovider.New(fakeprovider.Config{
@@ -192,12 +249,12 @@ func TestServe_ShutdownDrainsTheChargeInProgress(t *testing.T) {
 		After: func(time.Duration) <-chan time.Time { waiting <- struct{}{}; return release },
 	})
 	require.NoError(t, err)
-	addr, logs, cancel, served := startServe(t, p)
+	addr, logs, cancel, served := startServing(t, p)
 	replied := postInBackground(addr, "key-1")
 	<-waiting
 
 	cancel()
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "shutting down") }, 5*time.Second, time.Millisecond)
+	logs.await(t, "shutting down")
 	close(release)
 
 	require.NoError(t, <-served)
@@ -205,10 +262,10 @@ func TestServe_ShutdownDrainsTheChargeInProgress(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, http.StatusCreated, r.status)
 	require.Len(t, p.Charges(), 1)
-	require.Contains(t, logs.String(), "msg=stopped")
+	logs.await(t, "msg=stopped")
 }
 
-func TestServe_ShutdownReleasesDroppedRequests(t *testing.T) {
+func TestServeProvider_ShutdownReleasesDroppedRequests(t *testing.T) {
 	holding := make(chan struct{}, 1)
 	p, err := fakeprovider.New(fakeprovider.Config{
 		// With a delay the drop would end in a 504; this one never fires, so
@@ -217,7 +274,7 @@ func TestServe_ShutdownReleasesDroppedRequests(t *testing.T) {
 		After: func(time.Duration) <-chan time.Time { holding <- struct{}{}; return nil },
 	})
 	require.NoError(t, err)
-	addr, _, cancel, served := startServe(t, p)
+	addr, _, cancel, served := startServing(t, p)
 	replied := postInBackground(addr, "key-1")
 	<-holding
 
@@ -226,22 +283,4 @@ func TestServe_ShutdownReleasesDroppedRequests(t *testing.T) {
 	require.NoError(t, <-served, "shutdown must not wait for the held request until its deadline")
 	require.Error(t, (<-replied).err)
 	require.Empty(t, p.Charges())
-}
-
-// syncBuffer collects log output written from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -33,9 +33,10 @@ func Listen(addr, flagName string) (net.Listener, error) {
 
 // Server is an HTTP server started on a listener.
 type Server struct {
-	srv  *http.Server
-	addr string
-	done chan error
+	srv     *http.Server
+	addr    string
+	stopped chan struct{}
+	err     error // why serving stopped; set before stopped is closed
 }
 
 // Start serves h on ln in the background.
@@ -47,18 +48,22 @@ func Start(ln net.Listener, h http.Handler) *Server {
 			ReadTimeout:       30 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 		},
-		addr: ln.Addr().String(),
-		done: make(chan error, 1),
+		addr:    ln.Addr().String(),
+		stopped: make(chan struct{}),
 	}
 	go func() {
 		err := s.srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
+		if !errors.Is(err, http.ErrServerClosed) {
+			s.err = err
 		}
-		s.done <- err
+		close(s.stopped)
 	}()
 	return s
 }
+
+// Stopped is closed when the server stops serving: after Shutdown, or on its
+// own when its listener fails. Shutdown then reports the failure.
+func (s *Server) Stopped() <-chan struct{} { return s.stopped }
 
 // Addr is the host:port the server listens on.
 func (s *Server) Addr() string { return s.addr }
@@ -75,8 +80,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// the payment workflow keeps going without them.
 		_ = s.srv.Close()
 	}
-	if serveErr := <-s.done; serveErr != nil {
-		return serveErr
+	<-s.stopped
+	if s.err != nil {
+		return s.err
 	}
 	return err
 }
@@ -86,8 +92,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func Run(ctx context.Context, ln net.Listener, h http.Handler) error {
 	s := Start(ln, h)
 	select {
-	case err := <-s.done:
-		s.done <- err
+	case <-s.stopped:
 	case <-ctx.Done():
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)

@@ -62,3 +62,20 @@ func TestShutdown_LetsRequestsInProgressFinish(t *testing.T) {
 	require.Equal(t, "done", r.body)
 	require.NoError(t, <-shutdown)
 }
+
+func TestServer_StoppedWhenItsListenerFails(t *testing.T) {
+	ln, err := serve.Listen("127.0.0.1:0", "addr")
+	require.NoError(t, err)
+	s := serve.Start(ln, http.NotFoundHandler())
+
+	require.NoError(t, ln.Close())
+
+	select {
+	case <-s.Stopped():
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "the server did not stop when its listener closed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.ErrorContains(t, s.Shutdown(ctx), "use of closed network connection")
+}
