@@ -71,3 +71,31 @@ func BenchmarkListChargesByReference(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkParseKey(b *testing.B) {
+	for name, header := range map[string]string{
+		"quoted string": `"01a1d96c-e23d-77bf-801e-9df969c1d378"`,
+		"bare token":    `order-1001`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			values := []string{header}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, p := parseKey(values); p != nil {
+					b.Fatal(p.Detail)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkFingerprint(b *testing.B) {
+	r := chargeRequest{Amount: 54890, Currency: "TRY", Description: "Bookstore order 1001",
+		MerchantReference: "bookstore-1001-01a1d96ce23d77bf801e9df969c1d378", Source: "tok_visa"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(r.fingerprint()) != 64 {
+			b.Fatal("not a hex SHA-256")
+		}
+	}
+}
