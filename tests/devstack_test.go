@@ -185,7 +185,7 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
 
 	t.Run("history is encrypted", func(t *testing.T) { checkHistoryIsEncrypted(t, dev, dataDir, key) })
-	t.Run("Web UI lists the workflow", func(t *testing.T) { checkWebUIListsTheWorkflow(t, dev, id, key) })
+	t.Run("Web UI lists the workflow", func(t *testing.T) { checkWebUIListsTheWorkflow(t, dev, id, key, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()) })
 }
 
 // checkHistoryIsEncrypted reads the raw history, as stored by Temporal, and
@@ -221,15 +221,15 @@ func checkHistoryIsEncrypted(t *testing.T, dev *devProcess, dataDir, key string)
 }
 
 // checkWebUIListsTheWorkflow loads the Web UI's workflow list, filtered by
-// order, in headless Chromium, and reads the rendered page.
-func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key string) {
+// order, and the workflow's history page in headless Chromium, and reads the
+// rendered pages.
+func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, runID string) {
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (apt-get install chromium), so the Web UI is not checked")
 	}
-	list := func(query string) string {
-		page := dev.ui + "/namespaces/" + stack.Namespace + "/workflows?query=" + url.QueryEscape(query)
+	render := func(page string) string {
 		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update", "--disable-sync",
 			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", page)
@@ -239,10 +239,20 @@ func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key stri
 		return out.String()
 	}
 
+	list := func(query string) string {
+		return render(dev.ui + "/namespaces/" + stack.Namespace + "/workflows?query=" + url.QueryEscape(query))
+	}
+
 	dom := list(fmt.Sprintf(`OrderId=%q`, orderID))
 	require.Contains(t, dom, key, "the Web UI lists the workflow of order %s", orderID)
 	require.Contains(t, dom, "PaymentWorkflow")
 
 	other := list(`OrderId="999999"`)
 	require.NotContains(t, other, key, "the search-attribute filter leaves out other orders")
+
+	// The history page shows the workflow's input decoded through the
+	// stack's codec endpoint: an operator reads what Temporal stores
+	// encrypted.
+	history := render(fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", dev.ui, stack.Namespace, key, runID))
+	require.Contains(t, history, cardToken, "the Web UI decodes the input through the codec endpoint")
 }
