@@ -99,3 +99,43 @@ func TestOrderStatusAfter(t *testing.T) {
 	require.False(t, chargeonce.AttemptOpen.Terminal())
 	require.True(t, chargeonce.AttemptAbandoned.Terminal())
 }
+
+// Every checkout hashes the card token and builds a merchant reference, and
+// every lookup parses one back.
+
+func BenchmarkHashCardToken(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if h := chargeonce.HashCardToken("tok_visa"); len(h) != 64 {
+			b.Fatalf("hash %q", h)
+		}
+	}
+}
+
+func BenchmarkMerchantReference(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if ref := chargeonce.MerchantReference("chargeonce", 548, "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1a2b"); ref == "" {
+			b.Fatal("empty reference")
+		}
+	}
+}
+
+func BenchmarkParseMerchantReference(b *testing.B) {
+	ref := chargeonce.MerchantReference("chargeonce", 548, "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1a2b")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, id, _, err := chargeonce.ParseMerchantReference(ref); err != nil || id != 548 {
+			b.Fatalf("order %d, error %v", id, err)
+		}
+	}
+}
+
+func BenchmarkValidKey(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if !chargeonce.ValidKey("0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1a2b") {
+			b.Fatal("valid key refused")
+		}
+	}
+}

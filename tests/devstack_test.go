@@ -185,7 +185,9 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
 
 	t.Run("history is encrypted", func(t *testing.T) { checkHistoryIsEncrypted(t, dev, dataDir, key) })
-	t.Run("Web UI lists the workflow", func(t *testing.T) { checkWebUIListsTheWorkflow(t, dev, id, key, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()) })
+	t.Run("Web UI lists the workflow", func(t *testing.T) {
+		checkWebUIListsTheWorkflow(t, dev, id, key, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	})
 }
 
 // checkHistoryIsEncrypted reads the raw history, as stored by Temporal, and
