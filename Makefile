@@ -4,21 +4,22 @@ GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 
-.PHONY: dev test test-race check fmt vet staticcheck workflowcheck bench fuzz
+.PHONY: dev test test-race check fmt vet staticcheck workflowcheck bench bench-stack fuzz soak
 
 ## dev: run the whole stack in one process (embedded Temporal + Web UI, fake provider, worker, API)
 dev:
 	$(GO) run ./dev
 
-# Packages whose tests run a real Temporal server in-process. The race
-# detector makes the server several times slower to build and run, so
-# `make test` runs them without it; `make check` runs everything with it.
-SERVER_PKGS := ./tests/... ./temporalserver/...
+# Packages that link the embedded Temporal server. The race detector makes
+# the server several times slower to build and run, so `make test` runs
+# their tests without it; `make check` runs everything with it.
+SERVER_PKGS := ./tests/... ./temporalserver/... ./stack/... ./dev/... ./bench/... ./chaos/... ./workflows/internal/...
+SERVER_DIRS := -e /tests -e /temporalserver -e /stack -e /dev -e /bench -e /chaos -e /workflows/internal
 
 ## test: start PostgreSQL (Debian package, loopback) and run every test; the race detector covers all but the server-backed packages
 test:
 	@if [ -z "$$CHARGEONCE_TEST_POSTGRES_URL" ]; then export $$(sh .ci/postgres.sh | tail -n 1); fi; \
-	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v -e /tests -e /temporalserver) && \
+	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v $(SERVER_DIRS)) && \
 	$(GO) test -timeout 40m $(SERVER_PKGS)
 
 ## test-race: every test with the race detector, server-backed ones included (slow)
@@ -43,8 +44,16 @@ workflowcheck:
 
 ## bench: the hot pure functions, with allocation counts
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./fakeprovider/... ./provider/... ./codec/...
+	$(GO) test -run '^$$' -bench . -benchmem . ./fakeprovider/... ./provider/... ./codec/... ./bench/...
+
+## bench-stack: the whole stack under load against its references (about 5 minutes; BENCH_FLAGS=--quick for 2)
+bench-stack:
+	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
 
 ## fuzz: a short run of every fuzz target
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMoney -fuzztime 30s .
+
+## soak: a long fault-injection run (2000 checkouts, 10 worker kills, 3 Temporal restarts); exits 1 on any broken promise
+soak:
+	$(GO) run ./chaos/cmd/chaos --checkouts 2000 --worker-kills 10 --server-restarts 3

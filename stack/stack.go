@@ -13,14 +13,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
 
 	"chargeonce"
 	"chargeonce/api"
@@ -71,6 +75,13 @@ type Config struct {
 	Provider fakeprovider.Config
 	// SweepEvery is the outbox sweep's period; zero means the default.
 	SweepEvery time.Duration
+	// ExternalWorkers leaves the payment worker, and with it the outbox
+	// sweep, to separate worker processes, so that a fault-injection run can
+	// kill them without killing the stack.
+	ExternalWorkers bool
+	// WorkerOptions tune the payment worker's Temporal worker (pollers,
+	// concurrency); the zero value is the SDK's defaults.
+	WorkerOptions sdkworker.Options
 	// CodecKeys is the payload keyring; empty means a key file in DataDir,
 	// generated on first start.
 	CodecKeys string
@@ -93,87 +104,103 @@ type Stack struct {
 	keyCreated bool
 	provider   *fakeprovider.Provider
 	providerS  *serve.Server
-	temporal   *temporalserver.Server
-	client     client.Client
-	store      store.Store
-	checkout   *checkout.Service
-	worker     *worker.Worker
-	apiS       *serve.Server
-	closers    []func(context.Context) error
+	// mu guards temporal, which RestartTemporal replaces.
+	mu       sync.Mutex
+	temporal *temporalserver.Server
+	client   client.Client
+	store    store.Store
+	checkout *checkout.Service
+	worker   *worker.Worker
+	apiS     *serve.Server
+	closers  []func(context.Context) error
 }
 
 // Start starts every part, in dependency order. On error, the parts already
 // started are stopped again.
-func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.Logger == nil {
 		return nil, errors.New("stack: a logger is required")
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
 	}
-	s = &Stack{cfg: cfg}
-	defer func() {
-		if err != nil {
-			_ = s.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := s.prepareDataDir(); err != nil {
+	s := &Stack{cfg: cfg}
+	if err := s.start(ctx); err != nil {
+		_ = s.Close(context.WithoutCancel(ctx))
 		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) start(ctx context.Context) error {
+	cfg := s.cfg
+	if err := s.prepareDataDir(); err != nil {
+		return err
 	}
 
 	// Take the HTTP ports first, so that a busy port is reported before
 	// anything slow starts.
 	providerLn, err := s.listen(cfg.ProviderPort, FlagProviderPort)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	apiLn, err := s.listen(cfg.APIPort, FlagAPIPort)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	apiURL := "http://" + apiLn.Addr().String()
 
 	keyring, err := s.keyring()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.startProvider(providerLn); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.startTemporal(ctx, apiURL+codecPath); err != nil {
-		return nil, err
+		return err
 	}
+	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
 
 	reg := metrics.NewRegistry()
 	sdkMetrics, err := metrics.TemporalHandler(reg, cfg.Logger)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.client, err = temporalclient.Dial(ctx,
-		temporalclient.Config{Address: s.temporal.FrontendAddress(), Namespace: s.temporal.Namespace()},
+		temporalclient.Config{Address: s.TemporalAddress(), Namespace: Namespace},
 		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: logging.AtLeast(cfg.Logger, slog.LevelWarn)})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.closers = append(s.closers, func(context.Context) error { s.client.Close(); return nil })
 
 	if err := s.openStore(ctx, reg); err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.startWorker(ctx, reg); err != nil {
-		return nil, err
+	if err := s.startCheckout(); err != nil {
+		return err
+	}
+	if !cfg.ExternalWorkers {
+		if err := s.startWorker(ctx, reg); err != nil {
+			return err
+		}
 	}
 
 	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, s.temporal.UIAddress())))
+	// The browser calls the codec from the UI's origin, under whichever
+	// name the user typed for the loopback address.
+	ui := s.UIURL()
+	origins := []string{ui, strings.Replace(ui, "//127.0.0.1:", "//localhost:", 1)}
+	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, origins...)))
 	mux.Handle("/", handler)
 	s.apiS = serve.Start(apiLn, mux)
 	s.closers = append(s.closers, s.apiS.Shutdown)
-	return s, nil
+	return nil
 }
 
 // codecPath is where the API server serves the payload codec for the Web UI.
@@ -247,12 +274,24 @@ func (s *Stack) startProvider(ln net.Listener) error {
 }
 
 func (s *Stack) startTemporal(ctx context.Context, codecEndpoint string) error {
+	t, err := s.runTemporal(ctx, s.cfg.TemporalPort, s.cfg.UIPort, codecEndpoint)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.temporal = t
+	s.mu.Unlock()
+	return nil
+}
+
+// runTemporal starts the embedded Temporal server on the given ports.
+func (s *Stack) runTemporal(ctx context.Context, frontendPort, uiPort int, codecEndpoint string) (*temporalserver.Server, error) {
 	dbDir := s.cfg.DataDir // empty: in memory
 	t, err := temporalserver.Start(ctx, temporalserver.Config{
 		DataDir:       dbDir,
 		Host:          s.cfg.Host,
-		FrontendPort:  s.cfg.TemporalPort,
-		UIPort:        s.cfg.UIPort,
+		FrontendPort:  frontendPort,
+		UIPort:        uiPort,
 		Namespace:     Namespace,
 		CodecEndpoint: codecEndpoint,
 		SearchAttributes: map[string]enums.IndexedValueType{
@@ -269,24 +308,82 @@ func (s *Stack) startTemporal(ctx context.Context, codecEndpoint string) error {
 		if busy.Role == "ui" {
 			flag = FlagUIPort
 		}
-		return fmt.Errorf("%w: stop what is using it, or choose another with --%s", err, flag)
+		return nil, fmt.Errorf("%w: stop what is using it, or choose another with --%s", err, flag)
 	}
 	if err != nil {
-		return fmt.Errorf("stack: Temporal server: %w", err)
+		return nil, fmt.Errorf("stack: Temporal server: %w", err)
 	}
+	return t, nil
+}
+
+// RestartTemporal stops the embedded Temporal server and starts it again on
+// the same SQLite file and the same ports, as a crash and restart of the
+// Temporal service would. Clients, workers and the API reconnect by
+// themselves; workflows resume from the file. It needs a DataDir, because an
+// in-memory server would come back empty.
+func (s *Stack) RestartTemporal(ctx context.Context) error {
+	if s.cfg.DataDir == "" {
+		return errors.New("stack: restart Temporal: the server runs in memory; set DataDir to keep its state across a restart")
+	}
+	old := s.currentTemporal()
+	codecEndpoint := s.CodecURL()
+	_, port, err := net.SplitHostPort(old.FrontendAddress())
+	if err != nil {
+		return fmt.Errorf("stack: restart Temporal: frontend address: %w", err)
+	}
+	frontendPort, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("stack: restart Temporal: frontend port: %w", err)
+	}
+	uiPort := -1
+	if ui := old.UIAddress(); ui != "" {
+		u, err := url.Parse(ui)
+		if err != nil {
+			return fmt.Errorf("stack: restart Temporal: Web UI address: %w", err)
+		}
+		if uiPort, err = strconv.Atoi(u.Port()); err != nil {
+			return fmt.Errorf("stack: restart Temporal: Web UI port: %w", err)
+		}
+	}
+	if err := old.Stop(); err != nil {
+		return fmt.Errorf("stack: restart Temporal: stop: %w", err)
+	}
+	t, err := s.runTemporal(ctx, frontendPort, uiPort, codecEndpoint)
+	if err != nil {
+		return fmt.Errorf("stack: restart Temporal: %w", err)
+	}
+	s.mu.Lock()
 	s.temporal = t
-	s.closers = append(s.closers, func(context.Context) error { return t.Stop() })
+	s.mu.Unlock()
 	return nil
 }
 
+func (s *Stack) currentTemporal() *temporalserver.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.temporal
+}
+
 func (s *Stack) openStore(ctx context.Context, reg prometheus.Registerer) error {
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(s.dataDir(), AppDBFile))
+	st, err := store.Open(ctx, "sqlite:"+s.AppDBPath())
 	if err != nil {
 		return fmt.Errorf("stack: app database: %w", err)
 	}
 	s.store = st
 	s.closers = append(s.closers, func(context.Context) error { return st.Close() })
 	return metrics.RegisterOpenAttempts(reg, st, s.cfg.Logger)
+}
+
+func (s *Stack) startCheckout() error {
+	var err error
+	s.checkout, err = checkout.New(checkout.Config{
+		Store:    s.store,
+		Temporal: s.client,
+		Timing:   s.cfg.Timing,
+		Budget:   s.cfg.CheckoutBudget,
+		Logger:   s.cfg.Logger,
+	})
+	return err
 }
 
 func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) error {
@@ -297,16 +394,6 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 	})
 	if err != nil {
 		return fmt.Errorf("stack: provider client: %w", err)
-	}
-	s.checkout, err = checkout.New(checkout.Config{
-		Store:    s.store,
-		Temporal: s.client,
-		Timing:   s.cfg.Timing,
-		Budget:   s.cfg.CheckoutBudget,
-		Logger:   s.cfg.Logger,
-	})
-	if err != nil {
-		return err
 	}
 	timing := s.cfg.Timing
 	if timing == (workflows.Timing{}) {
@@ -320,6 +407,7 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 		Timing:     timing,
 		SweepEvery: s.cfg.SweepEvery,
 		Registerer: reg,
+		Options:    s.cfg.WorkerOptions,
 		Logger:     s.cfg.Logger,
 	})
 	if err != nil {
@@ -348,10 +436,18 @@ func (s *Stack) APIURL() string { return s.apiS.URL() }
 func (s *Stack) ProviderURL() string { return s.providerS.URL() }
 
 // TemporalAddress is the Temporal frontend's host:port.
-func (s *Stack) TemporalAddress() string { return s.temporal.FrontendAddress() }
+func (s *Stack) TemporalAddress() string { return s.currentTemporal().FrontendAddress() }
 
-// UIURL is the Temporal Web UI's base URL.
-func (s *Stack) UIURL() string { return s.temporal.UIAddress() }
+// TemporalPersistence describes the embedded Temporal server's database and
+// its settings, for logs and benchmark reports.
+func (s *Stack) TemporalPersistence() string { return s.currentTemporal().PersistenceSettings() }
+
+// UIURL is the Temporal Web UI's base URL, empty when the UI is off.
+func (s *Stack) UIURL() string { return s.currentTemporal().UIAddress() }
+
+// AppDBPath is the SQLite file of the app database, which the worker
+// processes of a stack with ExternalWorkers open too.
+func (s *Stack) AppDBPath() string { return filepath.Join(s.dataDir(), AppDBFile) }
 
 // CodecURL is the payload codec endpoint the Web UI decodes through.
 func (s *Stack) CodecURL() string { return s.apiS.URL() + codecPath }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPercentileMillis_NearestRank(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	require.Equal(t, 50.0, percentileMillis(d, 0.5))
+	require.Equal(t, 95.0, percentileMillis(d, 0.95))
+	require.Equal(t, 99.0, percentileMillis(d, 0.99))
+	require.Equal(t, 100.0, percentileMillis(d, 1))
+	require.Equal(t, time.Duration(100)*time.Millisecond, d[0], "the input is left unsorted")
+	require.True(t, math.IsNaN(percentileMillis(nil, 0.5)))
+}
+
+func TestClosedLoop_StopsAtTheOperationCount(t *testing.T) {
+	p := closedLoop(context.Background(), 4, 10, time.Minute, func(context.Context, int) error { return nil })
+	require.Equal(t, 10, p.ok)
+	require.Zero(t, p.failed)
+	require.Len(t, p.latencies, 10)
+}
+
+func TestClosedLoop_CountsFailuresApart(t *testing.T) {
+	p := closedLoop(context.Background(), 2, 6, time.Minute, func(_ context.Context, i int) error {
+		if i%3 == 0 {
+			return errNotPaid
+		}
+		return nil
+	})
+	require.Equal(t, 4, p.ok)
+	require.Equal(t, 2, p.failed)
+	require.ErrorIs(t, p.firstErr, errNotPaid)
+	require.Len(t, p.latencies, 4, "failures have no latency")
+}
+
+func TestOpenLoop_StartsOperationsWithoutWaitingForEarlierOnes(t *testing.T) {
+	// Each operation blocks until all of them have started: a closed loop
+	// with fewer workers would never finish, an open loop does.
+	const n = 5
+	started := make(chan struct{}, n)
+	release := make(chan struct{})
+	go func() {
+		for range n {
+			<-started
+		}
+		close(release)
+	}()
+	p := openLoop(context.Background(), 1000, n, time.Minute, func(context.Context, int) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	require.Equal(t, n, p.ok)
+}
+
+func TestParseOptions_Defaults(t *testing.T) {
+	o, err := parseOptions(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, fullPhase, o.phase)
+	require.Equal(t, fullUnknown, o.unknown)
+	require.Equal(t, defaultOut, o.out)
+
+	o, err = parseOptions([]string{"--quick"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, quickPhase, o.phase)
+	require.Equal(t, quickUnknown, o.unknown)
+}
+
+func TestParseOptions_RefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--phase", "10ms"}, "--phase 10ms must be between 1s and 5m"},
+		{[]string{"--unknown", "-1"}, "--unknown -1 must be between 1 and 20000"},
+		{[]string{"--unknown", "20001"}, "--unknown 20001 must be between 1 and 20000"},
+		{[]string{"--pollers", "65"}, "--pollers 65 must be between 0 (SDK default) and 64"},
+		{[]string{"--max-concurrent", "-2"}, "--max-concurrent -2 must be between 0 (SDK default) and 10000"},
+		{[]string{"--out", ""}, "--out must name a file"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]: bench takes only flags`},
+	} {
+		_, err := parseOptions(tc.args, &bytes.Buffer{})
+		require.EqualError(t, err, tc.want, "args %q", tc.args)
+	}
+}
+
+func TestReport_TargetDirection(t *testing.T) {
+	var r Report
+	r.target("above", 0.9, 0.8, true)
+	r.target("below", 1.6, 1.5, false)
+	r.target("not a number", math.NaN(), 2, false)
+	require.True(t, r.Targets[0].Met)
+	require.False(t, r.Targets[1].Met)
+	require.False(t, r.Targets[2].Met)
+}
+
+func TestGate_HoldsUntilReleased(t *testing.T) {
+	var g gate
+	g.hold()
+	held := g.after(time.Hour)
+	select {
+	case <-held:
+		t.Fatal("a held delay ended before the release")
+	default:
+	}
+	g.release()
+	<-held // closed by the release, not by the hour
+	require.NotNil(t, g.after(time.Nanosecond), "an open gate waits the delay")
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"chargeonce"
+	"chargeonce/checkout"
+	"chargeonce/fakeprovider"
+)
+
+// gate is the fake provider's clock for its processing delays. Open, it
+// waits the delay; closed, every charge that starts processing is held until
+// the gate opens again, which is how a provider that is slow beyond any
+// budget and then recovers is played.
+type gate struct {
+	mu sync.Mutex
+	// held is closed on release; nil while the gate is open.
+	held chan time.Time
+}
+
+func (g *gate) after(d time.Duration) <-chan time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held != nil {
+		return g.held
+	}
+	return time.After(d)
+}
+
+func (g *gate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held == nil {
+		g.held = make(chan time.Time)
+	}
+}
+
+func (g *gate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held != nil {
+		close(g.held)
+		g.held = nil
+	}
+}
+
+// unknownOutcomes leaves N attempts waiting in reconciliation and measures
+// what they cost, then lets the provider recover and measures how long
+// reconciliation takes to settle them all.
+//
+// The provider is put in slow mode with its processing held: each charge is
+// accepted but not finished, so the first request times out, the retries
+// find it in flight (409), the charge budget runs out, and the checkout
+// answers pending. Once released, every charge exists at the provider, and
+// each attempt's next lookup finds it and settles it as paid. (Drop mode
+// would process nothing, so its attempts could only be abandoned.)
+func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
+	n := b.o.unknown
+	ids, err := b.createOrders(ctx, n)
+	if err != nil {
+		return err
+	}
+	// Earlier phases may have left attempts open (checkouts past their
+	// budget under overload); they settle on their own shortly.
+	if _, err := b.waitOpen(ctx, time.Now(), 0); err != nil {
+		b.progress.Warn("attempts of earlier phases are still open", "error", err)
+	}
+	openBefore, _, err := b.st.Store().OpenAttemptStats(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := measureMemory()
+	if err != nil {
+		return err
+	}
+	if err := b.st.Provider().SetMode(fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Hour}); err != nil {
+		return err
+	}
+	b.gate.hold()
+	b.progress.Info("unknown outcomes: starting checkouts against a held provider", "attempts", n)
+	p := closedLoop(ctx, min(n, unknownConcurrency), n, time.Hour, func(ctx context.Context, i int) error {
+		res, err := b.st.Checkout().Checkout(ctx, ids[i], cardToken)
+		if err != nil {
+			return err
+		}
+		if res.Outcome != checkout.OutcomePending {
+			return fmt.Errorf("order %d: checkout answered %s, want pending", ids[i], res.Outcome)
+		}
+		return nil
+	})
+	if p.failed > 0 {
+		b.progress.Warn("unknown outcomes: some checkouts did not end pending", "failed", p.failed, "error", p.firstErr)
+	}
+	openNow, _, err := b.st.Store().OpenAttemptStats(ctx)
+	if err != nil {
+		return err
+	}
+	open := openNow - openBefore
+	after, err := measureMemory()
+	if err != nil {
+		return err
+	}
+
+	// Recovery: new charges are processed at once again, and the held ones
+	// finish now.
+	if err := b.setProviderDelay(0); err != nil {
+		return err
+	}
+	released := time.Now()
+	b.gate.release()
+	if err := b.st.Provider().Wait(ctx); err != nil {
+		return err
+	}
+	// A request refused by the open circuit breaker never reached the
+	// provider, so its attempt has no charge to find and waits for the
+	// abandon deadline; only the attempts with a charge can settle now.
+	charged := chargedOrders(b.st.Provider().Charges(), ids)
+	b.progress.Info("unknown outcomes: provider recovered, waiting for reconciliation", "open", open, "charged", len(charged))
+	settle, err := b.waitPaid(ctx, released, charged)
+	if err != nil {
+		return err
+	}
+
+	perAttempt := func(delta int64) float64 { return float64(delta) / float64(max(open, 1)) }
+	note := fmt.Sprintf("%d of %d checkouts answered pending in %s; %d attempts open", p.ok, n, p.elapsed.Round(time.Second), open)
+	b.rep.add(Row{Section: "unknown", Metric: fmt.Sprintf("RSS per open attempt (N=%d)", n), Unit: "bytes",
+		Value: perAttempt(after.rss - before.rss),
+		Note:  note + fmt.Sprintf("; VmRSS %d -> %d MiB, after GC and FreeOSMemory", before.rss>>20, after.rss>>20)})
+	b.rep.add(Row{Section: "unknown", Metric: "Go heap per open attempt", Unit: "bytes",
+		Value: perAttempt(after.heap - before.heap),
+		Note: fmt.Sprintf("HeapInuse %d -> %d MiB; goroutines %d -> %d; includes the fake provider holding each charge",
+			before.heap>>20, after.heap>>20, before.goroutines, after.goroutines)})
+	b.rep.add(Row{Section: "unknown", Metric: "time to settle all charged attempts after recovery", Unit: "s", Value: settle.Seconds(),
+		Note: fmt.Sprintf("until every attempt with a charge is settled paid; each is looked up on its own grid every %s", benchTiming().Interval)})
+	b.rep.add(Row{Section: "unknown", Metric: "attempts never sent (breaker open)", Unit: "attempts", Value: float64(n - len(charged)),
+		Note: fmt.Sprintf("the provider-charges circuit breaker opened under the timeouts; these have no charge and stay open until abandoned after %s", benchTiming().AbandonAfter)})
+	return b.checkInvariants(ctx, "unknown outcomes")
+}
+
+// waitOpen polls the database until at most target attempts are open and
+// returns how long that took from since.
+func (b *bench) waitOpen(ctx context.Context, since time.Time, target int) (time.Duration, error) {
+	limit := 4*benchTiming().Interval + time.Minute
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	open := -1
+	for {
+		n, _, err := b.st.Store().OpenAttemptStats(ctx)
+		if err == nil {
+			open = n
+			if open <= target {
+				return time.Since(since), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%d attempts still open, want at most %d, %s after %s", open, target, limit, since.Format(time.TimeOnly))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitPaid polls the database until every order in ids is paid and returns
+// how long that took from since.
+func (b *bench) waitPaid(ctx context.Context, since time.Time, ids []int64) (time.Duration, error) {
+	limit := 4*benchTiming().Interval + time.Minute
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	pending := ids
+	for {
+		var still []int64
+		for _, id := range pending {
+			o, _, err := b.st.Store().GetOrder(ctx, id)
+			if err != nil || o.Status != chargeonce.OrderPaid {
+				still = append(still, id)
+			}
+		}
+		pending = still
+		if len(pending) == 0 {
+			return time.Since(since), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%d of %d charged orders still not paid %s after %s", len(pending), len(ids), limit, since.Format(time.TimeOnly))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// chargedOrders returns the orders among ids that hold a charge at the
+// provider.
+func chargedOrders(charges []fakeprovider.Charge, ids []int64) []int64 {
+	want := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []int64
+	for _, c := range charges {
+		if _, orderID, _, err := chargeonce.ParseMerchantReference(c.MerchantReference); err == nil && want[orderID] {
+			out = append(out, orderID)
+			delete(want, orderID)
+		}
+	}
+	return out
+}

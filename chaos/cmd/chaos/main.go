@@ -1,0 +1,82 @@
+// Command chaos runs the fault-injection run (package chaos) and prints its
+// summary. It exits 1 when any promise was broken, so that a soak run can
+// gate a release:
+//
+//	go run ./chaos/cmd/chaos --checkouts 2000 --worker-kills 10 --server-restarts 3
+//
+// It must run from inside the module, because it builds the worker command.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"chargeonce/chaos"
+	"chargeonce/internal/cli"
+)
+
+func main() {
+	cli.Run("chaos", run)
+}
+
+// errBroken reports a run that broke a promise; the summary says which.
+var errBroken = errors.New("the run broke a promise; see the summary above")
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg chaos.Config
+	fs.IntVar(&cfg.Checkouts, "checkouts", 200, "orders to create and pay")
+	fs.IntVar(&cfg.Clients, "clients", 12, "customers checking out at once")
+	fs.IntVar(&cfg.WorkerKills, "worker-kills", 3, "times a worker process is killed with SIGKILL")
+	fs.IntVar(&cfg.ServerRestarts, "server-restarts", 1, "times the Temporal server is restarted")
+	fs.IntVar(&cfg.ModeSwitches, "mode-switches", 12, "times the provider's chaos mode changes")
+	fs.Float64Var(&cfg.LostStarts, "lost-starts", 0.05, "share of checkouts whose workflow start is lost after the key is stored")
+	fs.IntVar(&cfg.LateRetries, "late-retries", 20, "orders retried after their key's retention")
+	fs.DurationVar(&cfg.Retention, "retention", chaos.DefaultRetention, "the provider's key retention; must exceed the abandon deadline")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the customers' choices and the provider's chance")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "keep the databases and the worker logs here (default: a temporary directory, removed)")
+	stackLog := fs.String("stack-log", "", "write the stack's logs to this `file` (default: discarded)")
+	logFlags := cli.Logging(fs)
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	logger, err := logFlags.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	if *stackLog != "" {
+		f, err := os.Create(*stackLog)
+		if err != nil {
+			return cli.UsageError{Err: fmt.Errorf("--stack-log: %w", err)}
+		}
+		defer f.Close()
+		cfg.StackLogs = f
+	}
+	cfg.Logger = logger
+	if err := cfg.Validate(); err != nil {
+		return cli.UsageError{Err: err}
+	}
+	build, err := os.MkdirTemp("", "chargeonce-chaos-bin-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(build)
+	logger.Info("building the worker", "package", chaos.WorkerPackage)
+	if cfg.WorkerBinary, err = chaos.BuildWorker(ctx, build); err != nil {
+		return err
+	}
+	sum, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, sum)
+	if !sum.OK() {
+		return errBroken
+	}
+	return nil
+}

@@ -1,0 +1,402 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"chargeonce"
+	"chargeonce/store"
+)
+
+// Shares of customers who behave in each way.
+const (
+	declineShare     = 0.15
+	doubleClickShare = 0.15
+	switchShare      = 0.2
+	switchAfterShare = 0.5
+	retryLostShare   = 0.5
+	maxRetries       = 2
+)
+
+// The cards customers pay with.
+const (
+	cardOK        = "tok_visa"
+	cardOther     = "tok_mastercard"
+	cardDeclined  = "tok_chargeDeclined"
+	cardNoFunds   = "tok_chargeDeclinedInsufficientFunds"
+	maxAnswerBody = 1 << 20
+)
+
+// currencies mixes minor-unit scales, so that an amount mangled on its way
+// to the provider shows up as a mismatch.
+var currencies = []string{"TRY", "EUR", "JPY", "KWD"}
+
+// answer is one answer of the checkout API.
+type answer struct {
+	status int
+	key    string
+	detail string
+}
+
+// customer creates one order and pays it the way the i-th customer does.
+func (r *run) customer(ctx context.Context, i int) {
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(i)))
+	money, err := chargeonce.NewMoney(1+rng.Int64N(99999), currencies[rng.IntN(len(currencies))])
+	if err != nil {
+		r.markStarted()
+		r.unexpectedf("customer %d: amount: %v", i, err)
+		return
+	}
+	id, err := r.createOrder(ctx, money)
+	r.markStarted()
+	if err != nil {
+		r.unexpectedf("customer %d: create order: %v", i, err)
+		return
+	}
+	card := cardOK
+	if rng.Float64() < declineShare {
+		card = []string{cardDeclined, cardNoFunds}[rng.IntN(2)]
+		r.count(r.behave, BehaviourDeclineToken)
+	}
+	r.addOrder(id, card)
+
+	var res answer
+	switch {
+	case rng.Float64() < r.cfg.LostStarts:
+		r.count(r.faults, FaultLostStart)
+		// The crashed API answered nothing, so the result is not read; an
+		// error here is the database's, which is a real problem.
+		if _, err := r.lost.Checkout(ctx, id, card); err != nil {
+			r.unexpectedf("order %d: checkout with a lost start: %v", id, err)
+			return
+		}
+		if rng.Float64() >= retryLostShare {
+			return // the outbox sweep alone must settle it
+		}
+		if !pause(ctx, rng, time.Second, 3*time.Second) {
+			return
+		}
+		r.count(r.behave, BehaviourRetryLost)
+		res = r.checkout(ctx, id, card)
+	case rng.Float64() < doubleClickShare:
+		r.count(r.behave, BehaviourDoubleClick)
+		res = r.doubleClick(ctx, id, card)
+	default:
+		res = r.checkout(ctx, id, card)
+	}
+	r.follow(ctx, rng, id, card, res)
+}
+
+// follow reacts to an answer as a customer would: retry with the same card
+// after pending; maybe try another card while pending, which must be
+// refused; and, once the card was declined, maybe pay with another, which
+// must be allowed. A customer who still does not know after the retries
+// asks for the order until it settles, as the API tells them to.
+func (r *run) follow(ctx context.Context, rng *rand.Rand, id int64, card string, res answer) {
+	switchWhilePending := rng.Float64() < switchShare
+	switchAfterDecline := isDeclineCard(card) && rng.Float64() < switchAfterShare
+	for retries := 0; ; {
+		switch res.status {
+		case http.StatusOK:
+			return
+		case http.StatusPaymentRequired:
+			if switchAfterDecline {
+				r.switchAfterDecline(ctx, id)
+			}
+			return
+		case http.StatusAccepted:
+			if switchWhilePending {
+				switchWhilePending = false
+				r.count(r.behave, BehaviourSwitchWhile)
+				other := r.checkout(ctx, id, otherCard(card))
+				if other.status != http.StatusConflict {
+					r.checkSwitchAllowed(ctx, id, res.key, other)
+					card = otherCard(card)
+					r.setCard(id, card)
+					res = other
+					continue
+				}
+			}
+			if retries == maxRetries {
+				if switchAfterDecline && r.awaitSettled(ctx, id) == chargeonce.OrderPlaced {
+					r.switchAfterDecline(ctx, id)
+				}
+				return
+			}
+			if !pause(ctx, rng, 300*time.Millisecond, 2500*time.Millisecond) {
+				return
+			}
+			retries++
+			r.count(r.behave, BehaviourRetry)
+			res = r.checkout(ctx, id, card)
+		default:
+			r.unexpectedf("order %d: checkout answered %d: %s", id, res.status, res.detail)
+			return
+		}
+	}
+}
+
+// switchAfterDecline pays a declined order with another card, which must
+// not be refused; the customer then follows that payment no further.
+func (r *run) switchAfterDecline(ctx context.Context, id int64) {
+	r.count(r.behave, BehaviourSwitchAfter)
+	r.setCard(id, cardOther)
+	res := r.checkout(ctx, id, cardOther)
+	switch res.status {
+	case http.StatusOK, http.StatusAccepted:
+	default:
+		r.unexpectedf("order %d: another card after a decline answered %d: %s", id, res.status, res.detail)
+	}
+}
+
+// awaitSettled asks for the order until its payment is no longer pending
+// and returns its status; an order pending past every deadline is
+// unexpected.
+func (r *run) awaitSettled(ctx context.Context, id int64) chargeonce.OrderStatus {
+	deadline := time.Now().Add(r.cfg.Timing.AbandonAfter + 5*r.cfg.Timing.Interval)
+	for {
+		status, err := r.orderStatus(ctx, id)
+		switch {
+		case err != nil:
+			r.unexpectedf("order %d: read: %v", id, err)
+			return ""
+		case status != chargeonce.OrderPaymentPending:
+			return status
+		case time.Now().After(deadline):
+			r.unexpectedf("order %d: still pending past its abandon deadline", id)
+			return status
+		}
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return ""
+		}
+	}
+}
+
+func isDeclineCard(card string) bool { return card == cardDeclined || card == cardNoFunds }
+
+// checkSwitchAllowed accepts another card's checkout after a pending answer
+// only if the pending attempt had settled by then; an attempt still open
+// means two attempts ran at once.
+func (r *run) checkSwitchAllowed(ctx context.Context, id int64, pendingKey string, other answer) {
+	a, err := r.stack.Store().GetAttempt(ctx, pendingKey)
+	if err != nil {
+		r.unexpectedf("order %d: read attempt %s: %v", id, pendingKey, err)
+		return
+	}
+	if a.Status == chargeonce.AttemptOpen {
+		r.unexpectedf("order %d: another card answered %d while attempt %s was open", id, other.status, pendingKey)
+	}
+}
+
+// doubleClick sends two checkouts of the same order and card at once. Both
+// must belong to the same attempt.
+func (r *run) doubleClick(ctx context.Context, id int64, card string) answer {
+	var a, b answer
+	var wg sync.WaitGroup
+	wg.Go(func() { a = r.checkout(ctx, id, card) })
+	wg.Go(func() { b = r.checkout(ctx, id, card) })
+	wg.Wait()
+	if a.key != "" && b.key != "" && a.key != b.key {
+		r.unexpectedf("order %d: a double click used two keys, %s and %s", id, a.key, b.key)
+	}
+	// The customer reads whichever answer says more.
+	if b.status == http.StatusOK || a.status == 0 {
+		return b
+	}
+	return a
+}
+
+func otherCard(card string) string {
+	if card == cardOther {
+		return cardOK
+	}
+	return cardOther
+}
+
+// pause waits a random time in [lo, hi), as a customer thinks; false when
+// the run is cancelled.
+func pause(ctx context.Context, rng *rand.Rand, lo, hi time.Duration) bool {
+	d := lo + time.Duration(rng.Int64N(int64(hi-lo)))
+	select {
+	case <-time.After(d):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *run) addOrder(id int64, card string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.orders = append(r.orders, id)
+	r.cards[id] = card
+}
+
+func (r *run) setCard(id int64, card string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cards[id] = card
+}
+
+// createOrder creates an order through the API.
+func (r *run) createOrder(ctx context.Context, m chargeonce.Money) (int64, error) {
+	body := fmt.Sprintf(`{"amount": %q, "currency": %q, "description": "chaos order"}`, m.Decimal(), m.Currency)
+	status, data, err := r.post(ctx, "/api/orders", body)
+	if err != nil {
+		return 0, err
+	}
+	if status != http.StatusCreated {
+		return 0, fmt.Errorf("answered %d: %s", status, data)
+	}
+	var o struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(data, &o); err != nil {
+		return 0, fmt.Errorf("decode order: %w", err)
+	}
+	return o.ID, nil
+}
+
+// checkout sends one checkout through the API and counts its answer.
+func (r *run) checkout(ctx context.Context, id int64, card string) answer {
+	r.mu.Lock()
+	r.requests++
+	r.mu.Unlock()
+	status, data, err := r.post(ctx, "/api/orders/"+strconv.FormatInt(id, 10)+"/checkout", fmt.Sprintf(`{"card_token": %q}`, card))
+	r.mu.Lock()
+	r.answers[status]++
+	r.mu.Unlock()
+	if err != nil {
+		return answer{detail: err.Error()}
+	}
+	var body struct {
+		Key    string `json:"idempotencyKey"`
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+	}
+	_ = json.Unmarshal(data, &body)
+	return answer{status: status, key: body.Key, detail: strings.TrimSpace(body.Title + " " + body.Detail)}
+}
+
+func (r *run) post(ctx context.Context, path, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.stack.APIURL()+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody))
+	return resp.StatusCode, data, err
+}
+
+// orderStatus reads the order's status through the API.
+func (r *run) orderStatus(ctx context.Context, id int64) (chargeonce.OrderStatus, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.stack.APIURL()+"/api/orders/"+strconv.FormatInt(id, 10), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("answered %s", resp.Status)
+	}
+	var o struct {
+		Status chargeonce.OrderStatus `json:"status"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBody)).Decode(&o); err != nil {
+		return "", fmt.Errorf("decode order: %w", err)
+	}
+	return o.Status, nil
+}
+
+// lateRetries retries the oldest orders with their last card once their
+// keys are past the provider's retention. A settled order must answer from
+// the database and send nothing; an order whose attempt was abandoned or
+// declined starts a new attempt with a new key.
+func (r *run) lateRetries(ctx context.Context) error {
+	r.mu.Lock()
+	n := min(r.cfg.LateRetries, len(r.orders))
+	ids := append([]int64(nil), r.orders[:n]...)
+	r.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	// The newest of these orders must be past retention, and the
+	// provider's retention policy must have run after that.
+	newest, err := r.newestAttempt(ctx, ids)
+	if err != nil {
+		return err
+	}
+	due := newest.Add(r.cfg.Retention + 2*time.Second)
+	r.cfg.Logger.Info("late retries wait for the keys to expire", "orders", n, "until", due.Format(time.RFC3339))
+	select {
+	case <-time.After(time.Until(due)):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Every key these orders sent is now forgotten by the provider.
+	sent := map[string]bool{}
+	for _, rec := range r.stack.Provider().Requests() {
+		sent[rec.Key] = rec.Key != ""
+	}
+	for _, id := range ids {
+		r.mu.Lock()
+		card := r.cards[id]
+		r.mu.Unlock()
+		r.count(r.behave, BehaviourLateRetry)
+		if _, attempts, err := r.stack.Store().GetOrder(ctx, id); err == nil && anySent(attempts, sent) {
+			r.count(r.behave, BehaviourLateExpired)
+		}
+		res := r.checkout(ctx, id, card)
+		switch res.status {
+		case http.StatusOK, http.StatusAccepted, http.StatusPaymentRequired:
+		default:
+			r.unexpectedf("order %d: late retry answered %d: %s", id, res.status, res.detail)
+		}
+	}
+	return nil
+}
+
+func anySent(attempts []store.Attempt, sent map[string]bool) bool {
+	for _, a := range attempts {
+		if sent[a.Key] {
+			return true
+		}
+	}
+	return false
+}
+
+// newestAttempt is the creation time of the newest attempt of the orders.
+func (r *run) newestAttempt(ctx context.Context, ids []int64) (time.Time, error) {
+	var newest time.Time
+	for _, id := range ids {
+		_, attempts, err := r.stack.Store().GetOrder(ctx, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return time.Time{}, fmt.Errorf("chaos: order %d: %w", id, err)
+		}
+		for _, a := range attempts {
+			if a.CreatedAt.After(newest) {
+				newest = a.CreatedAt
+			}
+		}
+	}
+	return newest, nil
+}

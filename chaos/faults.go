@@ -1,0 +1,141 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"chargeonce/fakeprovider"
+)
+
+// restartPause is how long a killed worker stays dead: long enough for its
+// running activities to time out and go to the other worker.
+const restartPause = time.Second
+
+// fault is one planned fault, fired once the at-th checkout has started.
+type fault struct {
+	at   int
+	kind string
+	fire func(ctx context.Context) error
+}
+
+// plan spreads the faults over the checkouts, so that each one hits the
+// system while customers are paying.
+func (r *run) plan() []fault {
+	n := r.cfg.Checkouts
+	spread := func(j, of int, shift float64) int {
+		at := int((float64(j+1)/float64(of+1) + shift) * float64(n))
+		return min(max(at, 0), n-1)
+	}
+	var plan []fault
+	for j := range r.cfg.ModeSwitches {
+		m := r.modeFor(j)
+		plan = append(plan, fault{at: spread(j, r.cfg.ModeSwitches, 0), kind: FaultMode,
+			fire: func(ctx context.Context) error { return r.setMode(ctx, m) }})
+	}
+	for j := range r.cfg.WorkerKills {
+		w := r.workers[j%len(r.workers)]
+		plan = append(plan, fault{at: spread(j, r.cfg.WorkerKills, 0.03), kind: FaultWorkerKill,
+			fire: func(ctx context.Context) error { return r.killWorker(ctx, w) }})
+	}
+	for j := range r.cfg.ServerRestarts {
+		plan = append(plan, fault{at: spread(j, r.cfg.ServerRestarts, 0.07), kind: FaultServerRestart,
+			fire: r.stack.RestartTemporal})
+	}
+	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at < plan[j].at })
+	return plan
+}
+
+// modeFor is the j-th provider mode of the run: each misbehaviour in turn,
+// then normal service, over and over.
+func (r *run) modeFor(j int) fakeprovider.Mode {
+	seed := r.cfg.Seed + uint64(j)
+	modes := []fakeprovider.Mode{
+		// Twice the attempt timeout: the first request times out, the next
+		// finds the key in flight, a later one gets the replay.
+		{Name: fakeprovider.ModeSlow, Delay: 2 * r.cfg.Timing.AttemptTimeout},
+		{Name: fakeprovider.ModeError, Rate: 0.2, Seed: seed},
+		{Name: fakeprovider.ModeLostResponse, Rate: 0.3, Seed: seed},
+		{Name: fakeprovider.ModeDrop},
+		{Name: fakeprovider.ModeRateLimit, Rate: 0.3, Seed: seed},
+		{Name: fakeprovider.ModeNormal},
+	}
+	return modes[j%len(modes)]
+}
+
+// injectFaults fires the plan as the checkouts progress.
+func (r *run) injectFaults(ctx context.Context) error {
+	for _, f := range r.plan() {
+		for r.startedCount() < f.at+1 {
+			select {
+			case <-r.progress:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		r.cfg.Logger.Info("injecting fault", "kind", f.kind, "after_checkouts", f.at+1)
+		if err := f.fire(ctx); err != nil {
+			return fmt.Errorf("chaos: %s: %w", f.kind, err)
+		}
+		r.count(r.faults, f.kind)
+	}
+	return nil
+}
+
+func (r *run) startedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started
+}
+
+// markStarted counts a started checkout and wakes the fault injector.
+func (r *run) markStarted() {
+	r.mu.Lock()
+	r.started++
+	r.mu.Unlock()
+	select {
+	case r.progress <- struct{}{}:
+	default:
+	}
+}
+
+// killWorker kills w with SIGKILL while charges run, keeps it down for a
+// moment, and starts it again.
+func (r *run) killWorker(ctx context.Context, w *workerProcess) error {
+	if err := w.kill(); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(restartPause):
+	case <-ctx.Done():
+		return nil
+	}
+	return w.start()
+}
+
+// setMode switches the provider's chaos mode through its admin API, as an
+// operator of a separate provider process would.
+func (r *run) setMode(ctx context.Context, m fakeprovider.Mode) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.stack.ProviderURL()+"/_admin/mode", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("chaos: set provider mode %s: %w", m.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("chaos: set provider mode %s: %s", m.Name, resp.Status)
+	}
+	return nil
+}

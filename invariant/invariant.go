@@ -1,0 +1,521 @@
+// Package invariant checks the promises of chargeonce against what the
+// provider, the merchant database and Temporal hold after a run: no order
+// charged twice, charges and succeeded attempts one to one, one key per
+// attempt, no attempt left open, amounts that agree, and workflows that
+// neither failed nor diverged from their history.
+//
+// The checker reads; it never changes anything. It is what the end-to-end
+// tests, the fault-injection runs and the benchmark end with, so a run
+// passes only when Check reports no violation.
+package invariant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"chargeonce"
+	"chargeonce/fakeprovider"
+	"chargeonce/store"
+)
+
+// Invariant numbers a promise. The first five are those of DESIGN.md; the
+// sixth covers the workflows that carry them out.
+type Invariant int
+
+// The invariants.
+const (
+	// NoDoubleCharge: no order has more than one successful charge at the
+	// provider.
+	NoDoubleCharge Invariant = 1
+	// ChargesMatchAttempts: every successful charge belongs to exactly one
+	// attempt marked succeeded, and every succeeded attempt has exactly one
+	// successful charge, the one it records.
+	ChargesMatchAttempts Invariant = 2
+	// OneKeyPerAttempt: every request for an attempt carries that attempt's
+	// key, each key belongs to one attempt, and one key is sent with one body.
+	OneKeyPerAttempt Invariant = 3
+	// NoOverdueAttempt: no attempt is open after its abandon deadline plus
+	// one reconciliation interval.
+	NoOverdueAttempt Invariant = 4
+	// AmountsAgree: amount and currency agree across order, attempt and
+	// provider charge.
+	AmountsAgree Invariant = 5
+	// WorkflowsHealthy: no payment workflow failed, was terminated, was
+	// cancelled or timed out, and none hit a nondeterminism error.
+	WorkflowsHealthy Invariant = 6
+)
+
+// String is the invariant's short name.
+func (i Invariant) String() string {
+	switch i {
+	case NoDoubleCharge:
+		return "no double charge"
+	case ChargesMatchAttempts:
+		return "charges match attempts"
+	case OneKeyPerAttempt:
+		return "one key per attempt"
+	case NoOverdueAttempt:
+		return "no overdue attempt"
+	case AmountsAgree:
+		return "amounts agree"
+	case WorkflowsHealthy:
+		return "workflows healthy"
+	}
+	return "invariant " + strconv.Itoa(int(i))
+}
+
+// Violation is one broken promise.
+type Violation struct {
+	Invariant Invariant
+	// Order, Key and ChargeID name what broke it, where known.
+	Order    int64
+	Key      string
+	ChargeID string
+	// Message says what is wrong, for a human.
+	Message string
+}
+
+// Report is the result of one Check.
+type Report struct {
+	// Violations are ordered by invariant, then order, key and charge.
+	Violations []Violation
+	// What was looked at, so that a report of no violations can be told
+	// apart from a report of nothing checked.
+	Orders, Attempts, Charges, ChargeRequests, Workflows, Histories int
+	// HistoriesSkipped counts workflows beyond Config.HistoryLimit whose
+	// history was not read.
+	HistoriesSkipped int
+}
+
+// OK reports whether no invariant is broken.
+func (r Report) OK() bool { return len(r.Violations) == 0 }
+
+// Of returns the violations of one invariant.
+func (r Report) Of(i Invariant) []Violation {
+	var out []Violation
+	for _, v := range r.Violations {
+		if v.Invariant == i {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// String renders the report as a table: what was checked, then one row per
+// violation.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "checked %d orders, %d attempts, %d charges, %d charge requests, %d workflows (%d histories read, %d skipped): %d violations\n",
+		r.Orders, r.Attempts, r.Charges, r.ChargeRequests, r.Workflows, r.Histories, r.HistoriesSkipped, len(r.Violations))
+	if r.OK() {
+		return b.String()
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INVARIANT\tORDER\tKEY\tCHARGE\tMESSAGE")
+	for _, v := range r.Violations {
+		order := "-"
+		if v.Order != 0 {
+			order = strconv.FormatInt(v.Order, 10)
+		}
+		fmt.Fprintf(tw, "%d %s\t%s\t%s\t%s\t%s\n", v.Invariant, v.Invariant, order, dash(v.Key), dash(v.ChargeID), v.Message)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// DefaultHistoryLimit is how many workflow histories Check reads when
+// Config.HistoryLimit is zero.
+const DefaultHistoryLimit = 1000
+
+// Config says where Check looks.
+type Config struct {
+	// Store is the merchant database. Required.
+	Store store.Store
+	// Provider reads the provider's charges and requests. Required.
+	Provider ProviderSource
+	// Temporal lists and reads the payment workflows. Required.
+	Temporal client.Client
+	// Interval is the reconciliation interval: an attempt may stay open this
+	// long past its abandon deadline. Required.
+	Interval time.Duration
+	// Now reads the clock; nil means time.Now.
+	Now func() time.Time
+	// HistoryLimit bounds how many workflow histories are read for
+	// nondeterminism errors, open workflows first; zero means
+	// DefaultHistoryLimit.
+	HistoryLimit int
+}
+
+// Check verifies every invariant over the given orders, over every order
+// the provider's charges name, and over every payment workflow in Temporal.
+// It returns an error only when it cannot read; broken invariants are in
+// the Report.
+func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
+	if cfg.Store == nil || cfg.Provider == nil || cfg.Temporal == nil {
+		return Report{}, errors.New("invariant: store, provider and Temporal client are required")
+	}
+	if cfg.Interval <= 0 {
+		return Report{}, fmt.Errorf("invariant: reconciliation interval %v is not positive", cfg.Interval)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HistoryLimit <= 0 {
+		cfg.HistoryLimit = DefaultHistoryLimit
+	}
+	ps, err := cfg.Provider.ProviderState(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	now := cfg.Now()
+	w, err := load(ctx, cfg.Store, orderIDs, ps)
+	if err != nil {
+		return Report{}, err
+	}
+	c := &checker{world: w, now: now, interval: cfg.Interval}
+	c.report.Orders, c.report.Attempts = len(w.orders), len(w.attempts)
+	c.report.Charges, c.report.ChargeRequests = len(ps.Charges), len(w.requests)
+	c.noDoubleCharge()
+	c.chargesMatchAttempts()
+	c.oneKeyPerAttempt()
+	c.noOverdueAttempt()
+	c.amountsAgree()
+	if err := c.workflowsHealthy(ctx, cfg.Temporal, cfg.HistoryLimit); err != nil {
+		return Report{}, err
+	}
+	sort.SliceStable(c.report.Violations, func(i, j int) bool {
+		a, b := c.report.Violations[i], c.report.Violations[j]
+		if a.Invariant != b.Invariant {
+			return a.Invariant < b.Invariant
+		}
+		if a.Order != b.Order {
+			return a.Order < b.Order
+		}
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.ChargeID < b.ChargeID
+	})
+	return c.report, nil
+}
+
+// world is everything Check reads, indexed.
+type world struct {
+	orders   map[int64]store.Order
+	attempts map[string]store.Attempt // by key
+	// byOrder lists each order's attempts, oldest first.
+	byOrder  map[int64][]store.Attempt
+	charges  []fakeprovider.Charge
+	requests []fakeprovider.RequestRecord
+}
+
+// load reads the orders asked for and those the provider's charges and
+// requests lead to, with their attempts.
+func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderState) (*world, error) {
+	w := &world{
+		orders:   map[int64]store.Order{},
+		attempts: map[string]store.Attempt{},
+		byOrder:  map[int64][]store.Attempt{},
+		charges:  ps.Charges,
+	}
+	for _, r := range ps.Requests {
+		if r.Method == "POST" && r.Path == "/v1/charges" {
+			w.requests = append(w.requests, r)
+		}
+	}
+	want := map[int64]bool{}
+	for _, id := range orderIDs {
+		want[id] = true
+	}
+	for _, ch := range ps.Charges {
+		if _, id, _, err := chargeonce.ParseMerchantReference(ch.MerchantReference); err == nil {
+			want[id] = true
+		}
+	}
+	// A request with a key of ours leads to its order even when it made no
+	// charge.
+	looked := map[string]bool{}
+	for _, r := range w.requests {
+		if r.Key == "" || r.Fingerprint == "" || looked[r.Key] {
+			continue
+		}
+		looked[r.Key] = true
+		a, err := st.GetAttempt(ctx, r.Key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("invariant: attempt %s: %w", r.Key, err)
+		}
+		want[a.OrderID] = true
+	}
+	ids := make([]int64, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		o, attempts, err := st.GetOrder(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // a charge naming an unknown order is reported below
+		}
+		if err != nil {
+			return nil, fmt.Errorf("invariant: order %d: %w", id, err)
+		}
+		w.orders[id] = o
+		w.byOrder[id] = attempts
+		for _, a := range attempts {
+			w.attempts[a.Key] = a
+		}
+	}
+	return w, nil
+}
+
+type checker struct {
+	*world
+	now      time.Time
+	interval time.Duration
+	report   Report
+}
+
+func (c *checker) add(v Violation) { c.report.Violations = append(c.report.Violations, v) }
+
+// orderOf is the order a charge's reference names, 0 when it names none.
+func orderOf(ch fakeprovider.Charge) int64 {
+	_, id, _, err := chargeonce.ParseMerchantReference(ch.MerchantReference)
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
+func (c *checker) succeeded() []fakeprovider.Charge {
+	var out []fakeprovider.Charge
+	for _, ch := range c.charges {
+		if ch.Status == fakeprovider.ChargeSucceeded {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// Invariant 1.
+func (c *checker) noDoubleCharge() {
+	byOrder := map[int64][]fakeprovider.Charge{}
+	for _, ch := range c.succeeded() {
+		if id := orderOf(ch); id != 0 {
+			byOrder[id] = append(byOrder[id], ch)
+		}
+	}
+	for id, chs := range byOrder {
+		if len(chs) < 2 {
+			continue
+		}
+		ids := make([]string, len(chs))
+		for i, ch := range chs {
+			ids[i] = ch.ID
+		}
+		for _, ch := range chs[1:] {
+			c.add(Violation{Invariant: NoDoubleCharge, Order: id, Key: ch.IdempotencyKey, ChargeID: ch.ID,
+				Message: fmt.Sprintf("order charged %d times: %s", len(chs), strings.Join(ids, ", "))})
+		}
+	}
+}
+
+// Invariant 2.
+func (c *checker) chargesMatchAttempts() {
+	byReference := map[string][]fakeprovider.Charge{}
+	for _, ch := range c.succeeded() {
+		byReference[ch.MerchantReference] = append(byReference[ch.MerchantReference], ch)
+		v := Violation{Invariant: ChargesMatchAttempts, Order: orderOf(ch), Key: ch.IdempotencyKey, ChargeID: ch.ID}
+		a, ok := c.attempts[ch.IdempotencyKey]
+		switch {
+		case !ok:
+			v.Message = "successful charge under a key that belongs to no attempt"
+		case a.MerchantReference != ch.MerchantReference:
+			v.Message = fmt.Sprintf("successful charge with reference %q under the key of an attempt with reference %q", ch.MerchantReference, a.MerchantReference)
+		case a.Status == chargeonce.AttemptOpen:
+			// Still being settled; invariant 4 reports it if it stays open.
+			continue
+		case a.Status != chargeonce.AttemptSucceeded:
+			v.Message = fmt.Sprintf("successful charge for an attempt marked %s", a.Status)
+		case a.ProviderPaymentID != ch.ID:
+			v.Message = fmt.Sprintf("the attempt records charge %q, not this one", a.ProviderPaymentID)
+		default:
+			continue
+		}
+		c.add(v)
+	}
+	for _, a := range c.sortedAttempts() {
+		if a.Status != chargeonce.AttemptSucceeded {
+			continue
+		}
+		v := Violation{Invariant: ChargesMatchAttempts, Order: a.OrderID, Key: a.Key, ChargeID: a.ProviderPaymentID}
+		chs := byReference[a.MerchantReference]
+		switch {
+		case len(chs) == 0:
+			v.Message = "attempt marked succeeded has no successful charge at the provider"
+		case len(chs) > 1:
+			v.Message = fmt.Sprintf("attempt marked succeeded has %d successful charges at the provider", len(chs))
+		case chs[0].ID != a.ProviderPaymentID:
+			v.Message = fmt.Sprintf("attempt records charge %q, the provider holds %q", a.ProviderPaymentID, chs[0].ID)
+		default:
+			o := c.orders[a.OrderID]
+			if o.Status == chargeonce.OrderPaid && o.ProviderPaymentID == a.ProviderPaymentID {
+				continue
+			}
+			v.Message = fmt.Sprintf("attempt succeeded but its order is %s with charge %q", o.Status, o.ProviderPaymentID)
+		}
+		c.add(v)
+	}
+	for _, id := range c.sortedOrders() {
+		o := c.orders[id]
+		if o.Status != chargeonce.OrderPaid {
+			continue
+		}
+		n := 0
+		for _, a := range c.byOrder[id] {
+			if a.Status == chargeonce.AttemptSucceeded {
+				n++
+			}
+		}
+		if n != 1 {
+			c.add(Violation{Invariant: ChargesMatchAttempts, Order: id, ChargeID: o.ProviderPaymentID,
+				Message: fmt.Sprintf("paid order has %d succeeded attempts", n)})
+		}
+	}
+}
+
+// Invariant 3.
+func (c *checker) oneKeyPerAttempt() {
+	for _, ch := range c.charges {
+		_, _, refKey, err := chargeonce.ParseMerchantReference(ch.MerchantReference)
+		switch {
+		case err != nil:
+			c.add(Violation{Invariant: OneKeyPerAttempt, Key: ch.IdempotencyKey, ChargeID: ch.ID,
+				Message: fmt.Sprintf("charge reference %q is not one of ours", ch.MerchantReference)})
+		case refKey != ch.IdempotencyKey:
+			c.add(Violation{Invariant: OneKeyPerAttempt, Order: orderOf(ch), Key: ch.IdempotencyKey, ChargeID: ch.ID,
+				Message: fmt.Sprintf("charge sent with key %s under the reference of key %s", ch.IdempotencyKey, refKey)})
+		}
+	}
+	fingerprints := map[string]map[string]bool{}
+	for _, r := range c.requests {
+		// A request the provider refused before reading a valid body
+		// changed nothing and belongs to no attempt.
+		if r.Key == "" || r.Fingerprint == "" {
+			continue
+		}
+		if fingerprints[r.Key] == nil {
+			fingerprints[r.Key] = map[string]bool{}
+		}
+		fingerprints[r.Key][r.Fingerprint] = true
+	}
+	for _, key := range sortedKeys(fingerprints) {
+		a, ok := c.attempts[key]
+		if !ok {
+			c.add(Violation{Invariant: OneKeyPerAttempt, Key: key,
+				Message: "the provider received a charge under a key that belongs to no attempt"})
+			continue
+		}
+		if n := len(fingerprints[key]); n > 1 {
+			c.add(Violation{Invariant: OneKeyPerAttempt, Order: a.OrderID, Key: key,
+				Message: fmt.Sprintf("one key sent with %d different bodies", n)})
+		}
+	}
+	refs := map[string]string{}
+	for _, a := range c.sortedAttempts() {
+		if other, dup := refs[a.MerchantReference]; dup {
+			c.add(Violation{Invariant: OneKeyPerAttempt, Order: a.OrderID, Key: a.Key,
+				Message: fmt.Sprintf("reference %q shared with attempt %s", a.MerchantReference, other)})
+		}
+		refs[a.MerchantReference] = a.Key
+		if _, id, refKey, err := chargeonce.ParseMerchantReference(a.MerchantReference); err != nil || refKey != a.Key || id != a.OrderID {
+			c.add(Violation{Invariant: OneKeyPerAttempt, Order: a.OrderID, Key: a.Key,
+				Message: fmt.Sprintf("attempt reference %q does not name its own order and key", a.MerchantReference)})
+		}
+		for _, r := range a.Requests {
+			if r.Key != a.Key {
+				c.add(Violation{Invariant: OneKeyPerAttempt, Order: a.OrderID, Key: a.Key,
+					Message: fmt.Sprintf("request log entry at %s carries key %s", r.At.Format(time.RFC3339Nano), r.Key)})
+			}
+		}
+	}
+}
+
+// Invariant 4.
+func (c *checker) noOverdueAttempt() {
+	for _, a := range c.sortedAttempts() {
+		if a.Status != chargeonce.AttemptOpen {
+			continue
+		}
+		if late := c.now.Sub(a.AbandonAt.Add(c.interval)); late > 0 {
+			c.add(Violation{Invariant: NoOverdueAttempt, Order: a.OrderID, Key: a.Key,
+				Message: fmt.Sprintf("open %s past its abandon deadline %s plus one interval (%s)", late.Round(time.Millisecond), a.AbandonAt.Format(time.RFC3339Nano), c.interval)})
+		}
+	}
+}
+
+// Invariant 5.
+func (c *checker) amountsAgree() {
+	for _, a := range c.sortedAttempts() {
+		if o := c.orders[a.OrderID]; o.Amount != a.Amount {
+			c.add(Violation{Invariant: AmountsAgree, Order: a.OrderID, Key: a.Key,
+				Message: fmt.Sprintf("attempt amount %s differs from order amount %s", a.Amount, o.Amount)})
+		}
+	}
+	for _, ch := range c.charges {
+		id := orderOf(ch)
+		o, known := c.orders[id]
+		if !known {
+			c.add(Violation{Invariant: AmountsAgree, Order: id, Key: ch.IdempotencyKey, ChargeID: ch.ID,
+				Message: fmt.Sprintf("charge of %d %s for an order the merchant does not have", ch.Amount, ch.Currency)})
+			continue
+		}
+		if ch.Amount != o.Amount.Minor || ch.Currency != o.Amount.Currency {
+			c.add(Violation{Invariant: AmountsAgree, Order: id, Key: ch.IdempotencyKey, ChargeID: ch.ID,
+				Message: fmt.Sprintf("charge of %d %s for an order of %d %s", ch.Amount, ch.Currency, o.Amount.Minor, o.Amount.Currency)})
+		}
+	}
+}
+
+func (c *checker) sortedAttempts() []store.Attempt {
+	out := make([]store.Attempt, 0, len(c.attempts))
+	for _, id := range c.sortedOrders() {
+		out = append(out, c.byOrder[id]...)
+	}
+	return out
+}
+
+func (c *checker) sortedOrders() []int64 {
+	ids := make([]int64, 0, len(c.orders))
+	for id := range c.orders {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/chaos"
+	"chargeonce/fakeprovider"
+	"chargeonce/invariant"
+	"chargeonce/stack"
+	"chargeonce/workflows"
+)
+
+// testLog writes each log line to the test's log.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos run takes minutes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin, err := chaos.BuildWorker(ctx, t.TempDir())
+	require.NoError(t, err)
+
+	cfg := chaos.Config{WorkerBinary: bin, Seed: 7, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))}
+	sum, err := chaos.Run(ctx, cfg)
+	require.NoError(t, err)
+	t.Logf("chaos run summary:\n%s", sum)
+
+	require.True(t, sum.Report.OK(), "invariant violations")
+	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
+	require.Zero(t, sum.LateRequests, "no key was sent after its retention")
+	require.True(t, sum.OK())
+
+	// The run did what it claims: every planned fault fired, and the
+	// customers behaved in every way.
+	require.Equal(t, 200, sum.Checkouts)
+	require.Equal(t, 3, sum.Faults[chaos.FaultWorkerKill])
+	require.Equal(t, 1, sum.Faults[chaos.FaultServerRestart])
+	require.Equal(t, 12, sum.Faults[chaos.FaultMode])
+	require.Positive(t, sum.Faults[chaos.FaultLostStart])
+	require.Positive(t, sum.Faults[chaos.FaultKeysExpired])
+	for _, b := range []string{chaos.BehaviourDoubleClick, chaos.BehaviourRetry, chaos.BehaviourSwitchWhile,
+		chaos.BehaviourSwitchAfter, chaos.BehaviourDeclineToken, chaos.BehaviourLateExpired} {
+		require.Positive(t, sum.Behaviours[b], b)
+	}
+	require.Positive(t, sum.Answers[http.StatusAccepted], "some outcomes were unknown")
+	require.Positive(t, sum.Answers[http.StatusConflict], "another card was refused while pending")
+	require.Positive(t, sum.Attempts[chargeonce.AttemptAbandoned], "some attempts were abandoned")
+	require.Equal(t, sum.Checkouts, sum.Report.Orders)
+	require.Equal(t, sum.Report.Workflows, sum.Report.Histories, "every workflow history was read")
+}
+
+func TestChaos_KeyExpiredBeforeALateRetryChargesTwiceWhichIsWhyTheWorkerChecksRetention(t *testing.T) {
+	timing := workflows.Timing{
+		AttemptTimeout: 300 * time.Millisecond,
+		ChargeBudget:   time.Second,
+		RetryInterval:  100 * time.Millisecond,
+		MinAge:         2 * time.Minute,
+		Interval:       time.Minute,
+		AbandonAfter:   30 * time.Minute,
+	}
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: timing, Budget: 1500 * time.Millisecond,
+		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * time.Second}})
+	id := s.createOrder(t, "548.90", "TRY")
+	pending := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusAccepted, pending.status, "body: %s", pending.body)
+	require.Eventually(t, func() bool { return len(s.provider.Charges()) == 1 }, 15*time.Second, 50*time.Millisecond)
+	require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+
+	// The provider forgets the key while the attempt is still open, as one
+	// whose retention is shorter than the abandon deadline would; then the
+	// customer retries with the same card.
+	require.Equal(t, 1, s.provider.ExpireKeys(0))
+	retry := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusOK, retry.status, "body: %s", retry.body)
+	var paid paidBody
+	require.NoError(t, json.Unmarshal(retry.body, &paid))
+
+	charges := s.provider.Charges()
+	require.Len(t, charges, 2, "the same key charged the card twice")
+	require.Equal(t, charges[0].IdempotencyKey, charges[1].IdempotencyKey)
+	report := checkInvariants(t, s, s.store, time.Now(), id)
+	require.Equal(t, []invariant.Violation{{Invariant: invariant.NoDoubleCharge, Order: id, Key: paid.IdempotencyKey, ChargeID: charges[1].ID,
+		Message: fmt.Sprintf("order charged 2 times: %s, %s", charges[0].ID, charges[1].ID)}}, report.Of(invariant.NoDoubleCharge))
+	require.NotEmpty(t, report.Of(invariant.ChargesMatchAttempts), "%s", report)
+
+	// Which is why a worker refuses an abandon deadline the provider's
+	// retention does not cover.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := stack.Start(ctx, stack.Config{
+		Timing:   timing,
+		Provider: fakeprovider.Config{Retention: 10 * time.Second},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.ErrorContains(t, err, "abandon-after 30m0s must be shorter than the provider's key retention 10s")
+}
