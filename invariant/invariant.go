@@ -187,6 +187,15 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	// The system may still be moving: an attempt read as succeeded may have
+	// settled after the first look at the provider. Charges never vanish,
+	// so a second look, taken after the store was read, holds every charge
+	// a succeeded attempt can point to.
+	later, err := cfg.Provider.ProviderState(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	w.laterCharges = later.Charges
 	c := &checker{world: w, now: now, interval: cfg.Interval}
 	c.report.Orders, c.report.Attempts = len(w.orders), len(w.attempts)
 	c.report.Charges, c.report.ChargeRequests = len(ps.Charges), len(w.requests)
@@ -222,6 +231,8 @@ type world struct {
 	byOrder  map[int64][]store.Attempt
 	charges  []fakeprovider.Charge
 	requests []fakeprovider.RequestRecord
+	// laterCharges is the provider's charges read again after the store.
+	laterCharges []fakeprovider.Charge
 }
 
 // load reads the orders asked for and those the provider's charges and
@@ -305,8 +316,12 @@ func orderOf(ch fakeprovider.Charge) int64 {
 }
 
 func (c *checker) succeeded() []fakeprovider.Charge {
+	return succeededOf(c.charges)
+}
+
+func succeededOf(charges []fakeprovider.Charge) []fakeprovider.Charge {
 	var out []fakeprovider.Charge
-	for _, ch := range c.charges {
+	for _, ch := range charges {
 		if ch.Status == fakeprovider.ChargeSucceeded {
 			out = append(out, ch)
 		}
@@ -339,9 +354,7 @@ func (c *checker) noDoubleCharge() {
 
 // Invariant 2.
 func (c *checker) chargesMatchAttempts() {
-	byReference := map[string][]fakeprovider.Charge{}
 	for _, ch := range c.succeeded() {
-		byReference[ch.MerchantReference] = append(byReference[ch.MerchantReference], ch)
 		v := Violation{Invariant: ChargesMatchAttempts, Order: orderOf(ch), Key: ch.IdempotencyKey, ChargeID: ch.ID}
 		a, ok := c.attempts[ch.IdempotencyKey]
 		switch {
@@ -360,6 +373,10 @@ func (c *checker) chargesMatchAttempts() {
 			continue
 		}
 		c.add(v)
+	}
+	byReference := map[string][]fakeprovider.Charge{}
+	for _, ch := range succeededOf(c.laterCharges) {
+		byReference[ch.MerchantReference] = append(byReference[ch.MerchantReference], ch)
 	}
 	for _, a := range c.sortedAttempts() {
 		if a.Status != chargeonce.AttemptSucceeded {

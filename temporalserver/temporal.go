@@ -30,6 +30,14 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// Tests, the starter's timeline and the Web UI poll visibility far
 		// more often than the default 10 requests per second allows.
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// The per-host persistence rate limits protect a shared database
+		// cluster from one host. Here every service shares one process and
+		// one SQLite file, so the limits only turn load into spurious
+		// "System Persistence Max QPS Reached" errors: each visibility read
+		// also reloads the search attributes (see above).
+		dynamicconfig.FrontendPersistenceMaxQPS.Key(): 100000,
+		dynamicconfig.HistoryPersistenceMaxQPS.Key():  100000,
+		dynamicconfig.MatchingPersistenceMaxQPS.Key(): 100000,
 		// With one matching host, task queue partitions only add forwarding
 		// hops between a task and the poller waiting for it.
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
