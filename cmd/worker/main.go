@@ -63,9 +63,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return err
 	}
 	defer conn.Close()
-	if err := metrics.RegisterOpenAttempts(reg, conn.Store, logger); err != nil {
-		return err
-	}
 
 	pc, err := provider.New(provider.Config{BaseURL: *providerURL, HTTPClient: &http.Client{Timeout: *providerTimeout}, Logger: logger})
 	if err != nil {

@@ -46,7 +46,8 @@ func (c *BackendConn) Close() error {
 }
 
 // Connect checks the flags, opens the database (applying its migrations) and
-// connects to Temporal with payload encryption and the SDK's metrics in reg.
+// connects to Temporal with payload encryption. reg receives the SDK's
+// metrics and the gauges of open attempts.
 // Flag problems are UsageErrors.
 func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer) (*BackendConn, error) {
 	if b.databaseURL == "" {
@@ -68,6 +69,10 @@ func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg pro
 	}
 	st, err := store.Open(ctx, b.databaseURL)
 	if err != nil {
+		return nil, err
+	}
+	if err := metrics.RegisterOpenAttempts(reg, st, logger); err != nil {
+		_ = st.Close()
 		return nil, err
 	}
 	tc, err := temporalclient.Dial(ctx, *b.temporal, temporalclient.Options{
