@@ -2,7 +2,8 @@
 // real checkout API while it breaks what can break in production, then waits
 // for every attempt to settle and checks every invariant.
 //
-// The stack runs in this process with its Temporal server on a SQLite file;
+// The stack runs in this process with its Temporal server on a SQLite file
+// and the merchant database on SQLite or on a fresh PostgreSQL database;
 // the payment workers run as separate processes on the same app database,
 // so that they can be killed. The faults:
 //   - the provider's chaos mode is switched during the run: slow past the
@@ -14,7 +15,9 @@
 //     the API crashes between its commit and its call to Temporal, so that
 //     the outbox sweep must recover them;
 //   - the provider forgets keys older than its retention, and customers
-//     retry after that.
+//     retry after that;
+//   - on PostgreSQL, the database server is restarted, which fails every
+//     query in flight and every pooled connection.
 //
 // Customers retry after a pending answer, double-click, switch cards while a
 // payment is pending (which must be refused) and after a decline (which must
@@ -68,26 +71,40 @@ func Timing() workflows.Timing {
 // abandon deadline, and short enough that keys expire during the run.
 const DefaultRetention = 20 * time.Second
 
-// Config sizes a run. Zero fields take the CI-sized defaults.
+// Config sizes a run. DefaultConfig gives the CI-sized counts; the other
+// zero fields take the defaults their comments name.
 type Config struct {
 	// WorkerBinary is the worker command, built by BuildWorker. Required.
 	WorkerBinary string
-	// Checkouts is how many orders are created and paid (200).
+	// Checkouts is how many orders are created and paid.
 	Checkouts int
-	// Clients is how many customers check out at once (12).
+	// Clients is how many customers check out at once.
 	Clients int
-	// WorkerKills is how many times a worker process is killed (3).
+	// WorkerKills is how many times a worker process is killed.
 	WorkerKills int
-	// ServerRestarts is how many times the Temporal server restarts (1).
+	// ServerRestarts is how many times the Temporal server restarts.
 	ServerRestarts int
-	// ModeSwitches is how many times the provider's chaos mode changes (12).
+	// ModeSwitches is how many times the provider's chaos mode changes.
 	ModeSwitches int
 	// LostStarts is the share of checkouts whose workflow start is lost
-	// after the key is stored (0.05).
+	// after the key is stored.
 	LostStarts float64
 	// LateRetries is how many paid or settled orders are retried after
-	// their key's retention has passed (20).
+	// their key's retention has passed.
 	LateRetries int
+	// DatabaseURL, a postgres:// URL, runs the merchant database on
+	// PostgreSQL: the run creates a fresh database there with the URL's
+	// role, which needs CREATEDB, and drops it at the end. Empty means a
+	// SQLite file in DataDir.
+	DatabaseURL string
+	// PostgresRestarts is how many times the PostgreSQL server is restarted;
+	// it needs a PostgreSQL DatabaseURL.
+	PostgresRestarts int
+	// PostgresRestartCommand restarts the PostgreSQL server and returns once
+	// it accepts connections again; empty means `pg_ctlcluster VERSION main
+	// restart` with the newest server installed under /usr/lib/postgresql,
+	// the cluster .ci/postgres.sh starts.
+	PostgresRestartCommand []string
 	// Retention is the provider's published key retention
 	// (DefaultRetention). It must exceed Timing.AbandonAfter, or the
 	// workers refuse to start.
@@ -112,28 +129,23 @@ type Config struct {
 	StackLogs io.Writer
 }
 
+// DefaultConfig is the CI-sized run on SQLite: 200 checkouts by 12
+// customers, 3 worker kills, 1 Temporal restart, 12 provider mode switches,
+// 5% lost starts and 20 late retries. A count set to zero turns its fault
+// off.
+func DefaultConfig() Config {
+	return Config{
+		Checkouts:      200,
+		Clients:        12,
+		WorkerKills:    3,
+		ServerRestarts: 1,
+		ModeSwitches:   12,
+		LostStarts:     0.05,
+		LateRetries:    20,
+	}
+}
+
 func (c Config) withDefaults() Config {
-	if c.Checkouts == 0 {
-		c.Checkouts = 200
-	}
-	if c.Clients == 0 {
-		c.Clients = 12
-	}
-	if c.WorkerKills == 0 {
-		c.WorkerKills = 3
-	}
-	if c.ServerRestarts == 0 {
-		c.ServerRestarts = 1
-	}
-	if c.ModeSwitches == 0 {
-		c.ModeSwitches = 12
-	}
-	if c.LostStarts == 0 {
-		c.LostStarts = 0.05
-	}
-	if c.LateRetries == 0 {
-		c.LateRetries = 20
-	}
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
 	}
@@ -162,9 +174,13 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.Checkouts < 1 || c.Clients < 1:
-		return fmt.Errorf("chaos: checkouts (%d) and clients (%d) must be positive", c.Checkouts, c.Clients)
-	case c.WorkerKills < 0 || c.ServerRestarts < 0 || c.ModeSwitches < 0 || c.LateRetries < 0:
+		return fmt.Errorf("chaos: checkouts (%d) and clients (%d) must be positive; DefaultConfig sizes a CI run", c.Checkouts, c.Clients)
+	case c.WorkerKills < 0 || c.ServerRestarts < 0 || c.ModeSwitches < 0 || c.LateRetries < 0 || c.PostgresRestarts < 0:
 		return errors.New("chaos: fault counts must not be negative")
+	case c.DatabaseURL != "" && !isPostgresURL(c.DatabaseURL):
+		return errors.New("chaos: the database URL must start with postgres:// or postgresql://; leave it empty to run on SQLite")
+	case c.PostgresRestarts > 0 && c.DatabaseURL == "":
+		return errors.New("chaos: PostgreSQL restarts need a PostgreSQL database URL")
 	case !(c.LostStarts >= 0 && c.LostStarts <= 1):
 		return fmt.Errorf("chaos: lost-start share %v is not between 0 and 1", c.LostStarts)
 	case c.Retention <= c.Timing.AbandonAfter:
@@ -182,6 +198,7 @@ const (
 	FaultServerRestart = "Temporal restart"
 	FaultLostStart     = "lost workflow start"
 	FaultKeysExpired   = "provider keys expired"
+	FaultPostgres      = "PostgreSQL restart"
 )
 
 // Customer behaviours, as counted in Summary.Behaviours.
@@ -194,6 +211,7 @@ const (
 	BehaviourLateRetry    = "retry after key retention"
 	BehaviourLateExpired  = "retry after key retention, key expired"
 	BehaviourDeclineToken = "decline token"
+	BehaviourServerError  = "retry after a server error during an outage"
 )
 
 // Summary is what a run did and what the checker found.
@@ -286,11 +304,36 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
+	if cfg.PostgresRestarts > 0 && len(cfg.PostgresRestartCommand) == 0 {
+		command, err := defaultRestartCommand()
+		if err != nil {
+			return Summary{}, err
+		}
+		cfg.PostgresRestartCommand = command
+	}
+	var databaseURL string
+	if cfg.DatabaseURL != "" {
+		u, drop, err := freshDatabase(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return Summary{}, err
+		}
+		// Deferred first, so it runs after the stack and the workers have
+		// closed their connections.
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if err := drop(ctx); err != nil {
+				cfg.Logger.Warn("run database not dropped", "error", err)
+			}
+		}()
+		databaseURL = u
+	}
 	keys, err := newKeyring()
 	if err != nil {
 		return Summary{}, err
 	}
 	st, err := stack.Start(ctx, stack.Config{
+		DatabaseURL:     databaseURL,
 		DataDir:         dir,
 		Host:            "127.0.0.1",
 		UIPort:          -1,
@@ -370,7 +413,7 @@ func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
 	return []string{
 		"--temporal-address", st.TemporalAddress(),
 		"--temporal-namespace", stack.Namespace,
-		"--database-url", "sqlite:" + st.AppDBPath(),
+		"--database-url", st.DatabaseURL(),
 		"--codec-keys", keys,
 		"--provider-url", st.ProviderURL(),
 		"--provider-timeout", "10s",
@@ -426,6 +469,7 @@ type run struct {
 	behave     map[string]int
 	faults     map[string]int
 	unexpected []string
+	outages    []outage
 
 	started  int
 	progress chan struct{}
@@ -452,7 +496,7 @@ func (r *run) execute(ctx context.Context) error {
 	defer cancel()
 	log := r.cfg.Logger
 	log.Info("chaos run starting", "checkouts", r.cfg.Checkouts, "clients", r.cfg.Clients,
-		"worker_kills", r.cfg.WorkerKills, "server_restarts", r.cfg.ServerRestarts)
+		"worker_kills", r.cfg.WorkerKills, "server_restarts", r.cfg.ServerRestarts, "postgres_restarts", r.cfg.PostgresRestarts)
 
 	var janitor sync.WaitGroup
 	janitorCtx, stopJanitor := context.WithCancel(ctx)

@@ -45,6 +45,30 @@ type answer struct {
 	status int
 	key    string
 	detail string
+	// sent and answered bound the exchange, to tell whether it overlapped
+	// a database outage.
+	sent, answered time.Time
+}
+
+// outageAnswer reports whether a is a server error, or no answer, during a
+// database outage: the customer was told nothing and asks again later.
+func (r *run) outageAnswer(a answer) bool {
+	return (a.status == 0 || a.status >= http.StatusInternalServerError) && r.duringOutage(a.sent, a.answered)
+}
+
+// askAgainLater checks out again with the same card while the answer is an
+// outage answer.
+func (r *run) askAgainLater(ctx context.Context, id int64, card string, res answer) answer {
+	for r.outageAnswer(res) {
+		r.count(r.behave, BehaviourServerError)
+		select {
+		case <-time.After(outageRetryPause):
+		case <-ctx.Done():
+			return res
+		}
+		res = r.checkout(ctx, id, card)
+	}
+	return res
 }
 
 // customer creates one order and pays it the way the i-th customer does.
@@ -74,8 +98,11 @@ func (r *run) customer(ctx context.Context, i int) {
 	case rng.Float64() < r.cfg.LostStarts:
 		r.count(r.faults, FaultLostStart)
 		// The crashed API answered nothing, so the result is not read; an
-		// error here is the database's, which is a real problem.
-		if _, err := r.lost.Checkout(ctx, id, card); err != nil {
+		// error here is the database's, which is a real problem unless the
+		// database was down, when the customer's retry or the sweep
+		// recovers whatever was stored.
+		sent := time.Now()
+		if _, err := r.lost.Checkout(ctx, id, card); err != nil && !r.duringOutage(sent, time.Now()) {
 			r.unexpectedf("order %d: checkout with a lost start: %v", id, err)
 			return
 		}
@@ -100,11 +127,14 @@ func (r *run) customer(ctx context.Context, i int) {
 // after pending; maybe try another card while pending, which must be
 // refused; and, once the card was declined, maybe pay with another, which
 // must be allowed. A customer who still does not know after the retries
-// asks for the order until it settles, as the API tells them to.
+// asks for the order until it settles, as the API tells them to. A server
+// error or no answer during a database outage tells them nothing, so they
+// ask again later with the same card.
 func (r *run) follow(ctx context.Context, rng *rand.Rand, id int64, card string, res answer) {
 	switchWhilePending := rng.Float64() < switchShare
 	switchAfterDecline := isDeclineCard(card) && rng.Float64() < switchAfterShare
 	for retries := 0; ; {
+		res = r.askAgainLater(ctx, id, card, res)
 		switch res.status {
 		case http.StatusOK:
 			return
@@ -117,8 +147,10 @@ func (r *run) follow(ctx context.Context, rng *rand.Rand, id int64, card string,
 			if switchWhilePending {
 				switchWhilePending = false
 				r.count(r.behave, BehaviourSwitchWhile)
+				// An outage answer to the other card leaves the customer
+				// with the pending one.
 				other := r.checkout(ctx, id, otherCard(card))
-				if other.status != http.StatusConflict {
+				if other.status != http.StatusConflict && !r.outageAnswer(other) {
 					r.checkSwitchAllowed(ctx, id, res.key, other)
 					card = otherCard(card)
 					r.setCard(id, card)
@@ -150,7 +182,7 @@ func (r *run) follow(ctx context.Context, rng *rand.Rand, id int64, card string,
 func (r *run) switchAfterDecline(ctx context.Context, id int64) {
 	r.count(r.behave, BehaviourSwitchAfter)
 	r.setCard(id, cardOther)
-	res := r.checkout(ctx, id, cardOther)
+	res := r.askAgainLater(ctx, id, cardOther, r.checkout(ctx, id, cardOther))
 	switch res.status {
 	case http.StatusOK, http.StatusAccepted:
 	default:
@@ -164,7 +196,11 @@ func (r *run) switchAfterDecline(ctx context.Context, id int64) {
 func (r *run) awaitSettled(ctx context.Context, id int64) chargeonce.OrderStatus {
 	deadline := time.Now().Add(r.cfg.Timing.AbandonAfter + 5*r.cfg.Timing.Interval)
 	for {
-		status, err := r.orderStatus(ctx, id)
+		var status chargeonce.OrderStatus
+		err := r.throughOutage(ctx, func() (err error) {
+			status, err = r.orderStatus(ctx, id)
+			return err
+		})
 		switch {
 		case err != nil:
 			r.unexpectedf("order %d: read: %v", id, err)
@@ -189,7 +225,11 @@ func isDeclineCard(card string) bool { return card == cardDeclined || card == ca
 // only if the pending attempt had settled by then; an attempt still open
 // means two attempts ran at once.
 func (r *run) checkSwitchAllowed(ctx context.Context, id int64, pendingKey string, other answer) {
-	a, err := r.stack.Store().GetAttempt(ctx, pendingKey)
+	var a store.Attempt
+	err := r.throughOutage(ctx, func() (err error) {
+		a, err = r.stack.Store().GetAttempt(ctx, pendingKey)
+		return err
+	})
 	if err != nil {
 		r.unexpectedf("order %d: read attempt %s: %v", id, pendingKey, err)
 		return
@@ -211,7 +251,7 @@ func (r *run) doubleClick(ctx context.Context, id int64, card string) answer {
 		r.unexpectedf("order %d: a double click used two keys, %s and %s", id, a.key, b.key)
 	}
 	// The customer reads whichever answer says more.
-	if b.status == http.StatusOK || a.status == 0 {
+	if b.status == http.StatusOK || a.status == 0 || r.outageAnswer(a) {
 		return b
 	}
 	return a
@@ -249,8 +289,20 @@ func (r *run) setCard(id int64, card string) {
 	r.cards[id] = card
 }
 
-// createOrder creates an order through the API.
+// createOrder creates an order through the API, again after a failure
+// during a database outage. An order created by a request whose answer was
+// lost stays unpaid and unknown to the run, as a customer's abandoned cart
+// does.
 func (r *run) createOrder(ctx context.Context, m chargeonce.Money) (int64, error) {
+	var id int64
+	err := r.throughOutage(ctx, func() (err error) {
+		id, err = r.createOrderOnce(ctx, m)
+		return err
+	})
+	return id, err
+}
+
+func (r *run) createOrderOnce(ctx context.Context, m chargeonce.Money) (int64, error) {
 	body := fmt.Sprintf(`{"amount": %q, "currency": %q, "description": "chaos order"}`, m.Decimal(), m.Currency)
 	status, data, err := r.post(ctx, "/api/orders", body)
 	if err != nil {
@@ -273,12 +325,14 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	r.mu.Lock()
 	r.requests++
 	r.mu.Unlock()
+	sent := time.Now()
 	status, data, err := r.post(ctx, "/api/orders/"+strconv.FormatInt(id, 10)+"/checkout", fmt.Sprintf(`{"card_token": %q}`, card))
+	answered := time.Now()
 	r.mu.Lock()
 	r.answers[status]++
 	r.mu.Unlock()
 	if err != nil {
-		return answer{detail: err.Error()}
+		return answer{detail: err.Error(), sent: sent, answered: answered}
 	}
 	var body struct {
 		Key    string `json:"idempotencyKey"`
@@ -286,7 +340,7 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 		Detail string `json:"detail"`
 	}
 	_ = json.Unmarshal(data, &body)
-	return answer{status: status, key: body.Key, detail: strings.TrimSpace(body.Title + " " + body.Detail)}
+	return answer{status: status, key: body.Key, detail: strings.TrimSpace(body.Title + " " + body.Detail), sent: sent, answered: answered}
 }
 
 func (r *run) post(ctx context.Context, path, body string) (int, []byte, error) {

@@ -46,6 +46,10 @@ func (r *run) plan() []fault {
 		plan = append(plan, fault{at: spread(j, r.cfg.ServerRestarts, 0.07), kind: FaultServerRestart,
 			fire: r.stack.RestartTemporal})
 	}
+	for j := range r.cfg.PostgresRestarts {
+		plan = append(plan, fault{at: spread(j, r.cfg.PostgresRestarts, -0.1), kind: FaultPostgres,
+			fire: r.restartPostgres})
+	}
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at < plan[j].at })
 	return plan
 }

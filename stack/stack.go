@@ -1,6 +1,7 @@
 // Package stack runs the whole chargeonce system in one process: an embedded
 // Temporal server with its Web UI, the fake card provider, the payment
 // worker, and the checkout API, on SQLite files under one data directory.
+// The merchant database may instead be PostgreSQL (Config.DatabaseURL).
 //
 // It is what `go run ./dev` starts, and what the end-to-end tests start, so
 // that the tests exercise the program a newcomer runs.
@@ -54,6 +55,9 @@ const Namespace = "default"
 
 // Config configures the stack. Ports of 0 take a free port.
 type Config struct {
+	// DatabaseURL is the merchant database's DSN, as store.Open takes it.
+	// Empty means the SQLite file AppDBFile in the data directory.
+	DatabaseURL string
 	// DataDir holds the SQLite files and the payload key. Empty means a
 	// temporary directory, removed on Close, and an in-memory Temporal.
 	DataDir string
@@ -365,7 +369,7 @@ func (s *Stack) currentTemporal() *temporalserver.Server {
 }
 
 func (s *Stack) openStore(ctx context.Context, reg prometheus.Registerer) error {
-	st, err := store.Open(ctx, "sqlite:"+s.AppDBPath())
+	st, err := store.Open(ctx, s.DatabaseURL())
 	if err != nil {
 		return fmt.Errorf("stack: app database: %w", err)
 	}
@@ -445,9 +449,19 @@ func (s *Stack) TemporalPersistence() string { return s.currentTemporal().Persis
 // UIURL is the Temporal Web UI's base URL, empty when the UI is off.
 func (s *Stack) UIURL() string { return s.currentTemporal().UIAddress() }
 
-// AppDBPath is the SQLite file of the app database, which the worker
-// processes of a stack with ExternalWorkers open too.
+// AppDBPath is the SQLite file of the app database when Config.DatabaseURL
+// is empty.
 func (s *Stack) AppDBPath() string { return filepath.Join(s.dataDir(), AppDBFile) }
+
+// DatabaseURL is the app database's DSN, which the worker processes of a
+// stack with ExternalWorkers open too: Config.DatabaseURL, or the SQLite
+// file at AppDBPath.
+func (s *Stack) DatabaseURL() string {
+	if s.cfg.DatabaseURL != "" {
+		return s.cfg.DatabaseURL
+	}
+	return "sqlite:" + s.AppDBPath()
+}
 
 // CodecURL is the payload codec endpoint the Web UI decodes through.
 func (s *Stack) CodecURL() string { return s.apiS.URL() + codecPath }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
@@ -38,7 +40,9 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	bin, err := chaos.BuildWorker(ctx, t.TempDir())
 	require.NoError(t, err)
 
-	cfg := chaos.Config{WorkerBinary: bin, Seed: 7, DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))}
+	cfg := chaos.DefaultConfig()
+	cfg.WorkerBinary, cfg.Seed, cfg.DataDir = bin, 7, t.TempDir()
+	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
 	sum, err := chaos.Run(ctx, cfg)
 	require.NoError(t, err)
 	t.Logf("chaos run summary:\n%s", sum)
@@ -63,6 +67,53 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	require.Positive(t, sum.Answers[http.StatusAccepted], "some outcomes were unknown")
 	require.Positive(t, sum.Answers[http.StatusConflict], "another card was refused while pending")
 	require.Positive(t, sum.Attempts[chargeonce.AttemptAbandoned], "some attempts were abandoned")
+	require.Equal(t, sum.Checkouts, sum.Report.Orders)
+	require.Equal(t, sum.Report.Workflows, sum.Report.Histories, "every workflow history was read")
+}
+
+// postgresURLEnv names the variable with a PostgreSQL URL whose role may
+// create databases; .ci/postgres.sh prints it.
+const postgresURLEnv = "CHARGEONCE_TEST_POSTGRES_URL"
+
+func TestChaos_PostgreSQLRestartBreaksNoPromise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos run takes minutes")
+	}
+	dsn := os.Getenv(postgresURLEnv)
+	if dsn == "" {
+		t.Skipf("PostgreSQL chaos run skipped: set %s (run .ci/postgres.sh as root to get one)", postgresURLEnv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	bin, err := chaos.BuildWorker(ctx, t.TempDir())
+	require.NoError(t, err)
+
+	cfg := chaos.DefaultConfig()
+	cfg.WorkerBinary, cfg.Seed, cfg.DataDir = bin, 11, t.TempDir()
+	cfg.DatabaseURL = dsn
+	cfg.Checkouts, cfg.WorkerKills, cfg.ServerRestarts, cfg.PostgresRestarts = 80, 1, 0, 1
+	cfg.ModeSwitches, cfg.LateRetries = 6, 10
+	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+	began := time.Now()
+	sum, err := chaos.Run(ctx, cfg)
+	require.NoError(t, err)
+	t.Logf("chaos run summary:\n%s", sum)
+
+	// The server really went down during the run.
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var serverStarted time.Time
+	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&serverStarted))
+	require.True(t, serverStarted.After(began), "PostgreSQL started at %v, before the run began at %v", serverStarted, began)
+
+	require.True(t, sum.Report.OK(), "invariant violations")
+	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
+	require.True(t, sum.OK())
+	require.Equal(t, 80, sum.Checkouts)
+	require.Equal(t, 1, sum.Faults[chaos.FaultPostgres])
+	require.Equal(t, 1, sum.Faults[chaos.FaultWorkerKill])
+	require.Zero(t, sum.Faults[chaos.FaultServerRestart])
 	require.Equal(t, sum.Checkouts, sum.Report.Orders)
 	require.Equal(t, sum.Report.Workflows, sum.Report.Histories, "every workflow history was read")
 }

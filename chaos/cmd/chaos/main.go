@@ -4,6 +4,12 @@
 //
 //	go run ./chaos/cmd/chaos --checkouts 2000 --worker-kills 10 --server-restarts 3
 //
+// With --database-url the merchant database runs on PostgreSQL, in a fresh
+// database created for the run, and the PostgreSQL server is restarted
+// during it (--postgres-restarts, which needs the right to restart it):
+//
+//	go run ./chaos/cmd/chaos --database-url postgres://chargeonce:chargeonce@127.0.0.1:5432/chargeonce
+//
 // It must run from inside the module, because it builds the worker command.
 package main
 
@@ -14,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"chargeonce/chaos"
 	"chargeonce/internal/cli"
@@ -29,14 +36,17 @@ var errBroken = errors.New("the run broke a promise; see the summary above")
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg chaos.Config
-	fs.IntVar(&cfg.Checkouts, "checkouts", 200, "orders to create and pay")
-	fs.IntVar(&cfg.Clients, "clients", 12, "customers checking out at once")
-	fs.IntVar(&cfg.WorkerKills, "worker-kills", 3, "times a worker process is killed with SIGKILL")
-	fs.IntVar(&cfg.ServerRestarts, "server-restarts", 1, "times the Temporal server is restarted")
-	fs.IntVar(&cfg.ModeSwitches, "mode-switches", 12, "times the provider's chaos mode changes")
-	fs.Float64Var(&cfg.LostStarts, "lost-starts", 0.05, "share of checkouts whose workflow start is lost after the key is stored")
-	fs.IntVar(&cfg.LateRetries, "late-retries", 20, "orders retried after their key's retention")
+	cfg := chaos.DefaultConfig()
+	fs.IntVar(&cfg.Checkouts, "checkouts", cfg.Checkouts, "orders to create and pay")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "customers checking out at once")
+	fs.IntVar(&cfg.WorkerKills, "worker-kills", cfg.WorkerKills, "times a worker process is killed with SIGKILL")
+	fs.IntVar(&cfg.ServerRestarts, "server-restarts", cfg.ServerRestarts, "times the Temporal server is restarted")
+	fs.IntVar(&cfg.ModeSwitches, "mode-switches", cfg.ModeSwitches, "times the provider's chaos mode changes")
+	fs.Float64Var(&cfg.LostStarts, "lost-starts", cfg.LostStarts, "share of checkouts whose workflow start is lost after the key is stored")
+	fs.IntVar(&cfg.LateRetries, "late-retries", cfg.LateRetries, "orders retried after their key's retention")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL `URL` whose role (with CREATEDB) hosts a fresh merchant database for the run (default: SQLite in the data directory)")
+	fs.IntVar(&cfg.PostgresRestarts, "postgres-restarts", 1, "times the PostgreSQL server is restarted; only with --database-url")
+	restartCommand := fs.String("postgres-restart-command", "", "`command` that restarts PostgreSQL and returns once it accepts connections, split at spaces (default: pg_ctlcluster VERSION main restart, with the newest installed VERSION)")
 	fs.DurationVar(&cfg.Retention, "retention", chaos.DefaultRetention, "the provider's key retention; must exceed the abandon deadline")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the customers' choices and the provider's chance")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "keep the databases and the worker logs here (default: a temporary directory, removed)")
@@ -45,6 +55,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
+	// A run on SQLite has no PostgreSQL to restart; asking for restarts
+	// there is an error Validate reports.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if cfg.DatabaseURL == "" && !given["postgres-restarts"] {
+		cfg.PostgresRestarts = 0
+	}
+	cfg.PostgresRestartCommand = strings.Fields(*restartCommand)
 	logger, err := logFlags.Logger(stderr)
 	if err != nil {
 		return err
