@@ -48,6 +48,7 @@ import (
 	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/pgdb"
 	"chargeonce/invariant"
 	"chargeonce/stack"
 	"chargeonce/workflows"
@@ -313,7 +314,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	var databaseURL string
 	if cfg.DatabaseURL != "" {
-		u, drop, err := freshDatabase(ctx, cfg.DatabaseURL)
+		u, drop, err := pgdb.Fresh(ctx, cfg.DatabaseURL, "chargeonce_chaos_")
 		if err != nil {
 			return Summary{}, err
 		}

@@ -2,9 +2,7 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // postgresInstallDir holds one directory per installed PostgreSQL server
@@ -37,41 +32,6 @@ const (
 
 func isPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
-}
-
-// freshDatabase creates an empty database for the run with the role of
-// admin, a PostgreSQL URL, and returns its URL and a function that drops it.
-func freshDatabase(ctx context.Context, admin string) (string, func(context.Context) error, error) {
-	u, err := url.Parse(admin)
-	if err != nil {
-		// The URL may hold a password: the parse error, which quotes it, is
-		// not passed on.
-		return "", nil, errors.New("chaos: the database URL does not parse")
-	}
-	name := "chargeonce_chaos_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	if err := adminExec(ctx, admin, "CREATE DATABASE "+name); err != nil {
-		return "", nil, fmt.Errorf("chaos: create database %s: %w", name, err)
-	}
-	drop := func(ctx context.Context) error {
-		// FORCE ends the connections a killed worker may have left behind.
-		if err := adminExec(ctx, admin, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			return fmt.Errorf("chaos: drop database %s: %w", name, err)
-		}
-		return nil
-	}
-	u.Path = "/" + name
-	return u.String(), drop, nil
-}
-
-// adminExec runs one statement on its own connection to the admin database.
-func adminExec(ctx context.Context, admin, statement string) error {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	_, err = conn.Exec(ctx, statement)
-	return err
 }
 
 // defaultRestartCommand restarts the "main" cluster of the newest PostgreSQL

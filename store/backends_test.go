@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
+	"chargeonce/internal/pgdb"
 	"chargeonce/store"
 )
 
@@ -57,29 +57,14 @@ func freshPostgres(t *testing.T) string {
 	if admin == "" {
 		t.Skipf("PostgreSQL tests skipped: set %s (run .ci/postgres.sh as root to get one)", postgresURLEnv)
 	}
-	u, err := url.Parse(admin)
-	require.NoError(t, err, "parse %s", postgresURLEnv)
-	name := "chargeonce_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, admin)
-	require.NoError(t, err, "connect to %s", postgresURLEnv)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+	dsn, drop, err := pgdb.Fresh(context.Background(), admin, "chargeonce_test_")
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
+		if err := drop(context.Background()); err != nil {
+			t.Errorf("drop the test database: %v", err)
 		}
 	})
-	u.Path = "/" + name
-	return u.String()
+	return dsn
 }
 
 // rawExec runs SQL on the database behind the store's back, as a corrupt
