@@ -34,6 +34,22 @@ const (
 	PhaseCompleted = "completed"
 )
 
+// changeLeanPaidPath is the workflow.GetVersion change of the leaner paid
+// path: from leanPaidPath on, a run whose start already carries its search
+// attributes does not upsert them again, and settle records the outcome with
+// a local activity first. Runs without the marker keep the old commands.
+const (
+	changeLeanPaidPath                  = "lean-paid-path"
+	leanPaidPath       workflow.Version = 1
+)
+
+// localRecordBudget bounds the local RecordOutcome attempts. Every backoff
+// within it is shorter than the default workflow task timeout, so the worker
+// retries them without a timer in the history. A database away for longer is
+// waited out by the RecordOutcome activity, whose retries write nothing to
+// the history.
+const localRecordBudget = 30 * time.Second
+
 // DefaultMaxHistoryLength is the history length at which a reconciling
 // payment continues as new when PaymentInput.MaxHistoryLength is zero. A
 // reconciliation of the default timing writes a few hundred events; the
@@ -166,7 +182,10 @@ func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, erro
 	if err := p.registerHandlers(ctx); err != nil {
 		return PaymentResult{}, err
 	}
-	p.publish(ctx)
+	p.lean = workflow.GetVersion(ctx, changeLeanPaidPath, workflow.DefaultVersion, leanPaidPath) >= leanPaidPath
+	if !p.lean || !p.published(ctx) {
+		p.publish(ctx)
+	}
 	if p.status.Phase == PhaseCharging {
 		if err := p.chargePhase(ctx); err != nil {
 			return PaymentResult{}, err
@@ -191,6 +210,8 @@ type payment struct {
 	intent chargeonce.PaymentIntent
 	timing Timing
 	log    log.Logger
+	// lean is whether this run takes the leaner paid path (leanPaidPath).
+	lean bool
 	// token is the card token to send; empty until one is known.
 	token      string
 	maxHistory int
@@ -349,22 +370,11 @@ func unknownOutcome() PaymentResult {
 // database) is logged for a human and does not change the outcome: the
 // provider's answer is the truth. Its error is only cancellation.
 func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
-		// No attempt limit: the outcome must reach the database, however
-		// long the database is away.
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-		},
-	})
-	var out activities.RecordOutcomeResult
-	err := workflow.ExecuteActivity(actx, acts.RecordOutcome, activities.RecordOutcomeInput{
+	out, err := p.record(ctx, activities.RecordOutcomeInput{
 		Key:               p.intent.Key,
 		Status:            r.Status,
 		ProviderPaymentID: r.ProviderPaymentID,
-	}).Get(ctx, &out)
+	})
 	switch {
 	case temporal.IsCanceledError(err):
 		return err
@@ -383,6 +393,50 @@ func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
 	}
 	workflow.SetCurrentDetails(ctx, details+".")
 	return nil
+}
+
+// record writes the outcome to the database. On the lean path it tries a
+// local activity first, which costs one history event instead of an
+// activity's three and a workflow task; when the database stays away past
+// localRecordBudget it falls back to the RecordOutcome activity, which
+// retries without an attempt limit: the outcome must reach the database,
+// however long the database is away. Its error is cancellation or a
+// failure that no retry fixes.
+func (p *payment) record(ctx workflow.Context, in activities.RecordOutcomeInput) (activities.RecordOutcomeResult, error) {
+	var out activities.RecordOutcomeResult
+	if p.lean {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: recordAttemptTimeout,
+			// Without it the SDK would stop retrying after one
+			// StartToCloseTimeout.
+			ScheduleToCloseTimeout: localRecordBudget,
+			RetryPolicy:            recordRetryPolicy(),
+		})
+		err := workflow.ExecuteLocalActivity(lctx, acts.RecordOutcome, in).Get(ctx, &out)
+		var appErr *temporal.ApplicationError
+		if err == nil || temporal.IsCanceledError(err) || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+			return out, err
+		}
+		p.log.Warn("could not record the payment outcome yet, retrying until the database is back", "status", in.Status, "error", err)
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: recordAttemptTimeout,
+		RetryPolicy:         recordRetryPolicy(),
+	})
+	err := workflow.ExecuteActivity(actx, acts.RecordOutcome, in).Get(ctx, &out)
+	return out, err
+}
+
+// recordAttemptTimeout bounds one RecordOutcome attempt.
+const recordAttemptTimeout = 10 * time.Second
+
+// recordRetryPolicy retries RecordOutcome with no attempt limit.
+func recordRetryPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    time.Minute,
+	}
 }
 
 // reconcile looks the attempt up at the provider until it is settled. It
@@ -584,17 +638,43 @@ func (p *payment) outcome() PaymentResult {
 	return unknownOutcome()
 }
 
-// publish upserts the search attributes that let the Web UI find payments
-// by order, status, reference and charge.
-func (p *payment) publish(ctx workflow.Context) {
+// searchAttributes are the payment's search attributes as they stand, which
+// let the Web UI find payments by order, status, reference and charge.
+func (p *payment) searchAttributes() map[temporal.SearchAttributeKeyKeyword]string {
 	r := p.outcome()
-	updates := []temporal.SearchAttributeUpdate{
-		saOrderID.ValueSet(strconv.FormatInt(p.intent.OrderID, 10)),
-		saPaymentStatus.ValueSet(string(r.Status)),
-		saMerchantReference.ValueSet(p.intent.MerchantReference),
+	attrs := map[temporal.SearchAttributeKeyKeyword]string{
+		saOrderID:           strconv.FormatInt(p.intent.OrderID, 10),
+		saPaymentStatus:     string(r.Status),
+		saMerchantReference: p.intent.MerchantReference,
 	}
 	if r.ProviderPaymentID != "" {
-		updates = append(updates, saProviderPaymentID.ValueSet(r.ProviderPaymentID))
+		attrs[saProviderPaymentID] = r.ProviderPaymentID
+	}
+	return attrs
+}
+
+// published reports whether the workflow's search attributes hold
+// searchAttributes already: the checkout and the outbox sweep start the
+// workflow with them, and continue-as-new carries them to the next run.
+func (p *payment) published(ctx workflow.Context) bool {
+	have := workflow.GetTypedSearchAttributes(ctx)
+	for k, v := range p.searchAttributes() {
+		if got, ok := have.GetKeyword(k); !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// publish upserts searchAttributes.
+func (p *payment) publish(ctx workflow.Context) {
+	attrs := p.searchAttributes()
+	// In a fixed order, so that the command is the same on every replay.
+	updates := make([]temporal.SearchAttributeUpdate, 0, len(attrs))
+	for _, k := range []temporal.SearchAttributeKeyKeyword{saOrderID, saPaymentStatus, saMerchantReference, saProviderPaymentID} {
+		if v, ok := attrs[k]; ok {
+			updates = append(updates, k.ValueSet(v))
+		}
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		p.log.Warn("could not update the search attributes", "error", err)

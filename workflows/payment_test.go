@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,6 +122,72 @@ func TestPaymentWorkflow_ApprovedChargeMarksTheOrderPaid(t *testing.T) {
 		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "open", chargeonce.SearchAttrMerchantReference: intent.MerchantReference},
 		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "succeeded", chargeonce.SearchAttrMerchantReference: intent.MerchantReference, chargeonce.SearchAttrProviderPaymentID: charges[0].ID},
 	}, upserts)
+}
+
+func TestPaymentWorkflow_StartedWithItsSearchAttributesUpsertsOnlyTheOutcome(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	order := strconv.FormatInt(intent.OrderID, 10)
+	// As the checkout and the outbox sweep start it.
+	require.NoError(t, wenv.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+		temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrOrderID).ValueSet(order),
+		temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrPaymentStatus).ValueSet(string(chargeonce.AttemptOpen)),
+		temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrMerchantReference).ValueSet(intent.MerchantReference),
+	)))
+	var upserts []map[string]string
+	wenv.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
+		upserts = append(upserts, keywords(args.Get(0).(temporal.SearchAttributes)))
+	})
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, res.ProviderPaymentID)
+	require.Equal(t, []map[string]string{
+		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "succeeded", chargeonce.SearchAttrMerchantReference: intent.MerchantReference, chargeonce.SearchAttrProviderPaymentID: res.ProviderPaymentID},
+	}, upserts)
+}
+
+// awayStore is the test's real store with the database away for the first
+// failures settlements.
+type awayStore struct {
+	activities.Store
+	mu       sync.Mutex
+	failures int
+	calls    int
+}
+
+func (s *awayStore) SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error) {
+	s.mu.Lock()
+	s.calls++
+	away := s.calls <= s.failures
+	s.mu.Unlock()
+	if away {
+		return false, errors.New("database is away")
+	}
+	return s.Store.SettleAttempt(ctx, key, status, providerPaymentID, at)
+}
+
+func TestPaymentWorkflow_OutcomeOutlastsADatabaseAwayPastTheLocalBudget(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	// Ten failed settlements back off for 1+2+4+...+256s: far longer than
+	// the local activity's retries may take.
+	store := &awayStore{Store: env.Store, failures: 10}
+	acts := *env.Activities
+	acts.Store = store
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	wenv := suite.NewTestWorkflowEnvironment()
+	workflows.Register(wenv, &acts)
+	wenv.SetStartTime(createdAt)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
+	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, res.ProviderPaymentID)
+	require.Equal(t, 11, store.calls)
 }
 
 // keywords reads the payment's keyword search attributes that are set.
