@@ -303,7 +303,7 @@ func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) 
 	env := activitiestest.New(t, activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}})
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
-	timing := workflows.Timing{AttemptTimeout: 100 * time.Millisecond, ChargeBudget: 300 * time.Millisecond, RetryInterval: 100 * time.Millisecond}
+	timing := workflows.Timing{AttemptTimeout: 200 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 100 * time.Millisecond}
 
 	started := time.Now()
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: timing})
