@@ -638,17 +638,24 @@ func (p *payment) outcome() PaymentResult {
 	return unknownOutcome()
 }
 
+// searchAttribute is one search attribute and its value.
+type searchAttribute struct {
+	key   temporal.SearchAttributeKeyKeyword
+	value string
+}
+
 // searchAttributes are the payment's search attributes as they stand, which
-// let the Web UI find payments by order, status, reference and charge.
-func (p *payment) searchAttributes() map[temporal.SearchAttributeKeyKeyword]string {
+// let the Web UI find payments by order, status, reference and charge. The
+// order is fixed, so that the upsert command is the same on every replay.
+func (p *payment) searchAttributes() []searchAttribute {
 	r := p.outcome()
-	attrs := map[temporal.SearchAttributeKeyKeyword]string{
-		saOrderID:           strconv.FormatInt(p.intent.OrderID, 10),
-		saPaymentStatus:     string(r.Status),
-		saMerchantReference: p.intent.MerchantReference,
+	attrs := []searchAttribute{
+		{saOrderID, strconv.FormatInt(p.intent.OrderID, 10)},
+		{saPaymentStatus, string(r.Status)},
+		{saMerchantReference, p.intent.MerchantReference},
 	}
 	if r.ProviderPaymentID != "" {
-		attrs[saProviderPaymentID] = r.ProviderPaymentID
+		attrs = append(attrs, searchAttribute{saProviderPaymentID, r.ProviderPaymentID})
 	}
 	return attrs
 }
@@ -658,8 +665,8 @@ func (p *payment) searchAttributes() map[temporal.SearchAttributeKeyKeyword]stri
 // workflow with them, and continue-as-new carries them to the next run.
 func (p *payment) published(ctx workflow.Context) bool {
 	have := workflow.GetTypedSearchAttributes(ctx)
-	for k, v := range p.searchAttributes() {
-		if got, ok := have.GetKeyword(k); !ok || got != v {
+	for _, a := range p.searchAttributes() {
+		if got, ok := have.GetKeyword(a.key); !ok || got != a.value {
 			return false
 		}
 	}
@@ -669,12 +676,9 @@ func (p *payment) published(ctx workflow.Context) bool {
 // publish upserts searchAttributes.
 func (p *payment) publish(ctx workflow.Context) {
 	attrs := p.searchAttributes()
-	// In a fixed order, so that the command is the same on every replay.
-	updates := make([]temporal.SearchAttributeUpdate, 0, len(attrs))
-	for _, k := range []temporal.SearchAttributeKeyKeyword{saOrderID, saPaymentStatus, saMerchantReference, saProviderPaymentID} {
-		if v, ok := attrs[k]; ok {
-			updates = append(updates, k.ValueSet(v))
-		}
+	updates := make([]temporal.SearchAttributeUpdate, len(attrs))
+	for i, a := range attrs {
+		updates[i] = a.key.ValueSet(a.value)
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		p.log.Warn("could not update the search attributes", "error", err)
