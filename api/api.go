@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"chargeonce/checkout"
+	"chargeonce/metrics"
 	"chargeonce/store"
 )
 
@@ -64,9 +64,7 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.checkoutOrder)
 	s.mux.HandleFunc("GET /api/orders/{id}", s.getOrder)
 	s.mux.HandleFunc("GET /healthz", s.health)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelError),
-	}))
+	s.mux.Handle("GET /metrics", metrics.Handler(cfg.Metrics))
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route))), nil
 }
 
