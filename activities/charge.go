@@ -85,14 +85,7 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 	reqCtx, cancel := requestContext(ctx)
 	defer cancel()
 	at := a.now()
-	res := a.Provider.Charge(reqCtx, provider.ChargeRequest{
-		Key:               intent.Key,
-		Amount:            intent.Amount.Minor,
-		Currency:          intent.Amount.Currency,
-		Source:            intent.CardToken,
-		Description:       intent.Description,
-		MerchantReference: intent.MerchantReference,
-	})
+	res := a.Provider.Charge(reqCtx, provider.ChargeRequestOf(intent))
 	a.Metrics.chargeRequest(res.Outcome, res.Replayed)
 	log = log.With("status", res.StatusCode, "outcome", string(res.Outcome), "duration", res.Duration)
 	if res.Sent {

@@ -35,6 +35,20 @@ type ChargeRequest struct {
 	MerchantReference string
 }
 
+// ChargeRequestOf is the charge of a payment intent: the same fields on every
+// request under its key, so that the provider never sees one key with two
+// bodies.
+func ChargeRequestOf(p chargeonce.PaymentIntent) ChargeRequest {
+	return ChargeRequest{
+		Key:               p.Key,
+		Amount:            p.Amount.Minor,
+		Currency:          p.Amount.Currency,
+		Source:            p.CardToken,
+		Description:       p.Description,
+		MerchantReference: p.MerchantReference,
+	}
+}
+
 // Charge is a charge as the provider holds it.
 type Charge struct {
 	// ID is the provider's charge id, such as "ch_000001".

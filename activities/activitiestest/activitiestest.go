@@ -263,14 +263,7 @@ func (e *Env) ChargeBehindTheBack(ctx context.Context, intent chargeonce.Payment
 	if err := e.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}); err != nil {
 		return err
 	}
-	res := e.Client.Charge(ctx, provider.ChargeRequest{
-		Key:               intent.Key,
-		Amount:            intent.Amount.Minor,
-		Currency:          intent.Amount.Currency,
-		Source:            intent.CardToken,
-		Description:       intent.Description,
-		MerchantReference: intent.MerchantReference,
-	})
+	res := e.Client.Charge(ctx, provider.ChargeRequestOf(intent))
 	if err := e.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}); err != nil {
 		return err
 	}
