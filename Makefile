@@ -50,9 +50,12 @@ bench:
 bench-stack:
 	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
 
-## fuzz: a short run of every fuzz target
+## fuzz: a short run of every fuzz target (FUZZTIME=30s each by default)
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseMoney -fuzztime 30s .
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMoney_RoundTrips$$' -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME) ./fakeprovider
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCharge$$' -fuzztime $(FUZZTIME) ./fakeprovider
 
 ## soak: a long fault-injection run (2000 checkouts, 10 worker kills, 3 Temporal restarts); exits 1 on any broken promise
 soak:
