@@ -43,6 +43,14 @@ const (
 	leanPaidPath       workflow.Version = 1
 )
 
+// changeNoLateSends is the workflow.GetVersion change that stops sending a
+// charge after Timing.lastSendAt. It is asked only when a send would be that
+// late, so that other runs carry no marker.
+const (
+	changeNoLateSends                  = "no-late-sends"
+	noLateSends       workflow.Version = 1
+)
+
 // localRecordBudget bounds the local RecordOutcome attempts. Every backoff
 // within it is shorter than the default workflow task timeout, so the worker
 // retries them without a timer in the history. A database away for longer is
@@ -318,6 +326,16 @@ func (p *payment) chargePhase(ctx workflow.Context) error {
 // returns a definite outcome, a failure for a contract violation, or an open
 // result when the outcome is unknown. Its error is only cancellation.
 func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
+	if late := workflow.Now(ctx).After(p.timing.lastSendAt(p.intent.CreatedAt)); late &&
+		workflow.GetVersion(ctx, changeNoLateSends, workflow.DefaultVersion, noLateSends) >= noLateSends {
+		// A request sent now might still be processing when the deadline's
+		// lookup finds nothing, and the attempt would be abandoned with a
+		// charge arriving behind it. The lookup decides instead; after an
+		// abandonment the customer pays again under a new key.
+		p.status.LastError = "too close to the abandon deadline to send; the last lookup decides"
+		p.log.Warn("not sending: too close to the abandon deadline, the last lookup decides", "abandon_at", formatTime(p.intent.CreatedAt.Add(p.timing.AbandonAfter)))
+		return unknownOutcome(), nil
+	}
 	intent := p.intent
 	intent.CardToken = p.token
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

@@ -513,6 +513,37 @@ func TestPaymentWorkflow_WithoutCardTokenWaitsForTheUpdate(t *testing.T) {
 	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
 }
 
+func TestPaymentWorkflow_NoChargeIsSentTooCloseToTheAbandonDeadline(t *testing.T) {
+	// A request sent just before the deadline could still be processing when
+	// the deadline's lookup finds nothing: the attempt would be abandoned and
+	// the charge would arrive behind it. So a customer retry that late sends
+	// nothing, and the last lookup decides.
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	swept := intent
+	swept.CardToken = ""
+	wenv := newWorkflowEnv(t, env, createdAt)
+	timing := workflows.DefaultTiming()
+	// The last moment a charge may go out: abandon deadline minus the charge
+	// budget minus the time the provider is given to finish (MinAge).
+	lastSend := timing.AbandonAfter - timing.ChargeBudget - timing.MinAge
+	late := &updateCallbacks{t: t}
+	wenv.RegisterDelayedCallback(func() {
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "late", late.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa"})
+	}, lastSend+time.Second)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: swept})
+
+	require.NoError(t, late.rejected)
+	require.NotNil(t, late.result)
+	require.Equal(t, chargeonce.AttemptOpen, late.result.Status, "the late retry is answered pending")
+	require.Empty(t, env.ChargeKeys(), "nothing is sent after the last send time")
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	require.Equal(t, timing.AbandonAfter, wenv.Now().Sub(intent.CreatedAt))
+	require.Empty(t, env.Fake.Charges())
+	requireSettled(t, env, intent, chargeonce.AttemptAbandoned, "")
+}
+
 func TestPaymentWorkflow_WithoutCardTokenIsAbandonedWithoutSending(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)

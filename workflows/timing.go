@@ -95,7 +95,18 @@ func (t Timing) Validate() error {
 	if t.MinAge > t.AbandonAfter {
 		errs = append(errs, fmt.Errorf("timing: MinAge %s exceeds AbandonAfter %s, so the attempt would be abandoned before its first lookup", t.MinAge, t.AbandonAfter))
 	}
+	if t.ChargeBudget+t.MinAge > t.AbandonAfter {
+		errs = append(errs, fmt.Errorf("timing: ChargeBudget %s plus MinAge %s exceeds AbandonAfter %s, so even the first charge could still be processing when the attempt is abandoned", t.ChargeBudget, t.MinAge, t.AbandonAfter))
+	}
 	return errors.Join(errs...)
+}
+
+// lastSendAt is the latest time a charge may still be sent for an attempt
+// created at created. A request sent then ends within ChargeBudget, and the
+// provider has MinAge more to finish processing it, by the abandon deadline:
+// the deadline's lookup must see every charge the attempt can ever have.
+func (t Timing) lastSendAt(created time.Time) time.Time {
+	return created.Add(t.AbandonAfter - t.ChargeBudget - t.MinAge)
 }
 
 // nextCheckAt is when the provider is next asked about an attempt created at
