@@ -1,7 +1,6 @@
 package fakeprovider
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/syncbuf"
 )
 
 // testClock is a clock that moves only when told to.
@@ -72,24 +73,6 @@ func (g *gate) awaitWait(t *testing.T) time.Duration {
 	}
 }
 
-// syncBuffer collects log output written from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // fixture is a provider served over real HTTP on loopback.
 type fixture struct {
 	p      *Provider
@@ -97,14 +80,14 @@ type fixture struct {
 	client *http.Client
 	clock  *testClock
 	gate   *gate
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 }
 
 // newFixture starts a provider with a test clock, a gate for its waits and
 // JSON logs. cfg.Now, cfg.After and cfg.Logger are overwritten.
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	f := &fixture{clock: newTestClock(), gate: newGate(), logs: &syncBuffer{}}
+	f := &fixture{clock: newTestClock(), gate: newGate(), logs: &syncbuf.Buffer{}}
 	cfg.Now = f.clock.Now
 	cfg.After = f.gate.After
 	cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, nil))

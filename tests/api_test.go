@@ -13,6 +13,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/syncbuf"
 	"chargeonce/workflows"
 )
 
@@ -33,7 +34,7 @@ func apiTableTiming() workflows.Timing {
 // TestAPI_CheckoutAnswersEveryRowOfTheContract walks the status table of
 // contracts/checkout-api.md on one running stack.
 func TestAPI_CheckoutAnswersEveryRowOfTheContract(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond, Logs: logs})
 
 	t.Run("200 paid", func(t *testing.T) {

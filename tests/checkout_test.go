@@ -21,6 +21,7 @@ import (
 	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/syncbuf"
 	"chargeonce/stack"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -92,7 +93,7 @@ func TestCheckout_SlowProviderIsChargedOnceAcrossThreeRequests(t *testing.T) {
 
 func TestCheckout_UnknownOutcomeIs202ThenConflictThenTheSameKeyIsReplayed(t *testing.T) {
 	// The article: the provider takes 15s, longer than the whole 10s budget.
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	s := startCheckoutStack(t, checkoutStackConfig{
 		Timing: articleTiming(),
 		Budget: articleBudget,
@@ -521,24 +522,6 @@ func unusedAddress(t *testing.T) string {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	return addr
-}
-
-// syncBuffer is a log destination that goroutines may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // checkoutStack is the whole stack, started for one test, with the parts

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"chargeonce/codec"
+	"chargeonce/internal/syncbuf"
 	"chargeonce/stack"
 	"chargeonce/workflows"
 )
@@ -39,7 +40,7 @@ type devProcess struct {
 	api      string
 	temporal string
 	ui       string
-	stderr   *syncBuffer
+	stderr   *syncbuf.Buffer
 }
 
 var bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal)\s+(\S+)`)
@@ -51,7 +52,7 @@ func startDev(t *testing.T, bin, dataDir string) *devProcess {
 		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--api-port", "0")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	d := &devProcess{cmd: cmd, exited: make(chan error, 1), stderr: &syncBuffer{}}
+	d := &devProcess{cmd: cmd, exited: make(chan error, 1), stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = d.stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
