@@ -129,9 +129,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Temporal == nil {
 		return nil, errors.New("checkout: config: Temporal client is required")
 	}
-	if cfg.Timing == (workflows.Timing{}) {
-		cfg.Timing = workflows.DefaultTiming()
-	}
+	cfg.Timing = cfg.Timing.WithDefaults()
 	if err := cfg.Timing.Validate(); err != nil {
 		return nil, fmt.Errorf("checkout: config: timing: %w", err)
 	}

@@ -330,7 +330,7 @@ func (s *Stack) RestartTemporal(ctx context.Context) error {
 		return errors.New("stack: restart Temporal: the server runs in memory; set DataDir to keep its state across a restart")
 	}
 	old := s.currentTemporal()
-	codecEndpoint := s.CodecURL()
+	codecEndpoint := s.apiS.URL() + codecPath
 	_, port, err := net.SplitHostPort(old.FrontendAddress())
 	if err != nil {
 		return fmt.Errorf("stack: restart Temporal: frontend address: %w", err)
@@ -399,16 +399,12 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 	if err != nil {
 		return fmt.Errorf("stack: provider client: %w", err)
 	}
-	timing := s.cfg.Timing
-	if timing == (workflows.Timing{}) {
-		timing = workflows.DefaultTiming()
-	}
 	w, err := worker.Start(ctx, worker.Deps{
 		Client:     s.client,
 		Provider:   pc,
 		Store:      s.store,
 		Checkout:   s.checkout,
-		Timing:     timing,
+		Timing:     s.cfg.Timing.WithDefaults(),
 		SweepEvery: s.cfg.SweepEvery,
 		Registerer: reg,
 		Options:    s.cfg.WorkerOptions,
@@ -449,22 +445,15 @@ func (s *Stack) TemporalPersistence() string { return s.currentTemporal().Persis
 // UIURL is the Temporal Web UI's base URL, empty when the UI is off.
 func (s *Stack) UIURL() string { return s.currentTemporal().UIAddress() }
 
-// AppDBPath is the SQLite file of the app database when Config.DatabaseURL
-// is empty.
-func (s *Stack) AppDBPath() string { return filepath.Join(s.dataDir(), AppDBFile) }
-
 // DatabaseURL is the app database's DSN, which the worker processes of a
 // stack with ExternalWorkers open too: Config.DatabaseURL, or the SQLite
-// file at AppDBPath.
+// file in the data directory.
 func (s *Stack) DatabaseURL() string {
 	if s.cfg.DatabaseURL != "" {
 		return s.cfg.DatabaseURL
 	}
-	return "sqlite:" + s.AppDBPath()
+	return "sqlite:" + filepath.Join(s.dataDir(), AppDBFile)
 }
-
-// CodecURL is the payload codec endpoint the Web UI decodes through.
-func (s *Stack) CodecURL() string { return s.apiS.URL() + codecPath }
 
 // KeyCreated reports whether Start generated the payload key file.
 func (s *Stack) KeyCreated() bool { return s.keyCreated }

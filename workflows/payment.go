@@ -243,7 +243,7 @@ type resendCall struct {
 }
 
 func newPayment(ctx workflow.Context, in PaymentInput) (*payment, error) {
-	timing := in.Timing.withDefaults()
+	timing := in.Timing.WithDefaults()
 	if err := timing.Validate(); err != nil {
 		return nil, err
 	}

@@ -44,8 +44,9 @@ func DefaultTiming() Timing {
 	}
 }
 
-// withDefaults fills the zero fields from DefaultTiming.
-func (t Timing) withDefaults() Timing {
+// WithDefaults fills the zero fields from DefaultTiming, so that a
+// configuration may set only the timings it changes.
+func (t Timing) WithDefaults() Timing {
 	d := DefaultTiming()
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&t.AttemptTimeout, &d.AttemptTimeout},
