@@ -23,7 +23,7 @@ const probeTimeout = 2 * time.Second
 // prepareNamespace waits until the frontend serves the namespace, then
 // registers the search attributes it lacks and waits until visibility queries
 // accept them.
-func prepareNamespace(ctx context.Context, frontend, namespace string, want map[string]enums.IndexedValueType, logger *slog.Logger) error {
+func prepareNamespace(ctx context.Context, frontend, namespace string, want map[string]enums.IndexedValueType, dc *dynamicConfig, logger *slog.Logger) error {
 	c, err := client.NewLazyClient(client.Options{
 		HostPort:  frontend,
 		Namespace: namespace,
@@ -43,13 +43,23 @@ func prepareNamespace(ctx context.Context, frontend, namespace string, want map[
 		return err
 	}
 
-	added, err := registerSearchAttributes(ctx, c.OperatorService(), namespace, want)
-	if err != nil || len(added) == 0 {
+	op := c.OperatorService()
+	missing, err := missingSearchAttributes(ctx, op, namespace, want)
+	if err != nil || len(missing) == 0 {
 		return err
 	}
-	// Queries resolve attribute names through the namespace cache, which can
-	// lag the update; a query naming the new attributes is rejected until it
-	// catches up.
+	// Each service caches the namespace's attributes and would reject the
+	// new ones until its next refresh.
+	defer dc.catchUpSearchAttributes(searchAttributeCatchUp)()
+	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace:        namespace,
+		SearchAttributes: missing,
+	})
+	if err != nil {
+		return fmt.Errorf("temporalserver: add search attributes: %w", err)
+	}
+	added := slices.Sorted(maps.Keys(missing))
+	// Start promises that queries accept the new attributes.
 	clauses := make([]string, len(added))
 	for i, name := range added {
 		clauses[i] = name + " IS NULL"
@@ -61,9 +71,9 @@ func prepareNamespace(ctx context.Context, frontend, namespace string, want map[
 	})
 }
 
-// registerSearchAttributes adds the attributes of want that namespace lacks
-// and returns their names, sorted.
-func registerSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, want map[string]enums.IndexedValueType) ([]string, error) {
+// missingSearchAttributes returns the attributes of want that namespace
+// lacks. An attribute registered with another type is an error.
+func missingSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, want map[string]enums.IndexedValueType) (map[string]enums.IndexedValueType, error) {
 	if len(want) == 0 {
 		return nil, nil
 	}
@@ -85,17 +95,7 @@ func registerSearchAttributes(ctx context.Context, op operatorservice.OperatorSe
 				name, current, typ)
 		}
 	}
-	if len(missing) == 0 {
-		return nil, nil
-	}
-	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace:        namespace,
-		SearchAttributes: missing,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("temporalserver: add search attributes: %w", err)
-	}
-	return slices.Sorted(maps.Keys(missing)), nil
+	return missing, nil
 }
 
 // poll calls probe until it succeeds or ctx ends.

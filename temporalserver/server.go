@@ -83,6 +83,7 @@ type Server struct {
 	persistence string
 	temporal    temporal.Server
 	ui          *webUI
+	dc          *dynamicConfig
 
 	stopOnce sync.Once
 	stopErr  error
@@ -112,6 +113,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg:         cfg,
 		frontend:    net.JoinHostPort(dialHost(cfg.Host), strconv.Itoa(ports.frontend)),
 		persistence: store.describe(),
+		dc:          &dynamicConfig{},
 	}
 
 	ports.release()
@@ -127,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		})
 	}
 	logger := logging.AtLeast(cfg.Logger, slog.LevelWarn)
-	s.temporal, err = startTemporal(cfg, s.frontend, ports, store, logger)
+	s.temporal, err = startTemporal(cfg, s.frontend, ports, store, s.dc, logger)
 	if err != nil {
 		if s.ui != nil {
 			err = errors.Join(err, s.ui.stop())
@@ -145,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 // waitReady brings the running services to the state Start promises.
 func (s *Server) waitReady(ctx context.Context, logger *slog.Logger) error {
-	if err := prepareNamespace(ctx, s.frontend, s.cfg.Namespace, s.cfg.SearchAttributes, logger); err != nil {
+	if err := prepareNamespace(ctx, s.frontend, s.cfg.Namespace, s.cfg.SearchAttributes, s.dc, logger); err != nil {
 		return err
 	}
 	if s.ui == nil {

@@ -41,6 +41,12 @@ func awaitReleaseWorkflow(ctx workflow.Context) (string, error) {
 	return msg, nil
 }
 
+// tagWorkflow sets the ProviderPaymentId search attribute from workflow code,
+// which the history service validates against its own cache.
+func tagWorkflow(ctx workflow.Context, paymentID string) error {
+	return workflow.UpsertTypedSearchAttributes(ctx, temporal.NewSearchAttributeKeyKeyword("ProviderPaymentId").ValueSet(paymentID))
+}
+
 func startServer(t *testing.T, cfg temporalserver.Config) *temporalserver.Server {
 	t.Helper()
 	srv, err := temporalserver.Start(t.Context(), cfg)
@@ -58,6 +64,7 @@ func connect(t *testing.T, srv *temporalserver.Server) (client.Client, func()) {
 	w := worker.New(c, taskQueue, worker.Options{})
 	w.RegisterWorkflow(greetWorkflow)
 	w.RegisterWorkflow(awaitReleaseWorkflow)
+	w.RegisterWorkflow(tagWorkflow)
 	w.RegisterActivity(greet)
 	require.NoError(t, w.Start())
 	stopped := false
@@ -182,6 +189,22 @@ func TestStart_DataDirKeepsWorkflowsAcrossRestart(t *testing.T) {
 	})
 	require.Error(t, err, "the check above must be able to fail")
 	require.Equal(t, cfg.SearchAttributes, customSearchAttributes(t, c, second.Namespace()))
+	// Workflow code may set it at once too: no workflow task fails on an
+	// attribute a service's cache does not know yet.
+	tagged, err := c.ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{ID: "tag-after-restart", TaskQueue: taskQueue}, tagWorkflow, "pay-1")
+	require.NoError(t, err)
+	require.NoError(t, tagged.Get(t.Context(), nil))
+	for _, e := range history(t, c, "tag-after-restart") {
+		require.NotEqual(t, enums.EVENT_TYPE_WORKFLOW_TASK_FAILED, e.GetEventType(), "event %d", e.GetEventId())
+	}
+	require.Eventually(t, func() bool {
+		resp, err := c.CountWorkflow(t.Context(), &workflowservice.CountWorkflowExecutionsRequest{
+			Namespace: second.Namespace(),
+			Query:     `ProviderPaymentId = "pay-1"`,
+		})
+		require.NoError(t, err)
+		return resp.GetCount() == 1
+	}, 10*time.Second, 50*time.Millisecond)
 
 	after := history(t, c, "greet-before-restart")
 	require.Len(t, after, len(completedHistory))

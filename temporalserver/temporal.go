@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -15,39 +17,69 @@ import (
 	"go.temporal.io/server/temporal"
 )
 
-// dynamicConfig tunes the server for development and tests.
-func dynamicConfig() dynamicconfig.StaticClient {
-	return dynamicconfig.StaticClient{
-		// A search attribute registered at start is usable in visibility
-		// queries at once, not after the cache expires.
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
-		// Checkout relies on Update-With-Start (an update carried by
-		// ExecuteMultiOperation, which has no switch of its own) and on eager
-		// workflow start. Both are on by default in this server version;
-		// pinning them keeps an upgrade from turning them off unnoticed.
-		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key(): true,
-		dynamicconfig.EnableEagerWorkflowStart.Key():              true,
-		// Tests, the starter's timeline and the Web UI poll visibility far
-		// more often than the default 10 requests per second allows.
-		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
-		// The per-host persistence rate limits protect a shared database
-		// cluster from one host. Here every service shares one process and
-		// one SQLite file, so the limits only turn load into spurious
-		// "System Persistence Max QPS Reached" errors: each visibility read
-		// also reloads the search attributes (see above).
-		dynamicconfig.FrontendPersistenceMaxQPS.Key(): 100000,
-		dynamicconfig.HistoryPersistenceMaxQPS.Key():  100000,
-		dynamicconfig.MatchingPersistenceMaxQPS.Key(): 100000,
-		// With one matching host, task queue partitions only add forwarding
-		// hops between a task and the poller waiting for it.
-		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
-		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+// searchAttributeCatchUp is how long every read of search attributes goes
+// to the database after new ones are registered: several periods of the
+// namespace registry's refresh (2s by default), after which every service's
+// cached copy holds them.
+const searchAttributeCatchUp = 10 * time.Second
+
+// dynamicConfig is the server's dynamic configuration: fixedDynamicConfig,
+// and one switch that changes while the server runs.
+type dynamicConfig struct {
+	// refreshSearchAttributes makes every service read search attributes
+	// from the database on each use instead of from its cache. That costs a
+	// database read per workflow start, upsert and visibility write, so it
+	// is on only while attributes registered on an existing database reach
+	// the services' caches. A new database has its attributes before any
+	// service starts and never needs it.
+	refreshSearchAttributes atomic.Bool
+}
+
+// GetValue implements dynamicconfig.Client.
+func (d *dynamicConfig) GetValue(key dynamicconfig.Key) []dynamicconfig.ConstrainedValue {
+	if key == dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key() {
+		return []dynamicconfig.ConstrainedValue{{Value: d.refreshSearchAttributes.Load()}}
 	}
+	return fixedDynamicConfig.GetValue(key)
+}
+
+// catchUpSearchAttributes turns on refreshSearchAttributes and returns what
+// turns it off again, after the caches have had catchUp to refresh.
+func (d *dynamicConfig) catchUpSearchAttributes(catchUp time.Duration) (done func()) {
+	d.refreshSearchAttributes.Store(true)
+	return func() {
+		time.AfterFunc(catchUp, func() { d.refreshSearchAttributes.Store(false) })
+	}
+}
+
+// fixedDynamicConfig tunes the server for development and tests. It is
+// never modified.
+var fixedDynamicConfig = dynamicconfig.StaticClient{
+	// Checkout relies on Update-With-Start (an update carried by
+	// ExecuteMultiOperation, which has no switch of its own) and on eager
+	// workflow start. Both are on by default in this server version; pinning
+	// them keeps an upgrade from turning them off unnoticed.
+	dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key(): true,
+	dynamicconfig.EnableEagerWorkflowStart.Key():              true,
+	// Tests, the starter's timeline and the Web UI poll visibility far more
+	// often than the default 10 requests per second allows.
+	dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	// The per-host persistence rate limits protect a shared database cluster
+	// from one host. Here every service shares one process and one SQLite
+	// file, so the limits only turn load into spurious "System Persistence
+	// Max QPS Reached" errors.
+	dynamicconfig.FrontendPersistenceMaxQPS.Key(): 100000,
+	dynamicconfig.HistoryPersistenceMaxQPS.Key():  100000,
+	dynamicconfig.MatchingPersistenceMaxQPS.Key(): 100000,
+	// With one matching host, task queue partitions only add forwarding hops
+	// between a task and the poller waiting for it.
+	dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+	dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 }
 
 // startTemporal builds and starts the four Temporal services.
 // frontendDial is the frontend's address as the other services dial it.
-func startTemporal(cfg Config, frontendDial string, ports *reservedPorts, st *store, logger *slog.Logger) (temporal.Server, error) {
+func startTemporal(cfg Config, frontendDial string, ports *reservedPorts, st *store, dc *dynamicConfig, logger *slog.Logger) (temporal.Server, error) {
 	internal := func(port int) string { return net.JoinHostPort(internalHost, strconv.Itoa(port)) }
 
 	conf := &config.Config{
@@ -99,7 +131,7 @@ func startTemporal(cfg Config, frontendDial string, ports *reservedPorts, st *st
 			temporal.ForServices(temporal.DefaultServices),
 			temporal.WithStaticHosts(hosts),
 			temporal.WithLogger(serverLogger{logger}),
-			temporal.WithDynamicConfigClient(dynamicConfig()),
+			temporal.WithDynamicConfigClient(dc),
 		)
 		if err != nil {
 			return fmt.Errorf("temporalserver: build server: %w", err)
