@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,8 +27,29 @@ func TestPercentileMillis_NearestRank(t *testing.T) {
 func TestClosedLoop_StopsAtTheOperationCount(t *testing.T) {
 	p := closedLoop(context.Background(), 4, 10, time.Minute, func(context.Context, int) error { return nil })
 	require.Equal(t, 10, p.ok)
+	require.Equal(t, 10, p.inWindow, "the window ends at the last completion")
 	require.Zero(t, p.failed)
 	require.Len(t, p.latencies, 10)
+}
+
+func TestClosedLoop_AStragglerDoesNotStretchTheWindow(t *testing.T) {
+	const d = 200 * time.Millisecond
+	p := closedLoop(context.Background(), 2, 1000, d, func(_ context.Context, i int) error {
+		if i == 0 {
+			time.Sleep(5 * d)
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
+	require.Equal(t, d, p.elapsed, "the window ends at the deadline, not at the straggler's completion")
+	// The straggler, and at most the one operation the other worker had in
+	// flight at the deadline, complete outside the window.
+	require.GreaterOrEqual(t, p.inWindow, p.ok-2)
+	require.Less(t, p.inWindow, p.ok, "the straggler is awaited but not counted")
+	require.Positive(t, p.inWindow)
+	require.InDelta(t, float64(p.inWindow)/d.Seconds(), p.throughput(), 1e-9)
+	require.GreaterOrEqual(t, slices.Max(p.latencies), 5*d, "its latency still counts")
 }
 
 func TestClosedLoop_CountsFailuresApart(t *testing.T) {

@@ -17,7 +17,10 @@ type op func(ctx context.Context, i int) error
 // phase is what one load phase observed.
 type phase struct {
 	ok, failed int
-	elapsed    time.Duration
+	// inWindow counts the successful operations that completed within
+	// elapsed, the phase's measured window.
+	inWindow int
+	elapsed  time.Duration
 	// latencies of the successful operations; for an open loop, counted
 	// from the moment each operation was due, so that a stalled system
 	// cannot hide its queueing delay.
@@ -32,7 +35,7 @@ func (p phase) throughput() float64 {
 	if p.elapsed <= 0 {
 		return 0
 	}
-	return float64(p.ok) / p.elapsed.Seconds()
+	return float64(p.inWindow) / p.elapsed.Seconds()
 }
 
 // cpuPerOp is CPU milliseconds per successful operation.
@@ -66,15 +69,19 @@ type recorder struct {
 	ok        int
 	failed    int
 	latencies []time.Duration
-	firstErr  error
-	last      time.Time
+	// completions are the completion times of the successful operations.
+	completions []time.Time
+	firstErr    error
+	last        time.Time
 }
 
 func (r *recorder) record(latency time.Duration, err error) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.last = now
+	if now.After(r.last) {
+		r.last = now
+	}
 	if err != nil {
 		r.failed++
 		if r.firstErr == nil {
@@ -84,21 +91,37 @@ func (r *recorder) record(latency time.Duration, err error) {
 	}
 	r.ok++
 	r.latencies = append(r.latencies, latency)
+	r.completions = append(r.completions, now)
 }
 
-func (r *recorder) phase(start time.Time, cpu time.Duration) phase {
+// phase sums up the operations recorded since start. The measured window
+// ends at the last completion, or at deadline if that comes first: an
+// operation still running at the deadline is waited for and its latency
+// counts, but not towards throughput, so that one straggler cannot stretch
+// the window of a whole phase. A zero deadline means none.
+func (r *recorder) phase(start, deadline time.Time, cpu time.Duration) phase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	end := r.last
 	if end.IsZero() {
 		end = time.Now()
 	}
-	return phase{ok: r.ok, failed: r.failed, elapsed: end.Sub(start), latencies: r.latencies, cpu: cpu, firstErr: r.firstErr}
+	if !deadline.IsZero() && end.After(deadline) {
+		end = deadline
+	}
+	inWindow := 0
+	for _, t := range r.completions {
+		if !t.After(end) {
+			inWindow++
+		}
+	}
+	return phase{ok: r.ok, failed: r.failed, inWindow: inWindow, elapsed: end.Sub(start),
+		latencies: r.latencies, cpu: cpu, firstErr: r.firstErr}
 }
 
 // closedLoop runs conc workers, each starting its next operation when the
 // previous one ends, until d has passed or n operations have started.
-// Elapsed time runs to the last completion.
+// Throughput counts the operations completed within d.
 func closedLoop(ctx context.Context, conc, n int, d time.Duration, run op) phase {
 	var rec recorder
 	var next atomic.Int64
@@ -120,7 +143,7 @@ func closedLoop(ctx context.Context, conc, n int, d time.Duration, run op) phase
 		})
 	}
 	wg.Wait()
-	return rec.phase(start, cpuTime()-cpu0)
+	return rec.phase(start, deadline, cpuTime()-cpu0)
 }
 
 // openLoop starts operations at a fixed rate per second for d, whether or
@@ -152,5 +175,5 @@ func openLoop(ctx context.Context, rate float64, n int, d time.Duration, run op)
 		time.Sleep(max(time.Millisecond, min(interval, time.Until(start.Add(time.Duration(launched)*interval)))))
 	}
 	wg.Wait()
-	return rec.phase(start, cpuTime()-cpu0)
+	return rec.phase(start, time.Time{}, cpuTime()-cpu0)
 }
