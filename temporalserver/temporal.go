@@ -75,6 +75,12 @@ var fixedDynamicConfig = dynamicconfig.StaticClient{
 	// between a task and the poller waiting for it.
 	dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 	dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+	// The transfer queue hands new workflow and activity tasks to matching.
+	// Its reads are limited per history shard, 20 a second by default, which
+	// a cluster spreads over hundreds of shards; this server has one, so a
+	// new task waited up to 50ms for the next read, and a workflow with one
+	// activity took about 100ms instead of 20ms.
+	dynamicconfig.TransferProcessorMaxPollRPS.Key(): 1000,
 }
 
 // startTemporal builds and starts the four Temporal services.
