@@ -119,7 +119,7 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 	// abandon deadline; only the attempts with a charge can settle now.
 	charged := chargedOrders(b.st.Provider().Charges(), ids)
 	b.progress.Info("unknown outcomes: provider recovered, waiting for reconciliation", "open", open, "charged", len(charged))
-	settle, err := b.waitPaid(ctx, released, charged)
+	settle, unpaid, err := b.waitPaid(ctx, released, charged)
 	if err != nil {
 		return err
 	}
@@ -133,17 +133,29 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 		Value: perAttempt(after.heap - before.heap),
 		Note: fmt.Sprintf("HeapInuse %d -> %d MiB; goroutines %d -> %d; includes the fake provider holding each charge",
 			before.heap>>20, after.heap>>20, before.goroutines, after.goroutines)})
-	b.rep.add(Row{Section: "unknown", Metric: "time to settle all charged attempts after recovery", Unit: "s", Value: settle.Seconds(),
-		Note: fmt.Sprintf("until every attempt with a charge is settled paid; each is looked up on its own grid every %s", benchTiming().Interval)})
+	settleNote := fmt.Sprintf("until every attempt with a charge is settled paid; each is looked up on its own grid every %s", benchTiming().Interval)
+	if unpaid > 0 {
+		// Not a failure of the run: the invariant check below still says
+		// whether anything was charged twice or lost.
+		b.progress.Warn("unknown outcomes: charged attempts still unsettled", "unpaid", unpaid, "charged", len(charged))
+		settleNote = fmt.Sprintf("NOT ALL SETTLED: %d of %d charged attempts were still open when the wait ended; %d open attempts looked up every %s ask for %.0f lookups a second",
+			unpaid, len(charged), open, benchTiming().Interval, float64(open)/benchTiming().Interval.Seconds())
+	}
+	b.rep.add(Row{Section: "unknown", Metric: "time to settle all charged attempts after recovery", Unit: "s", Value: settle.Seconds(), Note: settleNote})
 	b.rep.add(Row{Section: "unknown", Metric: "attempts never sent (breaker open)", Unit: "attempts", Value: float64(n - len(charged)),
 		Note: fmt.Sprintf("the provider-charges circuit breaker opened under the timeouts; these have no charge and stay open until abandoned after %s", benchTiming().AbandonAfter)})
 	return b.checkInvariants(ctx, "unknown outcomes")
 }
 
+// settleLimit bounds the waits for reconciliation: four lookup intervals
+// and a minute, by which every attempt has been looked up at least three
+// times unless the stack cannot keep up with the lookups.
+var settleLimit = 4*benchTiming().Interval + time.Minute
+
 // waitOpen polls the database until at most target attempts are open and
 // returns how long that took from since.
 func (b *bench) waitOpen(ctx context.Context, since time.Time, target int) (time.Duration, error) {
-	limit := 4*benchTiming().Interval + time.Minute
+	limit := settleLimit
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	open := -1
@@ -163,12 +175,11 @@ func (b *bench) waitOpen(ctx context.Context, since time.Time, target int) (time
 	}
 }
 
-// waitPaid polls the database until every order in ids is paid and returns
-// how long that took from since.
-func (b *bench) waitPaid(ctx context.Context, since time.Time, ids []int64) (time.Duration, error) {
-	limit := 4*benchTiming().Interval + time.Minute
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
+// waitPaid polls the database until every order in ids is paid, or until
+// settleLimit has passed. It returns how long it waited from since and how
+// many orders were still unpaid; its error is only the run's cancellation.
+func (b *bench) waitPaid(ctx context.Context, since time.Time, ids []int64) (time.Duration, int, error) {
+	deadline := since.Add(settleLimit)
 	pending := ids
 	for {
 		var still []int64
@@ -179,12 +190,12 @@ func (b *bench) waitPaid(ctx context.Context, since time.Time, ids []int64) (tim
 			}
 		}
 		pending = still
-		if len(pending) == 0 {
-			return time.Since(since), nil
+		if len(pending) == 0 || time.Now().After(deadline) {
+			return time.Since(since), len(pending), nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%d of %d charged orders still not paid %s after %s", len(pending), len(ids), limit, since.Format(time.TimeOnly))
+			return 0, len(pending), ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
