@@ -349,3 +349,15 @@ func TestIdempotency_PublishesTheRetention(t *testing.T) {
 		})
 	}
 }
+
+func TestChargeRequests_AreThePostsOnly(t *testing.T) {
+	f := newFixture(t, Config{})
+	require.Equal(t, http.StatusCreated, f.do(t, post("key-1", chargeBody(1000, "tok_visa", "ref-1"))).status)
+	require.Equal(t, http.StatusOK, f.do(t, get("/v1/charges?merchant_reference=ref-1")).status)
+	require.Equal(t, http.StatusCreated, f.do(t, post("key-2", chargeBody(1000, "tok_visa", "ref-2"))).status)
+
+	require.Len(t, f.p.Requests(), 3)
+	posts := f.p.ChargeRequests()
+	require.Len(t, posts, 2)
+	require.Equal(t, []string{"key-1", "key-2"}, []string{posts[0].Key, posts[1].Key})
+}

@@ -182,6 +182,18 @@ func (p *Provider) Requests() []RequestRecord {
 	return append([]RequestRecord(nil), p.requests...)
 }
 
+// ChargeRequests returns the requests that posted a charge, in the order
+// they finished.
+func (p *Provider) ChargeRequests() []RequestRecord {
+	var out []RequestRecord
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodPost && r.Path == "/v1/charges" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Reset forgets every charge, every finished key and every recorded request,
 // and reseeds the random source from the current mode's seed. The mode is
 // kept. Charges still being processed are not forgotten: they complete and

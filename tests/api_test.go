@@ -111,7 +111,7 @@ func TestAPI_CheckoutAnswersEveryRowOfTheContract(t *testing.T) {
 		require.Equal(t, http.StatusInternalServerError, failed.status, "body: %s", failed.body)
 		p := problemOf(t, failed)
 		require.Contains(t, p.Type, "payment-failed")
-		posts := s.chargeRequests()
+		posts := s.provider.ChargeRequests()
 		require.Equal(t, http.StatusUnprocessableEntity, posts[len(posts)-1].Status)
 		o := s.order(t, id)
 		require.Equal(t, "failed", o.Attempts[0].Status, "the attempt is marked failed")

@@ -71,7 +71,7 @@ func TestCheckout_SlowProviderIsChargedOnceAcrossThreeRequests(t *testing.T) {
 	require.Equal(t, paid.ProviderPaymentID, charges[0].ID)
 	require.Equal(t, int64(54890), charges[0].Amount)
 
-	posts := s.chargeRequests()
+	posts := s.provider.ChargeRequests()
 	require.Len(t, posts, 3, "three requests: timeout, 409, replayed 201")
 	for _, r := range posts {
 		require.Equal(t, paid.IdempotencyKey, r.Key, "every request carries the one key")
@@ -134,7 +134,7 @@ func TestCheckout_UnknownOutcomeIs202ThenConflictThenTheSameKeyIsReplayed(t *tes
 	require.Len(t, charges, 1)
 	require.Equal(t, charges[0].ID, paid.ProviderPaymentID)
 
-	posts := s.chargeRequests()
+	posts := s.provider.ChargeRequests()
 	require.True(t, posts[len(posts)-1].Replayed, "the retry got the stored charge replayed")
 	for _, r := range posts {
 		require.Equal(t, key, r.Key)
@@ -191,7 +191,7 @@ func TestCheckout_TwentyPercentProviderErrorsNeverChargeAnOrderTwice(t *testing.
 		byCode[c]++
 	}
 	t.Logf("responses by status: %v; charge requests: %d; charges at the provider: %d",
-		byCode, len(s.chargeRequests()), len(s.provider.Charges()))
+		byCode, len(s.provider.ChargeRequests()), len(s.provider.Charges()))
 	require.Equal(t, orders, byCode[http.StatusOK]+byCode[http.StatusAccepted], "every checkout is paid or pending: %v", byCode)
 
 	// Every paid answer has exactly one charge behind it, and no order has two.
@@ -218,7 +218,7 @@ func TestCheckout_TwentyPercentProviderErrorsNeverChargeAnOrderTwice(t *testing.
 		keyOrder[keys[i]] = id
 		keysByOrder[id] = map[string]bool{}
 	}
-	for _, r := range s.chargeRequests() {
+	for _, r := range s.provider.ChargeRequests() {
 		id, ok := keyOrder[r.Key]
 		require.True(t, ok, "request with a key no checkout answered: %q", r.Key)
 		keysByOrder[id][r.Key] = true
@@ -258,7 +258,7 @@ func TestCheckout_UnknownOutcomeIsSettledByReconciliation(t *testing.T) {
 	require.Len(t, o.Attempts, 1)
 	require.Equal(t, "succeeded", o.Attempts[0].Status)
 	require.NotNil(t, o.Attempts[0].LastCheckedAt, "settled by a lookup at the provider")
-	for _, r := range s.chargeRequests() {
+	for _, r := range s.provider.ChargeRequests() {
 		require.Equal(t, o.Attempts[0].IdempotencyKey, r.Key)
 	}
 }
@@ -286,7 +286,7 @@ func TestCheckout_LostWorkflowStartIsRecoveredBySweepAndCustomerRetry(t *testing
 	require.NoError(t, err)
 	require.Equal(t, chargeonce.AttemptOpen, attempt.Status)
 	require.False(t, attempt.WorkflowStarted)
-	require.Empty(t, s.chargeRequests(), "nothing was sent")
+	require.Empty(t, s.provider.ChargeRequests(), "nothing was sent")
 
 	// A young attempt is left to its checkout; an old one is started.
 	started, err := s.service.Sweep(ctx)
@@ -308,7 +308,7 @@ func TestCheckout_LostWorkflowStartIsRecoveredBySweepAndCustomerRetry(t *testing
 	started, err = later.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, started, "a started attempt leaves the outbox")
-	require.Empty(t, s.chargeRequests(), "the sweep has no card token, so nothing is sent")
+	require.Empty(t, s.provider.ChargeRequests(), "the sweep has no card token, so nothing is sent")
 
 	// The customer's retry brings the token to the running workflow.
 	retry := s.checkout(t, id, "tok_visa")
@@ -332,13 +332,13 @@ func TestCheckout_ClosedWorkflowIsNeverRunAgainAndTheAnswerComesFromTheDatabase(
 	// An operator ends the workflow while the attempt is still open.
 	require.NoError(t, s.temporal.TerminateWorkflow(ctx, workflows.WorkflowID(key), "", "operator stopped the payment"))
 	require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
-	sent := len(s.chargeRequests())
+	sent := len(s.provider.ChargeRequests())
 
 	again, err := s.service.Checkout(ctx, id, "tok_visa")
 	require.NoError(t, err)
 	require.Equal(t, checkout.OutcomePending, again.Outcome, "the attempt is open in the database")
 	require.Equal(t, key, again.Attempt.Key)
-	require.Len(t, s.chargeRequests(), sent, "a closed key is never sent again")
+	require.Len(t, s.provider.ChargeRequests(), sent, "a closed key is never sent again")
 	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.WorkflowID(key), "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, desc.WorkflowExecutionInfo.Status)
@@ -362,7 +362,7 @@ func TestCheckout_PaidOrderIsNotChargedAgain(t *testing.T) {
 		require.Equal(t, first.Attempt.Key, again.Attempt.Key)
 		require.Equal(t, first.Attempt.ProviderPaymentID, again.Attempt.ProviderPaymentID)
 	}
-	require.Len(t, s.chargeRequests(), 1)
+	require.Len(t, s.provider.ChargeRequests(), 1)
 	require.Len(t, s.provider.Charges(), 1)
 	_, attempts, err := s.store.GetOrder(ctx, id)
 	require.NoError(t, err)
@@ -493,17 +493,6 @@ func (s *checkoutStack) order(t *testing.T, id int64) orderView {
 	var o orderView
 	require.NoError(t, json.Unmarshal(res.body, &o))
 	return o
-}
-
-// chargeRequests is every POST /v1/charges the provider received, in order.
-func (s *checkoutStack) chargeRequests() []fakeprovider.RequestRecord {
-	var posts []fakeprovider.RequestRecord
-	for _, r := range s.provider.Requests() {
-		if r.Method == http.MethodPost && r.Path == "/v1/charges" {
-			posts = append(posts, r)
-		}
-	}
-	return posts
 }
 
 func statuses(records []fakeprovider.RequestRecord) []int {

@@ -233,7 +233,7 @@ func TestPaymentWorkflow_409IsRetriedWithTheSameKey(t *testing.T) {
 	requireOneKey(t, env, intent, 3)
 	var statuses []int
 	var replayed []bool
-	for _, r := range env.ChargeRequests() {
+	for _, r := range env.Fake.ChargeRequests() {
 		statuses = append(statuses, r.Status)
 		replayed = append(replayed, r.Replayed)
 	}
@@ -261,7 +261,7 @@ func TestPaymentWorkflow_422IsNotRetried(t *testing.T) {
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
 	require.Equal(t, chargeonce.AttemptFailed, res.Status)
-	requests := env.ChargeRequests()
+	requests := env.Fake.ChargeRequests()
 	require.Len(t, requests, 2)
 	require.Equal(t, http.StatusUnprocessableEntity, requests[1].Status)
 	requireSettled(t, env, intent, chargeonce.AttemptFailed, "")
@@ -273,7 +273,7 @@ func TestPaymentWorkflow_5xxIsRetriedUntilTheBudgetEndsThenReconciled(t *testing
 	wenv := newWorkflowEnv(t, env, createdAt)
 	var charged []string
 	wenv.RegisterDelayedCallback(func() {
-		for _, r := range env.ChargeRequests() {
+		for _, r := range env.Fake.ChargeRequests() {
 			charged = append(charged, r.Outcome)
 		}
 		// One of those requests got through after all, and its answer was lost.
@@ -318,7 +318,7 @@ func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) 
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 29}, queryStatus(t, wenv))
 	require.GreaterOrEqual(t, len(env.ChargeKeys()), 2)
 	requireOneKey(t, env, intent, len(env.ChargeKeys()))
-	for _, r := range env.ChargeRequests() {
+	for _, r := range env.Fake.ChargeRequests() {
 		require.Zero(t, r.Status)
 	}
 	require.Empty(t, env.Fake.Charges())

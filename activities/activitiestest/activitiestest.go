@@ -197,18 +197,6 @@ func (e *Env) ChargeKeys() []string {
 	return append([]string(nil), e.keys...)
 }
 
-// ChargeRequests returns the fake's records of the charge requests it
-// received, oldest first.
-func (e *Env) ChargeRequests() []fakeprovider.RequestRecord {
-	var out []fakeprovider.RequestRecord
-	for _, r := range e.Fake.Requests() {
-		if r.Method == http.MethodPost && r.Path == "/v1/charges" {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // CreateIntent stores an order for amount and starts its attempt for the
 // card token at createdAt, as the checkout does, and returns the payment
 // intent.
