@@ -65,14 +65,17 @@ func percentileMillis(d []time.Duration, q float64) float64 {
 
 // recorder collects the outcomes of concurrent operations.
 type recorder struct {
+	// deadline ends the measured window: an operation still running then
+	// is waited for and its latency counts, but not towards throughput, so
+	// that one straggler cannot stretch a whole phase. Zero means none.
+	deadline  time.Time
 	mu        sync.Mutex
 	ok        int
+	inWindow  int
 	failed    int
 	latencies []time.Duration
-	// completions are the completion times of the successful operations.
-	completions []time.Time
-	firstErr    error
-	last        time.Time
+	firstErr  error
+	last      time.Time
 }
 
 func (r *recorder) record(latency time.Duration, err error) {
@@ -90,32 +93,25 @@ func (r *recorder) record(latency time.Duration, err error) {
 		return
 	}
 	r.ok++
+	if r.deadline.IsZero() || !now.After(r.deadline) {
+		r.inWindow++
+	}
 	r.latencies = append(r.latencies, latency)
-	r.completions = append(r.completions, now)
 }
 
 // phase sums up the operations recorded since start. The measured window
-// ends at the last completion, or at deadline if that comes first: an
-// operation still running at the deadline is waited for and its latency
-// counts, but not towards throughput, so that one straggler cannot stretch
-// the window of a whole phase. A zero deadline means none.
-func (r *recorder) phase(start, deadline time.Time, cpu time.Duration) phase {
+// ends at the last completion, or at the deadline if that comes first.
+func (r *recorder) phase(start time.Time, cpu time.Duration) phase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	end := r.last
 	if end.IsZero() {
 		end = time.Now()
 	}
-	if !deadline.IsZero() && end.After(deadline) {
-		end = deadline
+	if !r.deadline.IsZero() && end.After(r.deadline) {
+		end = r.deadline
 	}
-	inWindow := 0
-	for _, t := range r.completions {
-		if !t.After(end) {
-			inWindow++
-		}
-	}
-	return phase{ok: r.ok, failed: r.failed, inWindow: inWindow, elapsed: end.Sub(start),
+	return phase{ok: r.ok, failed: r.failed, inWindow: r.inWindow, elapsed: end.Sub(start),
 		latencies: r.latencies, cpu: cpu, firstErr: r.firstErr}
 }
 
@@ -123,11 +119,11 @@ func (r *recorder) phase(start, deadline time.Time, cpu time.Duration) phase {
 // previous one ends, until d has passed or n operations have started.
 // Throughput counts the operations completed within d.
 func closedLoop(ctx context.Context, conc, n int, d time.Duration, run op) phase {
-	var rec recorder
 	var next atomic.Int64
 	cpu0 := cpuTime()
 	start := time.Now()
 	deadline := start.Add(d)
+	rec := recorder{deadline: deadline}
 	var wg sync.WaitGroup
 	for range conc {
 		wg.Go(func() {
@@ -143,7 +139,7 @@ func closedLoop(ctx context.Context, conc, n int, d time.Duration, run op) phase
 		})
 	}
 	wg.Wait()
-	return rec.phase(start, deadline, cpuTime()-cpu0)
+	return rec.phase(start, cpuTime()-cpu0)
 }
 
 // openLoop starts operations at a fixed rate per second for d, whether or
@@ -175,5 +171,5 @@ func openLoop(ctx context.Context, rate float64, n int, d time.Duration, run op)
 		time.Sleep(max(time.Millisecond, min(interval, time.Until(start.Add(time.Duration(launched)*interval)))))
 	}
 	wg.Wait()
-	return rec.phase(start, time.Time{}, cpuTime()-cpu0)
+	return rec.phase(start, cpuTime()-cpu0)
 }

@@ -277,26 +277,17 @@ func (k *keys) add(id string) {
 }
 
 func (b *bench) prepareCheckout(ctx context.Context, n int, delay time.Duration) (op, error) {
-	if err := b.setProviderDelay(delay); err != nil {
-		return nil, err
-	}
-	ids, err := b.createOrders(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, i int) error {
-		ctx, cancel := context.WithTimeout(ctx, opTimeout)
-		defer cancel()
-		res, err := b.st.Checkout().Checkout(ctx, ids[i], cardToken)
+	return b.prepareOrders(ctx, n, delay, func(ctx context.Context, orderID int64) error {
+		res, err := b.st.Checkout().Checkout(ctx, orderID, cardToken)
 		if err != nil {
 			return err
 		}
 		if res.Outcome != checkout.OutcomePaid {
-			return fmt.Errorf("order %d: checkout answered %s", ids[i], res.Outcome)
+			return fmt.Errorf("order %d: checkout answered %s", orderID, res.Outcome)
 		}
 		b.checkoutKeys.add(workflows.WorkflowID(res.Attempt.Key))
 		return nil
-	}, nil
+	})
 }
 
 func (b *bench) prepareBare(_ context.Context, _ int, delay time.Duration) (op, error) {
@@ -312,6 +303,14 @@ func (b *bench) prepareBare(_ context.Context, _ int, delay time.Duration) (op, 
 }
 
 func (b *bench) prepareDirect(ctx context.Context, n int, delay time.Duration) (op, error) {
+	return b.prepareOrders(ctx, n, delay, func(ctx context.Context, orderID int64) error {
+		return b.direct.pay(ctx, orderID, cardToken)
+	})
+}
+
+// prepareOrders sets the provider's delay and creates n orders, and returns
+// the operation that pays order number i with pay, within opTimeout.
+func (b *bench) prepareOrders(ctx context.Context, n int, delay time.Duration, pay func(ctx context.Context, orderID int64) error) (op, error) {
 	if err := b.setProviderDelay(delay); err != nil {
 		return nil, err
 	}
@@ -322,7 +321,7 @@ func (b *bench) prepareDirect(ctx context.Context, n int, delay time.Duration) (
 	return func(ctx context.Context, i int) error {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		return b.direct.pay(ctx, ids[i], cardToken)
+		return pay(ctx, ids[i])
 	}, nil
 }
 

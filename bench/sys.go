@@ -8,19 +8,19 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"chargeonce/internal/cputime"
 )
 
-// cpuTime is the user plus system CPU time of this process so far: the
-// Temporal server, the workers, the fake provider and the load generator
-// together, since the embedded stack runs them all here.
+// cpuTime is the CPU time of this process so far (see package cputime),
+// or zero when the kernel does not say, which leaves the cost rows at zero.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	d, err := cputime.Process()
+	if err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
 // memory is the process's memory at one moment.

@@ -155,8 +155,7 @@ var settleLimit = 4*benchTiming().Interval + time.Minute
 // waitOpen polls the database until at most target attempts are open and
 // returns how long that took from since.
 func (b *bench) waitOpen(ctx context.Context, since time.Time, target int) (time.Duration, error) {
-	limit := settleLimit
-	ctx, cancel := context.WithTimeout(ctx, limit)
+	ctx, cancel := context.WithTimeout(ctx, settleLimit)
 	defer cancel()
 	open := -1
 	for {
@@ -169,7 +168,7 @@ func (b *bench) waitOpen(ctx context.Context, since time.Time, target int) (time
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%d attempts still open, want at most %d, %s after %s", open, target, limit, since.Format(time.TimeOnly))
+			return 0, fmt.Errorf("%d attempts still open, want at most %d, %s after %s", open, target, settleLimit, since.Format(time.TimeOnly))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

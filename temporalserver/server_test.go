@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"chargeonce/internal/cputime"
 	"chargeonce/temporalserver"
 )
 
@@ -97,7 +97,8 @@ func BenchmarkWorkflowWithOneActivity(b *testing.B) {
 	c, _ := connect(b, srv)
 	ctx := b.Context()
 	var took []time.Duration
-	cpu := processCPU(b)
+	cpuBefore, err := cputime.Process()
+	require.NoError(b, err)
 	for b.Loop() {
 		start := time.Now()
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "bench-" + strconv.Itoa(len(took)), TaskQueue: taskQueue}, greetWorkflow, "bench")
@@ -109,19 +110,12 @@ func BenchmarkWorkflowWithOneActivity(b *testing.B) {
 		}
 		took = append(took, time.Since(start))
 	}
-	cpu = processCPU(b) - cpu
+	cpuAfter, err := cputime.Process()
+	require.NoError(b, err)
+	cpu := cpuAfter - cpuBefore
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "median-ms")
 	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(len(took)), "cpu-ms/op")
-}
-
-// processCPU is the user and system CPU time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func history(t *testing.T, c client.Client, workflowID string) []*historypb.HistoryEvent {
