@@ -14,14 +14,22 @@ import (
 	"chargeonce/workflows"
 )
 
-func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
+// offline returns a store on a fresh SQLite file and a Temporal client that
+// never dials: nothing listens on port 1, so a test that reached Temporal
+// would fail.
+func offline(t *testing.T) (store.Store, client.Client) {
+	t.Helper()
 	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "chargeonce.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	// Never dialled: New does not reach Temporal.
 	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(temporal.Close)
+	return st, temporal
+}
+
+func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
+	st, temporal := offline(t)
 
 	badTiming := workflows.DefaultTiming()
 	badTiming.AttemptTimeout = badTiming.ChargeBudget + time.Second
@@ -52,12 +60,7 @@ func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 }
 
 func TestCheckout_UnknownOrderIsErrNotFoundAndReachesNoWorkflow(t *testing.T) {
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "chargeonce.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
-	require.NoError(t, err)
-	t.Cleanup(temporal.Close)
+	st, temporal := offline(t)
 	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
 	require.NoError(t, err)
 
