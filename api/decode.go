@@ -8,25 +8,14 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"chargeonce"
 )
 
 // maxBodyBytes caps every request body.
 const maxBodyBytes = 64 << 10
-
-// maxDescriptionRunes caps an order's description, which is shown on the
-// provider's dashboard.
-const maxDescriptionRunes = 500
-
-// cardTokenPattern is the form of a provider card token: letters, digits,
-// underscores and dashes, as in "tok_visa".
-var cardTokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
 
 // badRequestError is an error about the request itself. The handlers answer
 // it with 400 before anything touches the database.
@@ -119,23 +108,10 @@ func (c createOrderRequest) parse() (chargeonce.Money, string, error) {
 	if err != nil {
 		return chargeonce.Money{}, "", badRequest("%v", err)
 	}
-	if err := checkDescription(c.Description); err != nil {
-		return chargeonce.Money{}, "", err
+	if err := chargeonce.ValidateDescription(c.Description); err != nil {
+		return chargeonce.Money{}, "", badRequest(`field "description" %v`, err)
 	}
 	return amount, c.Description, nil
-}
-
-func checkDescription(d string) error {
-	if !utf8.ValidString(d) {
-		return badRequest(`field "description" is not valid UTF-8`)
-	}
-	if n := utf8.RuneCountInString(d); n > maxDescriptionRunes {
-		return badRequest(`field "description" has %d characters; at most %d are allowed`, n, maxDescriptionRunes)
-	}
-	if strings.IndexFunc(d, unicode.IsControl) >= 0 {
-		return badRequest(`field "description" must not contain control characters`)
-	}
-	return nil
 }
 
 // checkoutRequest is the body of POST /api/orders/{id}/checkout.
@@ -144,11 +120,8 @@ type checkoutRequest struct {
 }
 
 func (c checkoutRequest) validate() error {
-	if c.CardToken == "" {
-		return badRequest(`field "card_token" is required`)
-	}
-	if !cardTokenPattern.MatchString(c.CardToken) {
-		return badRequest(`field "card_token" must be 1 to 255 letters, digits, underscores or dashes`)
+	if err := chargeonce.ValidateCardToken(c.CardToken); err != nil {
+		return badRequest(`field "card_token" %v`, err)
 	}
 	return nil
 }

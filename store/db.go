@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"chargeonce"
 )
@@ -59,10 +58,6 @@ type db struct {
 	d   dialect
 }
 
-// maxDescriptionBytes bounds an order's description, which the provider shows
-// on its dashboard.
-const maxDescriptionBytes = 1000
-
 // maxUnstartedLimit bounds one page of the outbox.
 const maxUnstartedLimit = 1000
 
@@ -94,8 +89,8 @@ func (s *db) CreateOrder(ctx context.Context, amount chargeonce.Money, descripti
 	if _, err := chargeonce.NewMoney(amount.Minor, amount.Currency); err != nil {
 		return Order{}, fmt.Errorf("store: create order: %w", err)
 	}
-	if !utf8.ValidString(description) || len(description) > maxDescriptionBytes {
-		return Order{}, fmt.Errorf("store: create order: the description must be valid UTF-8 of at most %d bytes", maxDescriptionBytes)
+	if err := chargeonce.ValidateDescription(description); err != nil {
+		return Order{}, fmt.Errorf("store: create order: the description %w", err)
 	}
 	now := s.t(time.Now())
 	var o Order
