@@ -15,12 +15,3 @@ const (
 	// checks and last error.
 	QueryStatus = "status"
 )
-
-// Search attributes set by the payment workflow, so that attempts can be
-// found in the Temporal Web UI by order, status, reference and charge.
-const (
-	SearchAttrOrderID           = "OrderId"
-	SearchAttrPaymentStatus     = "PaymentStatus"
-	SearchAttrMerchantReference = "MerchantReference"
-	SearchAttrProviderPaymentID = "ProviderPaymentId"
-)

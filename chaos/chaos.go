@@ -51,6 +51,7 @@ import (
 	"chargeonce/internal/pgdb"
 	"chargeonce/invariant"
 	"chargeonce/stack"
+	"chargeonce/temporalserver"
 	"chargeonce/workflows"
 )
 
@@ -413,7 +414,7 @@ func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
 	t := cfg.Timing
 	return []string{
 		"--temporal-address", st.TemporalAddress(),
-		"--temporal-namespace", stack.Namespace,
+		"--temporal-namespace", temporalserver.DefaultNamespace,
 		"--database-url", st.DatabaseURL(),
 		"--codec-keys", keys,
 		"--provider-url", st.ProviderURL(),
@@ -442,7 +443,7 @@ func lostStartCheckout(cfg Config, st *stack.Stack) (*checkout.Service, func(), 
 	if err := ln.Close(); err != nil {
 		return nil, nil, err
 	}
-	unreachable, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: stack.Namespace})
+	unreachable, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: temporalserver.DefaultNamespace})
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: client for lost starts: %w", err)
 	}

@@ -24,7 +24,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"chargeonce"
 	"chargeonce/store"
@@ -419,10 +418,6 @@ func (s *Service) startOptions(intent chargeonce.PaymentIntent) client.StartWork
 		TaskQueue:                chargeonce.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrOrderID).ValueSet(strconv.FormatInt(intent.OrderID, 10)),
-			temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrPaymentStatus).ValueSet(string(chargeonce.AttemptOpen)),
-			temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrMerchantReference).ValueSet(intent.MerchantReference),
-		),
+		TypedSearchAttributes:    workflows.StartSearchAttributes(intent),
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
 	"chargeonce/stack"
+	"chargeonce/temporalserver"
 )
 
 func main() {
@@ -93,8 +94,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Duration) {
 	fmt.Fprintf(w, "\nchargeonce dev stack is up (%.1fs), data in %s\n", took.Seconds(), cfg.DataDir)
 	fmt.Fprintf(w, "  checkout API     %s\n", s.APIURL())
-	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/%s/workflows\n", s.UIURL(), stack.Namespace)
-	fmt.Fprintf(w, "  Temporal         %s (namespace %s)\n", s.TemporalAddress(), stack.Namespace)
+	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/%s/workflows\n", s.UIURL(), temporalserver.DefaultNamespace)
+	fmt.Fprintf(w, "  Temporal         %s (namespace %s)\n", s.TemporalAddress(), temporalserver.DefaultNamespace)
 	fmt.Fprintf(w, "  fake provider    %s (mode %s)\n", s.ProviderURL(), s.Provider().Mode().Name)
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())

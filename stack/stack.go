@@ -23,11 +23,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"chargeonce"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/codec"
@@ -45,13 +43,9 @@ import (
 
 // Files under the data directory.
 const (
-	TemporalDBFile = "temporal.db"
-	AppDBFile      = "chargeonce.db"
-	CodecKeyFile   = "codec.key"
+	AppDBFile    = "chargeonce.db"
+	CodecKeyFile = "codec.key"
 )
-
-// Namespace is the Temporal namespace of the local stack.
-const Namespace = "default"
 
 // Config configures the stack. Ports of 0 take a free port.
 type Config struct {
@@ -172,7 +166,7 @@ func (s *Stack) start(ctx context.Context) error {
 		return err
 	}
 	s.client, err = temporalclient.Dial(ctx,
-		temporalclient.Config{Address: s.TemporalAddress(), Namespace: Namespace},
+		temporalclient.Config{Address: s.TemporalAddress(), Namespace: temporalserver.DefaultNamespace},
 		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: logging.AtLeast(cfg.Logger, slog.LevelWarn)})
 	if err != nil {
 		return err
@@ -292,19 +286,14 @@ func (s *Stack) startTemporal(ctx context.Context, codecEndpoint string) error {
 func (s *Stack) runTemporal(ctx context.Context, frontendPort, uiPort int, codecEndpoint string) (*temporalserver.Server, error) {
 	dbDir := s.cfg.DataDir // empty: in memory
 	t, err := temporalserver.Start(ctx, temporalserver.Config{
-		DataDir:       dbDir,
-		Host:          s.cfg.Host,
-		FrontendPort:  frontendPort,
-		UIPort:        uiPort,
-		Namespace:     Namespace,
-		CodecEndpoint: codecEndpoint,
-		SearchAttributes: map[string]enums.IndexedValueType{
-			chargeonce.SearchAttrOrderID:           enums.INDEXED_VALUE_TYPE_KEYWORD,
-			chargeonce.SearchAttrPaymentStatus:     enums.INDEXED_VALUE_TYPE_KEYWORD,
-			chargeonce.SearchAttrMerchantReference: enums.INDEXED_VALUE_TYPE_KEYWORD,
-			chargeonce.SearchAttrProviderPaymentID: enums.INDEXED_VALUE_TYPE_KEYWORD,
-		},
-		Logger: s.cfg.Logger,
+		DataDir:          dbDir,
+		Host:             s.cfg.Host,
+		FrontendPort:     frontendPort,
+		UIPort:           uiPort,
+		Namespace:        temporalserver.DefaultNamespace,
+		CodecEndpoint:    codecEndpoint,
+		SearchAttributes: workflows.SearchAttributes(),
+		Logger:           s.cfg.Logger,
 	})
 	var busy *temporalserver.PortError
 	if errors.As(err, &busy) {

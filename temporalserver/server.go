@@ -37,9 +37,6 @@ const (
 	// calls, on top of whatever deadline the caller's context carries, so a
 	// wedged server never hangs its caller forever.
 	startTimeout = 2 * time.Minute
-	// readinessPollInterval is how often Start re-checks whether the server is
-	// ready. Startup takes seconds; a short interval keeps tests fast.
-	readinessPollInterval = 50 * time.Millisecond
 )
 
 // Config describes one embedded server.

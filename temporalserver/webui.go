@@ -10,6 +10,8 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+
+	"chargeonce/temporalclient"
 )
 
 // webUIConfig is what the Web UI needs to know.
@@ -61,8 +63,8 @@ func startWebUI(cfg webUIConfig) *webUI {
 
 // waitReady returns once the UI answers its health check.
 func (u *webUI) waitReady(ctx context.Context) error {
-	httpClient := &http.Client{Timeout: probeTimeout}
-	return poll(ctx, "web UI at "+u.address, func(ctx context.Context) error {
+	httpClient := &http.Client{} // each probe is bounded by its context
+	return temporalclient.WaitFor(ctx, "web UI at "+u.address, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.address+"/healthz", nil)
 		if err != nil {
 			return err

@@ -29,6 +29,7 @@ import (
 	"chargeonce/codec"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/stack"
+	"chargeonce/temporalserver"
 	"chargeonce/workflows"
 )
 
@@ -132,7 +133,7 @@ func decodeBody(t *testing.T, resp *http.Response) map[string]any {
 // to the server or its database would.
 func plainClient(t *testing.T, address string) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: address, Namespace: stack.Namespace})
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: temporalserver.DefaultNamespace})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -140,7 +141,7 @@ func plainClient(t *testing.T, address string) client.Client {
 
 func listWorkflowIDs(t *testing.T, c client.Client, query string) []string {
 	t.Helper()
-	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Namespace: stack.Namespace, Query: query})
+	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Namespace: temporalserver.DefaultNamespace, Query: query})
 	require.NoError(t, err)
 	var ids []string
 	for _, e := range resp.GetExecutions() {
@@ -243,7 +244,7 @@ func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, run
 	}
 
 	list := func(query string) string {
-		return render(dev.ui + "/namespaces/" + stack.Namespace + "/workflows?query=" + url.QueryEscape(query))
+		return render(dev.ui + "/namespaces/" + temporalserver.DefaultNamespace + "/workflows?query=" + url.QueryEscape(query))
 	}
 
 	dom := list(fmt.Sprintf(`OrderId=%q`, orderID))
@@ -256,6 +257,6 @@ func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, run
 	// The history page shows the workflow's input decoded through the
 	// stack's codec endpoint: an operator reads what Temporal stores
 	// encrypted.
-	history := render(fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", dev.ui, stack.Namespace, key, runID))
+	history := render(fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", dev.ui, temporalserver.DefaultNamespace, key, runID))
 	require.Contains(t, history, cardToken, "the Web UI decodes the input through the codec endpoint")
 }

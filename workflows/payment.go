@@ -34,15 +34,6 @@ const (
 	PhaseCompleted = "completed"
 )
 
-// changeLeanPaidPath is the workflow.GetVersion change of the leaner paid
-// path: from leanPaidPath on, a run whose start already carries its search
-// attributes does not upsert them again, and settle records the outcome with
-// a local activity first. Runs without the marker keep the old commands.
-const (
-	changeLeanPaidPath                  = "lean-paid-path"
-	leanPaidPath       workflow.Version = 1
-)
-
 // changeNoLateSends is the workflow.GetVersion change that stops sending a
 // charge after Timing.lastSendAt. It is asked only when a send would be that
 // late, so that other runs carry no marker.
@@ -155,14 +146,6 @@ func Register(r worker.Registry, a *activities.Activities) {
 // acts names the activities for ExecuteActivity; it is never dereferenced.
 var acts *activities.Activities
 
-// The payment's search attributes, shown and searchable in the Web UI.
-var (
-	saOrderID           = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrOrderID)
-	saPaymentStatus     = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrPaymentStatus)
-	saMerchantReference = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrMerchantReference)
-	saProviderPaymentID = temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrProviderPaymentID)
-)
-
 // PaymentWorkflow charges one payment intent exactly once.
 //
 // Charge phase: the Charge activity sends the charge with the intent's key,
@@ -180,9 +163,18 @@ var (
 // The workflow returns the outcome; it fails only for an input it cannot
 // run, never for a payment outcome.
 func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, error) {
-	// Payments in flight replay their history against the code deployed
-	// later. From here on, every change to the workflow's logic must go
-	// through workflow.GetVersion, or running payments break.
+	// Versioning. Payments in flight replay their history against the code
+	// deployed later, so a change to the commands this function produces
+	// goes behind a workflow.GetVersion gate, and its old branch stays until
+	// no run started before the change can still be open. That bound is
+	// AbandonAfter plus a margin: a run is settled by its deadline's lookup,
+	// and after the deadline it only waits for a provider that does not
+	// answer lookups. Take a day beyond the longest AbandonAfter deployed.
+	// Past it, retire the gate: remove the call (or raise its minimum
+	// supported version, as the SDK allows), delete the old branch, and drop
+	// from testdata the histories that only the old branch replays. Every
+	// gate costs each run a marker and a search-attribute upsert, so gates
+	// do not accumulate.
 	p, err := newPayment(ctx, in)
 	if err != nil {
 		return PaymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
@@ -190,8 +182,7 @@ func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, erro
 	if err := p.registerHandlers(ctx); err != nil {
 		return PaymentResult{}, err
 	}
-	p.lean = workflow.GetVersion(ctx, changeLeanPaidPath, workflow.DefaultVersion, leanPaidPath) >= leanPaidPath
-	if !p.lean || !p.published(ctx) {
+	if !p.published(ctx) {
 		p.publish(ctx)
 	}
 	if p.status.Phase == PhaseCharging {
@@ -218,8 +209,6 @@ type payment struct {
 	intent chargeonce.PaymentIntent
 	timing Timing
 	log    log.Logger
-	// lean is whether this run takes the leaner paid path (leanPaidPath).
-	lean bool
 	// token is the card token to send; empty until one is known.
 	token      string
 	maxHistory int
@@ -413,35 +402,32 @@ func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
 	return nil
 }
 
-// record writes the outcome to the database. On the lean path it tries a
-// local activity first, which costs one history event instead of an
-// activity's three and a workflow task; when the database stays away past
-// localRecordBudget it falls back to the RecordOutcome activity, which
-// retries without an attempt limit: the outcome must reach the database,
-// however long the database is away. Its error is cancellation or a
-// failure that no retry fixes.
+// record writes the outcome to the database. It tries a local activity
+// first, which costs one history event instead of an activity's three and a
+// workflow task; when the database stays away past localRecordBudget it
+// falls back to the RecordOutcome activity, which retries without an attempt
+// limit: the outcome must reach the database, however long the database is
+// away. Its error is cancellation or a failure that no retry fixes.
 func (p *payment) record(ctx workflow.Context, in activities.RecordOutcomeInput) (activities.RecordOutcomeResult, error) {
 	var out activities.RecordOutcomeResult
-	if p.lean {
-		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: recordAttemptTimeout,
-			// Without it the SDK would stop retrying after one
-			// StartToCloseTimeout.
-			ScheduleToCloseTimeout: localRecordBudget,
-			RetryPolicy:            recordRetryPolicy(),
-		})
-		err := workflow.ExecuteLocalActivity(lctx, acts.RecordOutcome, in).Get(ctx, &out)
-		var appErr *temporal.ApplicationError
-		if err == nil || temporal.IsCanceledError(err) || (errors.As(err, &appErr) && appErr.NonRetryable()) {
-			return out, err
-		}
-		p.log.Warn("could not record the payment outcome yet, retrying until the database is back", "status", in.Status, "error", err)
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: recordAttemptTimeout,
+		// Without it the SDK would stop retrying after one
+		// StartToCloseTimeout.
+		ScheduleToCloseTimeout: localRecordBudget,
+		RetryPolicy:            recordRetryPolicy(),
+	})
+	err := workflow.ExecuteLocalActivity(lctx, acts.RecordOutcome, in).Get(ctx, &out)
+	var appErr *temporal.ApplicationError
+	if err == nil || temporal.IsCanceledError(err) || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+		return out, err
 	}
+	p.log.Warn("could not record the payment outcome yet, retrying until the database is back", "status", in.Status, "error", err)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: recordAttemptTimeout,
 		RetryPolicy:         recordRetryPolicy(),
 	})
-	err := workflow.ExecuteActivity(actx, acts.RecordOutcome, in).Get(ctx, &out)
+	err = workflow.ExecuteActivity(actx, acts.RecordOutcome, in).Get(ctx, &out)
 	return out, err
 }
 
@@ -668,12 +654,12 @@ type searchAttribute struct {
 func (p *payment) searchAttributes() []searchAttribute {
 	r := p.outcome()
 	attrs := []searchAttribute{
-		{saOrderID, strconv.FormatInt(p.intent.OrderID, 10)},
-		{saPaymentStatus, string(r.Status)},
-		{saMerchantReference, p.intent.MerchantReference},
+		{SearchAttrOrderID, strconv.FormatInt(p.intent.OrderID, 10)},
+		{SearchAttrPaymentStatus, string(r.Status)},
+		{SearchAttrMerchantReference, p.intent.MerchantReference},
 	}
 	if r.ProviderPaymentID != "" {
-		attrs = append(attrs, searchAttribute{saProviderPaymentID, r.ProviderPaymentID})
+		attrs = append(attrs, searchAttribute{SearchAttrProviderPaymentID, r.ProviderPaymentID})
 	}
 	return attrs
 }

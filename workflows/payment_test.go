@@ -119,8 +119,8 @@ func TestPaymentWorkflow_ApprovedChargeMarksTheOrderPaid(t *testing.T) {
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted}, queryStatus(t, wenv))
 	order := strconv.FormatInt(intent.OrderID, 10)
 	require.Equal(t, []map[string]string{
-		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "open", chargeonce.SearchAttrMerchantReference: intent.MerchantReference},
-		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "succeeded", chargeonce.SearchAttrMerchantReference: intent.MerchantReference, chargeonce.SearchAttrProviderPaymentID: charges[0].ID},
+		{workflows.SearchAttrOrderID.GetName(): order, workflows.SearchAttrPaymentStatus.GetName(): "open", workflows.SearchAttrMerchantReference.GetName(): intent.MerchantReference},
+		{workflows.SearchAttrOrderID.GetName(): order, workflows.SearchAttrPaymentStatus.GetName(): "succeeded", workflows.SearchAttrMerchantReference.GetName(): intent.MerchantReference, workflows.SearchAttrProviderPaymentID.GetName(): charges[0].ID},
 	}, upserts)
 }
 
@@ -130,11 +130,7 @@ func TestPaymentWorkflow_StartedWithItsSearchAttributesUpsertsOnlyTheOutcome(t *
 	wenv := newWorkflowEnv(t, env, createdAt)
 	order := strconv.FormatInt(intent.OrderID, 10)
 	// As the checkout and the outbox sweep start it.
-	require.NoError(t, wenv.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
-		temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrOrderID).ValueSet(order),
-		temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrPaymentStatus).ValueSet(string(chargeonce.AttemptOpen)),
-		temporal.NewSearchAttributeKeyKeyword(chargeonce.SearchAttrMerchantReference).ValueSet(intent.MerchantReference),
-	)))
+	require.NoError(t, wenv.SetTypedSearchAttributesOnStart(workflows.StartSearchAttributes(intent)))
 	var upserts []map[string]string
 	wenv.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
 		upserts = append(upserts, keywords(args.Get(0).(temporal.SearchAttributes)))
@@ -145,7 +141,7 @@ func TestPaymentWorkflow_StartedWithItsSearchAttributesUpsertsOnlyTheOutcome(t *
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, res.ProviderPaymentID)
 	require.Equal(t, []map[string]string{
-		{chargeonce.SearchAttrOrderID: order, chargeonce.SearchAttrPaymentStatus: "succeeded", chargeonce.SearchAttrMerchantReference: intent.MerchantReference, chargeonce.SearchAttrProviderPaymentID: res.ProviderPaymentID},
+		{workflows.SearchAttrOrderID.GetName(): order, workflows.SearchAttrPaymentStatus.GetName(): "succeeded", workflows.SearchAttrMerchantReference.GetName(): intent.MerchantReference, workflows.SearchAttrProviderPaymentID.GetName(): res.ProviderPaymentID},
 	}, upserts)
 }
 
@@ -193,9 +189,9 @@ func TestPaymentWorkflow_OutcomeOutlastsADatabaseAwayPastTheLocalBudget(t *testi
 // keywords reads the payment's keyword search attributes that are set.
 func keywords(sa temporal.SearchAttributes) map[string]string {
 	out := map[string]string{}
-	for _, name := range []string{chargeonce.SearchAttrOrderID, chargeonce.SearchAttrPaymentStatus, chargeonce.SearchAttrMerchantReference, chargeonce.SearchAttrProviderPaymentID} {
-		if v, ok := sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(name)); ok {
-			out[name] = v
+	for _, key := range []temporal.SearchAttributeKeyKeyword{workflows.SearchAttrOrderID, workflows.SearchAttrPaymentStatus, workflows.SearchAttrMerchantReference, workflows.SearchAttrProviderPaymentID} {
+		if v, ok := sa.GetKeyword(key); ok {
+			out[key.GetName()] = v
 		}
 	}
 	return out

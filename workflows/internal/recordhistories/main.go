@@ -24,7 +24,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -35,6 +34,7 @@ import (
 	"chargeonce/activities/activitiestest"
 	"chargeonce/fakeprovider"
 	"chargeonce/provider"
+	"chargeonce/temporalclient"
 	"chargeonce/workflows"
 )
 
@@ -151,7 +151,7 @@ func record(ctx context.Context, out string, logger *slog.Logger) error {
 	)
 	defer ts.Stop()
 	c := ts.GetDefaultClient()
-	if err := registerSearchAttributes(ctx, c, ts.GetDefaultNamespace()); err != nil {
+	if err := temporalclient.AddSearchAttributes(ctx, c, ts.GetDefaultNamespace(), workflows.SearchAttributes()); err != nil {
 		return err
 	}
 	for _, sc := range scenarios() {
@@ -161,21 +161,6 @@ func record(ctx context.Context, out string, logger *slog.Logger) error {
 		}
 	}
 	return breakHistory(filepath.Join(out, "approved.json"), filepath.Join(out, "broken-activity-type.json"))
-}
-
-func registerSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
-	attrs := map[string]enumspb.IndexedValueType{}
-	for _, name := range []string{
-		chargeonce.SearchAttrOrderID, chargeonce.SearchAttrPaymentStatus,
-		chargeonce.SearchAttrMerchantReference, chargeonce.SearchAttrProviderPaymentID,
-	} {
-		attrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	_, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace:        namespace,
-		SearchAttributes: attrs,
-	})
-	return err
 }
 
 func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Client, sc scenario, out string) (err error) {
@@ -206,6 +191,9 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 		ID:                    workflows.WorkflowID(intent.Key),
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// As the checkout starts it, so that the histories cover the
+		// production path.
+		TypedSearchAttributes: workflows.StartSearchAttributes(intent),
 	}, workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: sc.timing})
 	if err != nil {
 		return err

@@ -1,0 +1,53 @@
+package workflows
+
+import (
+	"strconv"
+
+	enums "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"chargeonce"
+)
+
+// The payment workflow's search attributes, which let the Temporal Web UI
+// answer "which attempts are open, for which order, and for how long". These
+// keys are their one definition, name and type: the workflow sets them, the
+// checkout starts workflows with them, the embedded server and
+// cmd/temporal-setup register them, and the worker and the API refuse to
+// start against a namespace that lacks one (SearchAttributes).
+var (
+	// SearchAttrOrderID is the merchant's order ID.
+	SearchAttrOrderID = temporal.NewSearchAttributeKeyKeyword("OrderId")
+	// SearchAttrPaymentStatus is the attempt's status: open until settled.
+	SearchAttrPaymentStatus = temporal.NewSearchAttributeKeyKeyword("PaymentStatus")
+	// SearchAttrMerchantReference is the attempt's merchant reference.
+	SearchAttrMerchantReference = temporal.NewSearchAttributeKeyKeyword("MerchantReference")
+	// SearchAttrProviderPaymentID is the provider's charge ID, once known.
+	SearchAttrProviderPaymentID = temporal.NewSearchAttributeKeyKeyword("ProviderPaymentId")
+)
+
+// searchAttributeKeys lists every key above.
+var searchAttributeKeys = []temporal.SearchAttributeKey{
+	SearchAttrOrderID, SearchAttrPaymentStatus, SearchAttrMerchantReference, SearchAttrProviderPaymentID,
+}
+
+// SearchAttributes returns every search attribute of the payment workflow
+// with its type, as a namespace must have them.
+func SearchAttributes() map[string]enums.IndexedValueType {
+	m := make(map[string]enums.IndexedValueType, len(searchAttributeKeys))
+	for _, k := range searchAttributeKeys {
+		m[k.GetName()] = k.GetValueType()
+	}
+	return m
+}
+
+// StartSearchAttributes are the search attributes a payment workflow starts
+// with: an open attempt of its order. Starting with them makes an attempt
+// findable before its first workflow task, and spares the workflow an upsert.
+func StartSearchAttributes(intent chargeonce.PaymentIntent) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		SearchAttrOrderID.ValueSet(strconv.FormatInt(intent.OrderID, 10)),
+		SearchAttrPaymentStatus.ValueSet(string(chargeonce.AttemptOpen)),
+		SearchAttrMerchantReference.ValueSet(intent.MerchantReference),
+	)
+}
