@@ -40,7 +40,7 @@ func TestDockerCompose_MatchesTheBinaries(t *testing.T) {
 	var compose composeFile
 	require.NoError(t, yaml.Unmarshal(raw, &compose))
 
-	want := []string{"postgresql", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "fakeprovider", "worker", "api"}
+	want := []string{"postgresql", "temporal-schema", "temporal", "temporal-setup", "temporal-ui", "fakeprovider", "worker", "api"}
 	for _, name := range want {
 		require.Contains(t, compose.Services, name, "docker-compose.yml lacks the %s service", name)
 	}

@@ -1,9 +1,7 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -29,17 +27,7 @@ func buildBinary(t *testing.T, pkg string) string {
 // code, stdout and stderr.
 func runStarterBinary(t *testing.T, bin, apiURL string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"CHARGEONCE_API=" + apiURL}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode(), stdout.String(), stderr.String()
-	}
-	require.NoError(t, err)
-	return 0, stdout.String(), stderr.String()
+	return runBinary(t, bin, []string{"CHARGEONCE_API=" + apiURL}, args...)
 }
 
 func TestStarter_ShowsTheTimelineAndExitsByOutcome(t *testing.T) {

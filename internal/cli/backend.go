@@ -14,6 +14,7 @@ import (
 	"chargeonce/metrics"
 	"chargeonce/store"
 	"chargeonce/temporalclient"
+	"chargeonce/workflows"
 )
 
 // BackendFlags say where the worker and the API find Temporal and the
@@ -45,8 +46,9 @@ func (c *BackendConn) Close() error {
 	return c.Store.Close()
 }
 
-// Connect checks the flags, opens the database (applying its migrations) and
-// connects to Temporal with payload encryption. reg receives the SDK's
+// Connect checks the flags, opens the database (applying its migrations),
+// connects to Temporal with payload encryption, and checks that the
+// namespace has the payment's search attributes. reg receives the SDK's
 // metrics and the gauges of open attempts.
 // Flag problems are UsageErrors.
 func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer) (*BackendConn, error) {
@@ -81,6 +83,13 @@ func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg pro
 		Logger:         logging.AtLeast(logger, slog.LevelWarn),
 	})
 	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	// A namespace without the payment's search attributes would refuse
+	// every workflow start: better to say so now, by name.
+	if err := temporalclient.RequireSearchAttributes(ctx, tc, b.temporal.Namespace, workflows.SearchAttributes()); err != nil {
+		tc.Close()
 		_ = st.Close()
 		return nil, err
 	}
