@@ -209,6 +209,51 @@ func TestAPI_BadOrderBodiesAre400AndChangeNothing(t *testing.T) {
 	}
 }
 
+// Every field at and just past its limits: the valid side is stored (201),
+// the other refused (400), and neither is ever a 500.
+func TestAPI_OrderFieldsAtTheirBoundariesAre201Or400(t *testing.T) {
+	a := startTestAPI(t)
+	order := func(amount, currency, description string) string {
+		body, err := json.Marshal(map[string]string{"amount": amount, "currency": currency, "description": description})
+		require.NoError(t, err)
+		return string(body)
+	}
+	tests := []struct {
+		name string
+		body string
+		want int
+	}{
+		{"empty description", order("1.00", "TRY", ""), http.StatusCreated},
+		{"500 one-byte characters", order("1.00", "TRY", strings.Repeat("a", 500)), http.StatusCreated},
+		{"500 three-byte characters", order("1.00", "TRY", strings.Repeat("€", 500)), http.StatusCreated},
+		{"500 four-byte characters", order("1.00", "TRY", strings.Repeat("😀", 500)), http.StatusCreated},
+		{"501 characters", order("1.00", "TRY", strings.Repeat("€", 501)), http.StatusBadRequest},
+		{"smallest TRY amount", order("0.01", "TRY", ""), http.StatusCreated},
+		{"smallest KWD amount", order("0.001", "KWD", ""), http.StatusCreated},
+		{"smallest JPY amount", order("1", "JPY", ""), http.StatusCreated},
+		{"largest amount", order("92233720368547758.07", "TRY", ""), http.StatusCreated},
+		{"one minor unit past the largest amount", order("92233720368547758.08", "TRY", ""), http.StatusBadRequest},
+		{"zero", order("0", "JPY", ""), http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, body := a.send(t, http.MethodPost, "/api/orders", "application/json", tt.body)
+			require.Equal(t, tt.want, status, "body: %s", body)
+			if status != http.StatusCreated {
+				return
+			}
+			var o struct {
+				ID          int64  `json:"id"`
+				Description string `json:"description"`
+			}
+			require.NoError(t, json.Unmarshal(body, &o))
+			stored, _, err := a.store.GetOrder(context.Background(), o.ID)
+			require.NoError(t, err)
+			require.Equal(t, o.Description, stored.Description)
+		})
+	}
+}
+
 func TestAPI_BadCheckoutRequestsAre400AndChangeNothing(t *testing.T) {
 	a := startTestAPI(t)
 	id, _ := createOrder(t, a, `{"amount": "10.00", "currency": "TRY"}`)
