@@ -6,5 +6,6 @@
 // attempts, the merchant-reference format, and the names that the workflow,
 // the worker and the checkout share (task queue, update, signal, query and
 // search attributes). It imports no infrastructure: Temporal, HTTP and
-// databases live in their own packages and speak this vocabulary.
+// databases live in their own packages and speak this vocabulary; how they
+// fit together is in docs/design.md.
 package chargeonce

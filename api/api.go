@@ -1,6 +1,6 @@
-// Package api serves the checkout HTTP API: creating orders, checking them
-// out, reading them with their payment attempts and provider request log,
-// and the operational endpoints /healthz and /metrics.
+// Package api serves the checkout HTTP API (docs/checkout-api.md): creating
+// orders, checking them out, reading them with their payment attempts and
+// provider request log, and the operational endpoints /healthz and /metrics.
 //
 // Every error is answered as RFC 9457 problem+json. Bad input is refused
 // before anything reaches the database or Temporal.

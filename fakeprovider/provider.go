@@ -1,6 +1,7 @@
 // Package fakeprovider is an in-memory card payment provider that speaks the
-// provider HTTP contract: POST /v1/charges guarded by an Idempotency-Key,
-// lookups by id and by merchant reference, and a published key retention.
+// provider HTTP contract (docs/provider-http.md): POST /v1/charges guarded by
+// an Idempotency-Key, lookups by id and by merchant reference, and a
+// published key retention.
 //
 // On demand it misbehaves the way real providers do (slow processing,
 // dropped requests, errors, lost responses, rate limits), so that clients can

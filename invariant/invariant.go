@@ -26,8 +26,8 @@ import (
 	"chargeonce/store"
 )
 
-// Invariant numbers a promise. The first five are those of DESIGN.md; the
-// sixth covers the workflows that carry them out.
+// Invariant numbers a promise as docs/design.md numbers it. The first five
+// are about charges; the sixth covers the workflows that carry them out.
 type Invariant int
 
 // The invariants.

@@ -1,5 +1,5 @@
 // Package provider is the HTTP client of the card provider's contract
-// (contracts/provider-http.md).
+// (docs/provider-http.md).
 //
 // It sends every charge with its Idempotency-Key as a Structured Field String
 // and reads every response, or the lack of one, as a typed Outcome, so that

@@ -32,7 +32,7 @@ func apiTableTiming() workflows.Timing {
 }
 
 // TestAPI_CheckoutAnswersEveryRowOfTheContract walks the status table of
-// contracts/checkout-api.md on one running stack.
+// docs/checkout-api.md on one running stack.
 func TestAPI_CheckoutAnswersEveryRowOfTheContract(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond, Logs: logs})

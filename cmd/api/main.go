@@ -1,4 +1,4 @@
-// Command api serves the chargeonce checkout API (contracts/checkout-api.md)
+// Command api serves the chargeonce checkout API (docs/checkout-api.md)
 // against any Temporal service and merchant database. It is stateless: run
 // as many as the traffic needs.
 package main
