@@ -2,12 +2,12 @@
 // executes PaymentWorkflow and its activities, and runs the outbox sweep that
 // starts the workflows whose start was lost.
 //
-// The worker owns the payment timing. It checks the timing against the
-// provider's key retention, which only the worker's provider client can
-// read, and then publishes it in the merchant database, where every checkout
-// and every sweep read it (see PublishTiming). The API has no timing of its
-// own: if it had, the safety check would test a value the workflows never
-// run with whenever the two were configured differently.
+// The worker owns the payment timing. At start it checks the timing against
+// the key retention the provider publishes, then publishes the timing in the
+// merchant database, where every checkout and every sweep read it (see
+// PublishTiming). The API has no timing of its own: if it had, the safety
+// check would test a value the workflows never run with whenever the two
+// were configured differently.
 //
 // The same Start serves the worker binary (cmd/worker), where each part is
 // its own process, and the one-process dev stack.
