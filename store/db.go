@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -75,8 +74,6 @@ const orderColumns = `id, amount_minor, currency, description, status, COALESCE(
 
 const attemptColumns = `idempotency_key, order_id, amount_minor, currency, card_hash, merchant_reference, status,
 	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at`
-
-const selectTiming = `SELECT timing, published_at FROM payment_timing WHERE id = 1`
 
 const requestColumns = `r.idempotency_key, r.at, r.status_code, r.outcome, r.replayed, r.duration_us`
 
@@ -430,46 +427,6 @@ func (s *db) OpenAttemptStats(ctx context.Context) (int, time.Time, error) {
 		return 0, time.Time{}, fmt.Errorf("store: open attempt stats: %w", err)
 	}
 	return int(st.open), st.oldest.t, nil
-}
-
-func (s *db) PublishTiming(ctx context.Context, timing []byte, replace bool) (PublishedTiming, error) {
-	if !utf8.Valid(timing) || !json.Valid(timing) {
-		return PublishedTiming{}, errors.New("store: publish the payment timing: the timing is not JSON text")
-	}
-	onConflict := `DO NOTHING`
-	if replace {
-		onConflict = `DO UPDATE SET timing = excluded.timing, published_at = excluded.published_at`
-	}
-	var p PublishedTiming
-	err := s.txs.inTx(ctx, true, func(q querier) error {
-		// A concurrent first publication waits on the primary key until the
-		// other commits, then does nothing (or replaces it); the SELECT that
-		// follows sees what is stored then.
-		if _, err := q.exec(ctx, `INSERT INTO payment_timing (id, timing, published_at) VALUES (1, $1, $2) ON CONFLICT (id) `+onConflict,
-			string(timing), s.t(time.Now())); err != nil {
-			return err
-		}
-		var err error
-		p, err = queryOne(ctx, q, scanPublishedTiming, selectTiming)
-		return err
-	})
-	if err != nil {
-		return PublishedTiming{}, fmt.Errorf("store: publish the payment timing: %w", err)
-	}
-	return p, nil
-}
-
-func (s *db) PaymentTiming(ctx context.Context) (PublishedTiming, error) {
-	var p PublishedTiming
-	err := s.txs.inTx(ctx, false, func(q querier) error {
-		var err error
-		p, err = queryOne(ctx, q, scanPublishedTiming, selectTiming)
-		return err
-	})
-	if err != nil {
-		return PublishedTiming{}, fmt.Errorf("store: payment timing: %w", err)
-	}
-	return p, nil
 }
 
 func nullIfEmpty(s string) any {

@@ -159,18 +159,3 @@ func scanRequest(r rows) (chargeonce.ProviderRequest, error) {
 	p.Duration = time.Duration(durationUS) * time.Microsecond
 	return p, nil
 }
-
-func scanPublishedTiming(r rows) (PublishedTiming, error) {
-	var (
-		timing    string
-		published timestamp
-	)
-	if err := r.Scan(&timing, &published); err != nil {
-		return PublishedTiming{}, err
-	}
-	at, err := published.required("published_at")
-	if err != nil {
-		return PublishedTiming{}, errCorrupt("payment timing", 1, err)
-	}
-	return PublishedTiming{Timing: []byte(timing), PublishedAt: at}, nil
-}
