@@ -20,6 +20,7 @@ import (
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/store"
+	"chargeonce/workflows"
 )
 
 // testAPI is the API over a real SQLite store, with a Temporal client that
@@ -31,7 +32,21 @@ type testAPI struct {
 	db    *sql.DB // the same file, read behind the store's back
 }
 
+// startTestAPI starts the API with the default timing published, as the
+// first worker's start would have.
 func startTestAPI(t *testing.T) *testAPI {
+	t.Helper()
+	a := startTestAPIBeforeAnyWorker(t)
+	timing, err := workflows.DefaultTiming().Encode()
+	require.NoError(t, err)
+	_, err = a.store.PublishTiming(context.Background(), timing, false)
+	require.NoError(t, err)
+	return a
+}
+
+// startTestAPIBeforeAnyWorker starts the API on a database where no worker
+// has published its timing.
+func startTestAPIBeforeAnyWorker(t *testing.T) *testAPI {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chargeonce.db")
@@ -305,6 +320,19 @@ func TestAPI_UnknownOrdersAndPathsAre404(t *testing.T) {
 	requireProblem(t, http.StatusNotFound, status, header, body)
 
 	require.Equal(t, before, a.snapshot(t))
+}
+
+func TestAPI_CheckoutBeforeAnyWorkerStartedIs503AndChangesNothing(t *testing.T) {
+	a := startTestAPIBeforeAnyWorker(t)
+	id, _ := createOrder(t, a, `{"amount": "10.00", "currency": "TRY"}`)
+	before := a.snapshot(t)
+
+	status, header, body := a.send(t, http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), "application/json", `{"card_token": "tok_visa"}`)
+
+	p := requireProblem(t, http.StatusServiceUnavailable, status, header, body)
+	require.Equal(t, "No payment worker has started yet; nothing was charged", p.Title)
+	require.Equal(t, "5", header.Get("Retry-After"))
+	require.Equal(t, before, a.snapshot(t), "no attempt, and the order is still placed")
 }
 
 func TestAPI_WrongMethodIs405WithAllow(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"chargeonce"
@@ -201,6 +202,10 @@ func newCheckoutBody(res checkout.Result, status chargeonce.OrderStatus) checkou
 	}
 }
 
+// noWorkerRetryAfter is when a checkout refused for want of a payment worker
+// may be tried again: about the time a worker takes to start.
+const noWorkerRetryAfter = 5 * time.Second
+
 // fail answers err as a problem. It is the one place where errors become
 // statuses; what the client may not see is logged and left out.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -215,6 +220,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		p = newProblem(kindNotFound, "no order "+r.PathValue("id"))
 	case errors.Is(err, checkout.ErrConflict):
 		p = newProblem(kindConflict, "Another card or amount is being verified for this order. Wait for it to settle, or retry with the same card.")
+	case errors.Is(err, checkout.ErrNoTiming):
+		s.log.Warn("checkout refused: no payment worker has published its timing in the merchant database yet", "path", r.URL.Path)
+		w.Header().Set("Retry-After", strconv.Itoa(int(noWorkerRetryAfter/time.Second)))
+		p = newProblem(kindNoWorker, "The payment workers have not started yet; try again in a few seconds.")
 	case errors.Is(err, checkout.ErrNeedsReview):
 		s.log.Error("ALERT: checkout refused: an earlier attempt of the order failed and needs review", "alert", true, "path", r.URL.Path, "error", err)
 		p = newProblem(kindNeedsReview, "An earlier payment of this order failed because of an error on our side. It is being reviewed; do not pay again.")

@@ -19,6 +19,7 @@ const (
 	kindFailed           kind = "payment-failed"
 	kindNeedsReview      kind = "payment-needs-review"
 	kindUnavailable      kind = "unavailable"
+	kindNoWorker         kind = "no-payment-worker"
 	kindInternal         kind = "internal-error"
 )
 
@@ -42,6 +43,7 @@ var problems = map[kind]struct {
 	kindFailed:           {http.StatusInternalServerError, "The payment failed because of an error on our side."},
 	kindNeedsReview:      {http.StatusInternalServerError, "A previous payment for this order failed and is being reviewed."},
 	kindUnavailable:      {http.StatusServiceUnavailable, "The service is unavailable."},
+	kindNoWorker:         {http.StatusServiceUnavailable, "No payment worker has started yet; nothing was charged"},
 	kindInternal:         {http.StatusInternalServerError, "An internal error occurred."},
 }
 

@@ -111,7 +111,8 @@ type Config struct {
 	// (DefaultRetention). It must exceed Timing.AbandonAfter, or the
 	// workers refuse to start.
 	Retention time.Duration
-	// Timing is the payment timing; zero means Timing().
+	// Timing is the payment timing of the worker processes, which publish
+	// it for the stack's checkouts; zero means Timing().
 	Timing workflows.Timing
 	// CheckoutBudget is how long a checkout waits before answering pending
 	// (the charge budget plus 500ms).
@@ -339,7 +340,6 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		DataDir:         dir,
 		Host:            "127.0.0.1",
 		UIPort:          -1,
-		Timing:          cfg.Timing,
 		CheckoutBudget:  cfg.CheckoutBudget,
 		Provider:        fakeprovider.Config{Retention: cfg.Retention},
 		ExternalWorkers: true,
@@ -375,7 +375,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}()
 	}
 
-	lost, closeLost, err := lostStartCheckout(cfg, st)
+	if err := awaitPublishedTiming(ctx, st.Checkout(), cfg.Timing); err != nil {
+		return Summary{}, err
+	}
+
+	lost, closeLost, err := lostStartCheckout(st)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -430,11 +434,37 @@ func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
 	}
 }
 
+// timingTimeout bounds the wait for the first worker to publish its timing.
+const timingTimeout = time.Minute
+
+// awaitPublishedTiming waits until a worker process has published the run's
+// timing: the stack's checkouts read it there, and answer 503 until then.
+func awaitPublishedTiming(ctx context.Context, svc *checkout.Service, want workflows.Timing) error {
+	ctx, cancel := context.WithTimeout(ctx, timingTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		published, err := svc.Timing(ctx)
+		if err == nil && published != want {
+			return fmt.Errorf("chaos: the workers published the timing %s, not the run's %s", published, want)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("chaos: no worker published its timing within %v (see the worker logs): %w", timingTimeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
 // lostStartCheckout is a checkout service whose Temporal cannot be reached:
 // it stores the key and then loses the workflow start, which is what a
 // crash of the API between its commit and its call to Temporal leaves
 // behind. Only the outbox sweep, or the customer's retry, can recover it.
-func lostStartCheckout(cfg Config, st *stack.Stack) (*checkout.Service, func(), error) {
+func lostStartCheckout(st *stack.Stack) (*checkout.Service, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: find an unused port: %w", err)
@@ -447,7 +477,7 @@ func lostStartCheckout(cfg Config, st *stack.Stack) (*checkout.Service, func(), 
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: client for lost starts: %w", err)
 	}
-	svc, err := checkout.New(checkout.Config{Store: st.Store(), Temporal: unreachable, Timing: cfg.Timing, Budget: 200 * time.Millisecond})
+	svc, err := checkout.New(checkout.Config{Store: st.Store(), Temporal: unreachable, Budget: 200 * time.Millisecond})
 	if err != nil {
 		unreachable.Close()
 		return nil, nil, err

@@ -9,6 +9,13 @@
 // workflow ID is the key, a retry of the same checkout joins the same
 // workflow instead of charging again. The attempt row doubles as an outbox:
 // Sweep starts the workflow of any attempt whose start was lost.
+//
+// The payment timing is not configured here. The workers own it: a worker
+// checks its abandon deadline against the provider's key retention and
+// publishes its timing in the merchant database (see package worker). Every
+// checkout and every sweep reads it there, uncached, and uses it for the new
+// attempt's deadline and for the workflow's input. A timing of the API's own
+// would make that safety check test a value the workflows never run with.
 package checkout
 
 import (
@@ -41,6 +48,10 @@ var (
 	// ErrNeedsReview: a failed attempt may have charged the card, and only a
 	// human may offer the order for payment again.
 	ErrNeedsReview = errors.New("checkout: a previous payment for this order failed and needs review")
+	// ErrNoTiming: no payment worker has ever started against this database,
+	// so there is no published timing to give a new attempt. Nothing was
+	// stored or charged; the checkout may be tried again once a worker runs.
+	ErrNoTiming = errors.New("checkout: no payment worker has published its timing in the merchant database yet; nothing was charged")
 )
 
 // Outcome is the answer of a checkout.
@@ -80,7 +91,7 @@ type Result struct {
 // DefaultReferencePrefix starts merchant references when Config.ReferencePrefix is empty.
 const DefaultReferencePrefix = "chargeonce"
 
-// budgetMargin is how much longer than the workflow's charge budget a
+// budgetMargin is how much longer than the published charge budget a
 // checkout waits by default, so that a charge phase that used its whole
 // budget still reports its result instead of being cut off.
 const budgetMargin = 2 * time.Second
@@ -91,11 +102,9 @@ type Config struct {
 	Store store.Store
 	// Temporal is the client that starts and updates payment workflows. Required.
 	Temporal client.Client
-	// Timing is passed to every payment workflow; the zero value means
-	// workflows.DefaultTiming().
-	Timing workflows.Timing
 	// Budget is how long Checkout waits for the charge phase before it
-	// answers pending. Zero means Timing.ChargeBudget plus two seconds.
+	// answers pending. Zero means the published charge budget plus two
+	// seconds, as read at each checkout.
 	Budget time.Duration
 	// ReferencePrefix starts every merchant reference; empty means
 	// DefaultReferencePrefix.
@@ -112,7 +121,6 @@ type Config struct {
 type Service struct {
 	store    store.Store
 	temporal client.Client
-	timing   workflows.Timing
 	budget   time.Duration
 	prefix   string
 	now      func() time.Time
@@ -128,15 +136,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Temporal == nil {
 		return nil, errors.New("checkout: config: Temporal client is required")
 	}
-	cfg.Timing = cfg.Timing.WithDefaults()
-	if err := cfg.Timing.Validate(); err != nil {
-		return nil, fmt.Errorf("checkout: config: timing: %w", err)
-	}
 	if cfg.Budget < 0 {
 		return nil, fmt.Errorf("checkout: config: budget %v is negative; use zero for the default", cfg.Budget)
-	}
-	if cfg.Budget == 0 {
-		cfg.Budget = cfg.Timing.ChargeBudget + budgetMargin
 	}
 	if cfg.ReferencePrefix == "" {
 		cfg.ReferencePrefix = DefaultReferencePrefix
@@ -156,13 +157,38 @@ func New(cfg Config) (*Service, error) {
 	return &Service{
 		store:    cfg.Store,
 		temporal: cfg.Temporal,
-		timing:   cfg.Timing,
 		budget:   cfg.Budget,
 		prefix:   cfg.ReferencePrefix,
 		now:      cfg.Now,
 		newKey:   cfg.NewKey,
 		log:      cfg.Logger,
 	}, nil
+}
+
+// Timing returns the payment timing that the workers published, which the
+// next checkout or sweep start uses. It is ErrNoTiming when no worker has
+// published one yet.
+func (s *Service) Timing(ctx context.Context) (workflows.Timing, error) {
+	p, err := s.store.PaymentTiming(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return workflows.Timing{}, ErrNoTiming
+	}
+	if err != nil {
+		return workflows.Timing{}, fmt.Errorf("checkout: %w", err)
+	}
+	t, err := workflows.DecodeTiming(p.Timing)
+	if err != nil {
+		return workflows.Timing{}, fmt.Errorf("checkout: the payment timing published at %s cannot be used: %w", p.PublishedAt.Format(time.RFC3339), err)
+	}
+	return t, nil
+}
+
+// budgetFor is how long a checkout under timing t waits for its charge.
+func (s *Service) budgetFor(t workflows.Timing) time.Duration {
+	if s.budget > 0 {
+		return s.budget
+	}
+	return t.ChargeBudget + budgetMargin
 }
 
 func newUUIDv7() (string, error) {
@@ -181,7 +207,7 @@ func newUUIDv7() (string, error) {
 // answer. Paid, declined and failed are final; pending means the outcome is
 // still unknown and will be settled by the workflow, or by a later Checkout
 // with the same card, which re-sends the same key. Errors are ErrNotFound,
-// ErrConflict, ErrNeedsReview, or a failure of the database.
+// ErrConflict, ErrNeedsReview, ErrNoTiming, or a failure of the database.
 func (s *Service) Checkout(ctx context.Context, orderID int64, cardToken string) (Result, error) {
 	if cardToken == "" {
 		return Result{}, errors.New("checkout: card token is empty")
@@ -201,6 +227,10 @@ func (s *Service) Checkout(ctx context.Context, orderID int64, cardToken string)
 var errAbandonedMeanwhile = errors.New("checkout: the attempt was abandoned while the checkout ran")
 
 func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string) (Result, error) {
+	timing, err := s.Timing(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	key, err := s.newKey()
 	if err != nil {
 		return Result{}, fmt.Errorf("checkout: issue idempotency key: %w", err)
@@ -211,7 +241,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 		Key:             key,
 		ReferencePrefix: s.prefix,
 		Now:             s.now(),
-		AbandonAfter:    s.timing.AbandonAfter,
+		AbandonAfter:    timing.AbandonAfter,
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{}, fmt.Errorf("%w: order %d", ErrNotFound, orderID)
@@ -244,17 +274,17 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 	if err != nil {
 		return Result{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
 	}
-	return s.charge(ctx, log, s.intent(order, attempt, cardToken))
+	return s.charge(ctx, log, timing, s.intent(order, attempt, cardToken))
 }
 
-// charge runs Update-With-Start for the intent and turns its answer, or the
-// lack of one, into a Result.
-func (s *Service) charge(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent) (Result, error) {
-	waitCtx, cancel := context.WithTimeout(ctx, s.budget)
+// charge runs Update-With-Start for the intent under the published timing,
+// and turns its answer, or the lack of one, into a Result.
+func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, intent chargeonce.PaymentIntent) (Result, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, s.budgetFor(timing))
 	defer cancel()
 
 	start := s.temporal.NewWithStartWorkflowOperation(s.startOptions(intent), workflows.PaymentWorkflow,
-		workflows.PaymentInput{Intent: intent, Timing: s.timing})
+		workflows.PaymentInput{Intent: intent, Timing: timing})
 
 	// The start is recorded as soon as the server accepts it, not when the
 	// charge answers, so that the sweep leaves this attempt alone even when

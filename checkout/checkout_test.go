@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -28,11 +29,18 @@ func offline(t *testing.T) (store.Store, client.Client) {
 	return st, temporal
 }
 
+// publish stores timing as the workers' published timing, as a worker's
+// start would.
+func publish(t *testing.T, st store.Store, timing workflows.Timing, replace bool) {
+	t.Helper()
+	encoded, err := timing.Encode()
+	require.NoError(t, err)
+	_, err = st.PublishTiming(context.Background(), encoded, replace)
+	require.NoError(t, err)
+}
+
 func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 	st, temporal := offline(t)
-
-	badTiming := workflows.DefaultTiming()
-	badTiming.AttemptTimeout = badTiming.ChargeBudget + time.Second
 
 	tests := []struct {
 		name string
@@ -42,7 +50,6 @@ func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 		{"no store", checkout.Config{Temporal: temporal}, "Store is required"},
 		{"no Temporal client", checkout.Config{Store: st}, "Temporal client is required"},
 		{"negative budget", checkout.Config{Store: st, Temporal: temporal, Budget: -time.Second}, "budget -1s is negative"},
-		{"inconsistent timing", checkout.Config{Store: st, Temporal: temporal, Timing: badTiming}, "AttemptTimeout 11s exceeds ChargeBudget 10s"},
 		{"upper-case reference prefix", checkout.Config{Store: st, Temporal: temporal, ReferencePrefix: "Shop"}, `reference prefix "Shop"`},
 		{"reference prefix with a dash", checkout.Config{Store: st, Temporal: temporal, ReferencePrefix: "book-store"}, `reference prefix "book-store"`},
 	}
@@ -61,10 +68,58 @@ func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 
 func TestCheckout_UnknownOrderIsErrNotFoundAndReachesNoWorkflow(t *testing.T) {
 	st, temporal := offline(t)
+	publish(t, st, workflows.DefaultTiming(), false)
 	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
 	require.NoError(t, err)
 
 	_, err = svc.Checkout(context.Background(), 424242, "tok_visa")
 	require.ErrorIs(t, err, checkout.ErrNotFound)
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestCheckout_BeforeAnyWorkerPublishedItsTimingIsErrNoTimingAndStoresNothing(t *testing.T) {
+	st, temporal := offline(t)
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	require.NoError(t, err)
+	ctx := context.Background()
+	order, err := st.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
+	require.NoError(t, err)
+
+	_, err = svc.Checkout(ctx, order.ID, "tok_visa")
+	require.ErrorIs(t, err, checkout.ErrNoTiming)
+	_, err = svc.Sweep(ctx)
+	require.ErrorIs(t, err, checkout.ErrNoTiming)
+
+	got, attempts, err := st.GetOrder(ctx, order.ID)
+	require.NoError(t, err)
+	require.Equal(t, order, got, "the order is still placed")
+	require.Empty(t, attempts, "no attempt, no key")
+}
+
+func TestCheckout_NewAttemptTakesItsDeadlineFromThePublishedTimingAtEachCheckout(t *testing.T) {
+	st, temporal := offline(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
+	// Temporal is unreachable, so each checkout answers pending once its
+	// budget is spent, with the attempt stored.
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, Budget: 200 * time.Millisecond, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	workers := workflows.DefaultTiming()
+	workers.AbandonAfter = 17 * time.Minute
+	publish(t, st, workers, false)
+
+	abandonAfter := func() time.Duration {
+		order, err := st.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
+		require.NoError(t, err)
+		res, err := svc.Checkout(ctx, order.ID, "tok_visa")
+		require.NoError(t, err)
+		require.Equal(t, checkout.OutcomePending, res.Outcome)
+		require.Equal(t, now, res.Attempt.CreatedAt)
+		return res.Attempt.AbandonAt.Sub(res.Attempt.CreatedAt)
+	}
+	require.Equal(t, 17*time.Minute, abandonAfter(), "the workers' deadline, not the default 30m")
+
+	workers.AbandonAfter = 23 * time.Minute
+	publish(t, st, workers, true)
+	require.Equal(t, 23*time.Minute, abandonAfter(), "a replaced timing applies to the next checkout")
 }

@@ -20,14 +20,21 @@ const sweepBatch = 100
 // between storing the key and reaching Temporal, or Temporal was unreachable.
 //
 // An attempt is left alone while it is younger than the checkout budget, so
-// that a checkout still trying to start its workflow is not raced. The
+// that a checkout still trying to start its workflow is not raced. Each
+// workflow starts with the published timing, as a checkout's would. The
 // workflow is started without the card token, which only the customer has:
 // it waits for a customer retry to bring the token, or looks the charge up
 // at the provider and abandons the attempt at its deadline. A workflow that
 // already runs or ran counts as started. Sweep returns how many attempts it
 // marked started, and the errors of the others joined.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
-	attempts, err := s.store.UnstartedAttempts(ctx, s.now().Add(-s.budget), sweepBatch)
+	// One read of the published timing serves the whole pass; the next pass
+	// reads it again, so that a replaced timing applies at once.
+	timing, err := s.Timing(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("checkout: sweep: %w", err)
+	}
+	attempts, err := s.store.UnstartedAttempts(ctx, s.now().Add(-s.budgetFor(timing)), sweepBatch)
 	if err != nil {
 		return 0, fmt.Errorf("checkout: sweep: %w", err)
 	}
@@ -42,7 +49,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 		}
 		intent := s.intent(order, a, "")
 		_, err = s.temporal.ExecuteWorkflow(ctx, s.startOptions(intent), workflows.PaymentWorkflow,
-			workflows.PaymentInput{Intent: intent, Timing: s.timing})
+			workflows.PaymentInput{Intent: intent, Timing: timing})
 		var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
 		if err != nil && !errors.As(err, &alreadyStarted) {
 			log.Warn("sweep could not start the payment workflow; next pass retries", "error", err)

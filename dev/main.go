@@ -77,7 +77,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 		return stack.Config{}, nil, err
 	}
 	cfg.Provider.Mode.Name = fakeprovider.ModeName(*mode)
-	cfg.Timing = *timing
+	cfg.Timing, cfg.ReplaceTiming = timing.Timing, timing.Replace
 	if err := cfg.Provider.Validate(); err != nil {
 		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("fake provider: %w", err)}
 	}

@@ -65,8 +65,14 @@ type Config struct {
 	ProviderPort int
 	// APIPort serves the checkout API.
 	APIPort int
-	// Timing is the payment workflow's timing; zero means the defaults.
+	// Timing is the payment timing of the stack's worker, which publishes it
+	// in the merchant database for every checkout; zero fields take the
+	// defaults. With ExternalWorkers it must be zero: the worker processes
+	// own and publish the timing.
 	Timing workflows.Timing
+	// ReplaceTiming makes the stack's worker replace a different timing
+	// published earlier on the same database, instead of refusing to start.
+	ReplaceTiming bool
 	// CheckoutBudget is how long a checkout waits; zero means the default.
 	CheckoutBudget time.Duration
 	// Provider configures the fake provider (chaos mode, retention).
@@ -118,6 +124,9 @@ type Stack struct {
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.Logger == nil {
 		return nil, errors.New("stack: a logger is required")
+	}
+	if cfg.ExternalWorkers && (cfg.Timing != (workflows.Timing{}) || cfg.ReplaceTiming) {
+		return nil, errors.New("stack: Timing and ReplaceTiming configure the stack's own worker; with ExternalWorkers the worker processes publish their timing")
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -372,7 +381,6 @@ func (s *Stack) startCheckout() error {
 	s.checkout, err = checkout.New(checkout.Config{
 		Store:    s.store,
 		Temporal: s.client,
-		Timing:   s.cfg.Timing,
 		Budget:   s.cfg.CheckoutBudget,
 		Logger:   s.cfg.Logger,
 	})
@@ -389,15 +397,16 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 		return fmt.Errorf("stack: provider client: %w", err)
 	}
 	w, err := worker.Start(ctx, worker.Deps{
-		Client:     s.client,
-		Provider:   pc,
-		Store:      s.store,
-		Checkout:   s.checkout,
-		Timing:     s.cfg.Timing.WithDefaults(),
-		SweepEvery: s.cfg.SweepEvery,
-		Registerer: reg,
-		Options:    s.cfg.WorkerOptions,
-		Logger:     s.cfg.Logger,
+		Client:        s.client,
+		Provider:      pc,
+		Store:         s.store,
+		Checkout:      s.checkout,
+		Timing:        s.cfg.Timing.WithDefaults(),
+		ReplaceTiming: s.cfg.ReplaceTiming,
+		SweepEvery:    s.cfg.SweepEvery,
+		Registerer:    reg,
+		Options:       s.cfg.WorkerOptions,
+		Logger:        s.cfg.Logger,
 	})
 	if err != nil {
 		return err

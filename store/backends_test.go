@@ -24,6 +24,10 @@ import (
 // test gets a database of its own.
 const postgresURLEnv = "CHARGEONCE_TEST_POSTGRES_URL"
 
+// migrations is how many migrations each dialect has, so how many rows
+// schema_migrations holds once a database is up to date.
+const migrations = 2
+
 // backend is one implementation of store.Store under test.
 type backend struct {
 	name string

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -498,7 +499,7 @@ func TestStore_MigrationIsIdempotent(t *testing.T) {
 		again := openStore(t, dsn)
 		o, _ := getOrder(t, again, order.ID)
 		require.Equal(t, order, o, "reopening keeps the data")
-		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
+		require.Equal(t, int64(migrations), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
 	})
 }
 
@@ -524,7 +525,7 @@ func TestStore_ConcurrentOpensOfAFreshDatabaseBothSucceed(t *testing.T) {
 		for _, s := range stores {
 			newOrder(t, s)
 		}
-		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
+		require.Equal(t, int64(migrations), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
 		require.Equal(t, int64(opens), rawCount(t, dsn, `SELECT count(*) FROM orders`))
 	})
 }
@@ -544,5 +545,71 @@ func TestStore_SettlingNeverUnpaysAPaidOrder(t *testing.T) {
 		require.Equal(t, chargeonce.OrderPaid, o.Status)
 		require.Equal(t, "ch_by_hand", o.ProviderPaymentID)
 		require.Equal(t, chargeonce.AttemptDeclined, attempts[0].Status)
+	})
+}
+
+func TestStore_PublishedTimingIsKeptUntilReplaced(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		_, err := s.PaymentTiming(ctx)
+		require.ErrorIs(t, err, store.ErrNotFound, "nothing is published before a worker starts")
+
+		first, second := []byte(`{"abandonAfter":1800000000000}`), []byte(`{"abandonAfter":1200000000000}`)
+		before := time.Now()
+		published, err := s.PublishTiming(ctx, first, false)
+		require.NoError(t, err)
+		require.Equal(t, first, published.Timing)
+		require.WithinRange(t, published.PublishedAt, stored(before), time.Now())
+		got, err := s.PaymentTiming(ctx)
+		require.NoError(t, err)
+		require.Equal(t, published, got)
+
+		kept, err := s.PublishTiming(ctx, second, false)
+		require.NoError(t, err)
+		require.Equal(t, published, kept, "another timing does not replace the published one")
+
+		replaced, err := s.PublishTiming(ctx, second, true)
+		require.NoError(t, err)
+		require.Equal(t, second, replaced.Timing)
+		require.False(t, replaced.PublishedAt.Before(published.PublishedAt))
+		got, err = s.PaymentTiming(ctx)
+		require.NoError(t, err)
+		require.Equal(t, replaced, got)
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM payment_timing`))
+
+		for name, bad := range map[string][]byte{"empty": nil, "not JSON": []byte("abandon-after 30m"), "not UTF-8": []byte("\"\xff\"")} {
+			_, err := s.PublishTiming(ctx, bad, true)
+			require.ErrorContains(t, err, "not JSON text", name)
+		}
+		got, err = s.PaymentTiming(ctx)
+		require.NoError(t, err)
+		require.Equal(t, replaced, got, "a refused timing changes nothing")
+	})
+}
+
+func TestStore_ConcurrentFirstPublicationsAgreeOnOneTiming(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		const publishers = 8
+		results := make([]store.PublishedTiming, publishers)
+		errs := make([]error, publishers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range publishers {
+			wg.Go(func() {
+				<-start
+				results[i], errs[i] = s.PublishTiming(context.Background(), []byte(fmt.Sprintf(`{"worker":%d}`, i)), false)
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		for i := range publishers {
+			require.NoError(t, errs[i])
+			require.Equal(t, results[0], results[i], "every publisher gets the one timing stored")
+		}
+		require.Regexp(t, `^\{"worker":[0-7]\}$`, string(results[0].Timing))
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM payment_timing`))
 	})
 }

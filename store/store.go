@@ -1,5 +1,6 @@
-// Package store is the merchant's database: orders, payment attempts and the
-// log of every request sent to the provider.
+// Package store is the merchant's database: orders, payment attempts, the
+// log of every request sent to the provider, and the payment timing that the
+// workers publish.
 //
 // One Store interface has two implementations that share every query and
 // rule and differ only in their SQL dialect: PostgreSQL through pgx, for
@@ -22,7 +23,8 @@ import (
 	"chargeonce"
 )
 
-// ErrNotFound is returned when an order or an attempt does not exist.
+// ErrNotFound is returned when an order or an attempt does not exist, or no
+// payment timing was published.
 var ErrNotFound = errors.New("store: not found")
 
 // ErrConflict is returned when a new attempt would reuse an idempotency key
@@ -115,6 +117,17 @@ func validCardHash(h string) bool {
 	return true
 }
 
+// PublishedTiming is the payment timing that the workers published, which
+// every checkout and every outbox sweep start uses.
+type PublishedTiming struct {
+	// Timing is the timing as the workflows encode it (JSON). The store
+	// keeps it as given and never reads it, since what a timing means is the
+	// workflows' business.
+	Timing []byte
+	// PublishedAt is when it was stored.
+	PublishedAt time.Time
+}
+
 // Decision says what GetOrStartAttempt did with a checkout.
 type Decision string
 
@@ -177,6 +190,16 @@ type Store interface {
 	// OpenAttemptStats returns how many attempts are open and when the
 	// oldest of them was created (the zero time when none is open).
 	OpenAttemptStats(ctx context.Context) (open int, oldestCreated time.Time, err error)
+	// PublishTiming stores timing, which must be JSON, as the payment timing
+	// when none is stored yet, or when replace is true, and returns the
+	// timing stored once it returns. It is atomic: of several processes
+	// publishing at once, one stores its timing first and the others get
+	// that one back (or replace it, in turn, when replace is true).
+	PublishTiming(ctx context.Context, timing []byte, replace bool) (PublishedTiming, error)
+	// PaymentTiming returns the published payment timing, or ErrNotFound
+	// when none was ever published. It reads one row by its primary key, so
+	// that callers may read it for every checkout instead of caching it.
+	PaymentTiming(ctx context.Context) (PublishedTiming, error)
 	// Close releases the database connections.
 	Close() error
 }

@@ -276,7 +276,7 @@ func TestCheckout_LostWorkflowStartIsRecoveredBySweepAndCustomerRetry(t *testing
 	unreachable, err := client.NewLazyClient(client.Options{HostPort: unusedAddress(t)})
 	require.NoError(t, err)
 	t.Cleanup(unreachable.Close)
-	cut, err := checkout.New(checkout.Config{Store: s.store, Temporal: unreachable, Timing: articleTiming(), Budget: time.Second})
+	cut, err := checkout.New(checkout.Config{Store: s.store, Temporal: unreachable, Budget: time.Second})
 	require.NoError(t, err)
 	res, err := cut.Checkout(ctx, id, "tok_visa")
 	require.NoError(t, err)
@@ -292,7 +292,7 @@ func TestCheckout_LostWorkflowStartIsRecoveredBySweepAndCustomerRetry(t *testing
 	started, err := s.service.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, started)
-	later, err := checkout.New(checkout.Config{Store: s.store, Temporal: s.temporal, Timing: articleTiming(), Budget: articleBudget,
+	later, err := checkout.New(checkout.Config{Store: s.store, Temporal: s.temporal, Budget: articleBudget,
 		Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	require.NoError(t, err)
 	started, err = later.Sweep(ctx)

@@ -2,6 +2,13 @@
 // executes PaymentWorkflow and its activities, and runs the outbox sweep that
 // starts the workflows whose start was lost.
 //
+// The worker owns the payment timing. At start it checks the timing against
+// the key retention the provider publishes, then publishes the timing in the
+// merchant database, where every checkout and every sweep read it (see
+// PublishTiming). The API has no timing of its own: if it had, the safety
+// check would test a value the workflows never run with whenever the two
+// were configured differently.
+//
 // The same Start serves the worker binary (cmd/worker), where each part is
 // its own process, and the one-process dev stack.
 package worker
@@ -38,11 +45,15 @@ type Deps struct {
 	Provider *provider.Client
 	// Store is the merchant database.
 	Store store.Store
-	// Checkout runs the outbox sweep; its timing is the one the swept
-	// workflows start with.
+	// Checkout runs the outbox sweep, whose workflows start with the
+	// published timing.
 	Checkout *checkout.Service
-	// Timing is checked against the provider's published key retention.
+	// Timing is this worker's payment timing, complete: it is checked
+	// against the provider's published key retention and then published.
 	Timing workflows.Timing
+	// ReplaceTiming makes Timing replace a different published timing,
+	// instead of refusing to start.
+	ReplaceTiming bool
 	// SweepEvery is the outbox sweep's period; zero means DefaultSweepEvery.
 	SweepEvery time.Duration
 	// Registerer receives the activities' metrics; nil registers nothing.
@@ -60,13 +71,16 @@ type Worker struct {
 	sweepGroup sync.WaitGroup
 }
 
-// Start checks the timing against the provider, registers the workflow and
-// the activities, and starts polling and sweeping.
+// Start checks the timing against the provider, publishes it, registers the
+// workflow and the activities, and starts polling and sweeping.
 func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if d.Client == nil || d.Provider == nil || d.Store == nil || d.Checkout == nil || d.Logger == nil {
 		return nil, errors.New("worker: client, provider, store, checkout and logger are required")
 	}
 	if err := CheckRetention(ctx, d.Provider, d.Timing); err != nil {
+		return nil, err
+	}
+	if err := PublishTiming(ctx, d.Store, d.Timing, d.ReplaceTiming, d.Logger); err != nil {
 		return nil, err
 	}
 	var metrics *activities.Metrics
@@ -114,5 +128,55 @@ func CheckRetention(ctx context.Context, p *provider.Client, t workflows.Timing)
 		return fmt.Errorf("worker: abandon-after %v must be shorter than the provider's key retention %v: "+
 			"a retry after the provider forgot the key would charge the card again", t.AbandonAfter, retention)
 	}
+	return nil
+}
+
+// PublishTiming makes t the payment timing in the merchant database, which
+// every checkout and every sweep start uses, or refuses t.
+//
+// The first worker to start against a database publishes its timing. A
+// later worker with the same timing starts; one with another timing is
+// refused, with both timings in the error, because the workflows would not
+// run with the timing it checked against the provider. With replace (the
+// flag --replace-timing), t replaces the published timing instead, at once
+// for every checkout in every process, since nobody caches it; attempts
+// already created keep their deadline and their workflow's timing. Of two
+// workers publishing different timings at once, the store lets one win and
+// the other is refused.
+func PublishTiming(ctx context.Context, st store.Store, t workflows.Timing, replace bool, log *slog.Logger) error {
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("worker: timing: %w", err)
+	}
+	encoded, err := t.Encode()
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	stored, err := st.PublishTiming(ctx, encoded, false)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	publishedAt := stored.PublishedAt.Format(time.RFC3339)
+	published, unreadable := workflows.DecodeTiming(stored.Timing)
+	switch {
+	case unreadable == nil && published == t:
+		log.Info("payment timing published", "timing", t.String(), "published_at", publishedAt)
+		return nil
+	case !replace && unreadable != nil:
+		return fmt.Errorf("worker: the payment timing published at %s cannot be read (%v); "+
+			"start this worker with --replace-timing to publish its own: %s", publishedAt, unreadable, t)
+	case !replace:
+		return fmt.Errorf("worker: payment timing %s, published by the running workers at %s; this worker: %s. "+
+			"Checkouts and workflows run with the published timing, so this worker refuses to start with another: "+
+			"start it with the published values, or with --replace-timing to make its timing the published one", published, publishedAt, t)
+	}
+	if _, err := st.PublishTiming(ctx, encoded, true); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	replaced := string(stored.Timing)
+	if unreadable == nil {
+		replaced = published.String()
+	}
+	log.Warn("this worker's payment timing replaces the published one for every new checkout and workflow start",
+		"published", replaced, "published_at", publishedAt, "timing", t.String())
 	return nil
 }

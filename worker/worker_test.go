@@ -2,15 +2,22 @@ package worker_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
+	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/syncbuf"
 	"chargeonce/provider"
+	"chargeonce/store"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )
@@ -50,4 +57,142 @@ func TestCheckRetention_ReportsAnUnreachableProvider(t *testing.T) {
 	require.NoError(t, err)
 	err = worker.CheckRetention(context.Background(), c, workflows.DefaultTiming())
 	require.ErrorContains(t, err, "read the provider's key retention")
+}
+
+func openStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "chargeonce.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// timings returns the default timing and one that abandons after 20 minutes.
+func timings() (running, other workflows.Timing) {
+	running, other = workflows.DefaultTiming(), workflows.DefaultTiming()
+	other.AbandonAfter = 20 * time.Minute
+	return running, other
+}
+
+func published(t *testing.T, st store.Store) (workflows.Timing, time.Time) {
+	t.Helper()
+	p, err := st.PaymentTiming(context.Background())
+	require.NoError(t, err)
+	timing, err := workflows.DecodeTiming(p.Timing)
+	require.NoError(t, err)
+	return timing, p.PublishedAt
+}
+
+func TestPublishTiming_TheFirstWorkerPublishesAndAWorkerThatAgreesStarts(t *testing.T) {
+	st := openStore(t)
+	running, _ := timings()
+
+	require.NoError(t, worker.PublishTiming(context.Background(), st, running, false, discard()))
+	got, at := published(t, st)
+	require.Equal(t, running, got)
+
+	require.NoError(t, worker.PublishTiming(context.Background(), st, running, false, discard()))
+	got, again := published(t, st)
+	require.Equal(t, running, got)
+	require.Equal(t, at, again, "an agreeing worker publishes nothing new")
+}
+
+func TestPublishTiming_AWorkerWithAnotherTimingIsRefusedNamingBoth(t *testing.T) {
+	st := openStore(t)
+	running, other := timings()
+	require.NoError(t, worker.PublishTiming(context.Background(), st, running, false, discard()))
+	_, at := published(t, st)
+
+	err := worker.PublishTiming(context.Background(), st, other, false, discard())
+
+	require.EqualError(t, err, "worker: payment timing "+
+		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s, "+
+		"published by the running workers at "+at.Format(time.RFC3339)+"; this worker: "+
+		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s. "+
+		"Checkouts and workflows run with the published timing, so this worker refuses to start with another: "+
+		"start it with the published values, or with --replace-timing to make its timing the published one")
+	got, _ := published(t, st)
+	require.Equal(t, running, got, "the refused worker changed nothing")
+}
+
+func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarns(t *testing.T) {
+	st := openStore(t)
+	running, other := timings()
+	require.NoError(t, worker.PublishTiming(context.Background(), st, running, false, discard()))
+	logs := &syncbuf.Buffer{}
+
+	require.NoError(t, worker.PublishTiming(context.Background(), st, other, true, slog.New(slog.NewTextHandler(logs, nil))))
+
+	got, _ := published(t, st)
+	require.Equal(t, other, got)
+	require.Contains(t, logs.String(), "level=WARN")
+	require.Contains(t, logs.String(), `published="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s"`)
+	require.Contains(t, logs.String(), `timing="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
+	require.NoError(t, worker.PublishTiming(context.Background(), st, other, false, discard()), "workers with the new timing now start")
+}
+
+func TestPublishTiming_OfTwoWorkersStartingAtOnceWithDifferentTimingsOneWins(t *testing.T) {
+	st := openStore(t)
+	running, other := timings()
+	start := make(chan struct{})
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, timing := range []workflows.Timing{running, other} {
+		wg.Go(func() {
+			<-start
+			errs[i] = worker.PublishTiming(context.Background(), st, timing, false, discard())
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	got, _ := published(t, st)
+	if got == running {
+		require.NoError(t, errs[0])
+		require.ErrorContains(t, errs[1], "this worker refuses to start")
+	} else {
+		require.Equal(t, other, got)
+		require.NoError(t, errs[1])
+		require.ErrorContains(t, errs[0], "this worker refuses to start")
+	}
+}
+
+func TestPublishTiming_AnUnreadablePublishedTimingIsRefusedUnlessReplaced(t *testing.T) {
+	st := openStore(t)
+	running, _ := timings()
+	_, err := st.PublishTiming(context.Background(), []byte(`{"abandonAfter":1800000000000,"jitter":1}`), false)
+	require.NoError(t, err)
+
+	err = worker.PublishTiming(context.Background(), st, running, false, discard())
+	require.ErrorContains(t, err, `cannot be read (timing: decode: json: unknown field "jitter")`)
+	require.ErrorContains(t, err, "start this worker with --replace-timing")
+
+	require.NoError(t, worker.PublishTiming(context.Background(), st, running, true, discard()))
+	got, _ := published(t, st)
+	require.Equal(t, running, got)
+}
+
+func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T) {
+	st := openStore(t)
+	running, other := timings()
+	require.NoError(t, worker.PublishTiming(context.Background(), st, running, false, discard()))
+	// Nothing listens on port 1: a worker that started polling would fail
+	// otherwise than with the refusal.
+	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(temporal.Close)
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	require.NoError(t, err)
+
+	w, err := worker.Start(context.Background(), worker.Deps{
+		Client: temporal, Provider: providerWithRetention(t, 24*time.Hour), Store: st, Checkout: svc,
+		Timing: other, Logger: discard(),
+	})
+
+	require.ErrorContains(t, err, "this worker: attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s")
+	require.Nil(t, w)
+	got, _ := published(t, st)
+	require.Equal(t, running, got)
 }

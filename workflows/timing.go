@@ -1,8 +1,11 @@
 package workflows
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -100,6 +103,58 @@ func (t Timing) Validate() error {
 		errs = append(errs, fmt.Errorf("timing: ChargeBudget %s plus MinAge %s exceeds AbandonAfter %s, so even the first charge could still be processing when the attempt is abandoned", t.ChargeBudget, t.MinAge, t.AbandonAfter))
 	}
 	return errors.Join(errs...)
+}
+
+// String names every field as the worker's flags name it, such as
+// "attempt-timeout 3s, …, abandon-after 30m0s", so that an operator can tell
+// two timings apart field by field.
+func (t Timing) String() string {
+	fields := []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"attempt-timeout", t.AttemptTimeout},
+		{"charge-budget", t.ChargeBudget},
+		{"retry-interval", t.RetryInterval},
+		{"reconcile-min-age", t.MinAge},
+		{"reconcile-interval", t.Interval},
+		{"abandon-after", t.AbandonAfter},
+	}
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.flag + " " + f.v.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Encode is the form in which the workers publish their timing in the
+// merchant database: the JSON that the workflow input carries too.
+func (t Timing) Encode() ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("timing: encode: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeTiming reads what Encode wrote and validates it. A field it does not
+// know, say from a newer program, is an error rather than dropped: a timing
+// is only of use whole. Nor are missing fields defaulted, because what was
+// published is complete.
+func DecodeTiming(b []byte) (Timing, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var t Timing
+	if err := dec.Decode(&t); err != nil {
+		return Timing{}, fmt.Errorf("timing: decode: %w", err)
+	}
+	if dec.More() {
+		return Timing{}, errors.New("timing: decode: data after the timing")
+	}
+	if err := t.Validate(); err != nil {
+		return Timing{}, err
+	}
+	return t, nil
 }
 
 // lastSendAt is the latest time a charge may still be sent for an attempt

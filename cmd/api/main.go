@@ -1,6 +1,10 @@
 // Command api serves the chargeonce checkout API (docs/checkout-api.md)
 // against any Temporal service and merchant database. It is stateless: run
 // as many as the traffic needs.
+//
+// It has no timing flags: every checkout uses the payment timing that the
+// workers checked against the provider and published in the merchant
+// database. Until a worker has started, checkouts answer 503.
 package main
 
 import (
@@ -23,10 +27,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	backend := cli.Backend(fs)
-	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
 	listen := fs.String("listen", ":8080", "`address` of the checkout API")
-	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
+	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: the published charge budget + 2s)")
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
@@ -47,9 +50,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Timing: *timing, Budget: *budget, ReferencePrefix: *prefix, Logger: logger})
+	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Budget: *budget, ReferencePrefix: *prefix, Logger: logger})
 	if err != nil {
 		return cli.UsageError{Err: err}
+	}
+	if _, err := svc.Timing(ctx); err != nil {
+		logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
 	}
 	handler, err := api.New(api.Config{Checkout: svc, Store: conn.Store, Metrics: reg, Logger: logger})
 	if err != nil {

@@ -4,6 +4,12 @@
 //
 // It serves /healthz, /metrics, and the payload codec for the Temporal Web
 // UI under /codec on --listen.
+//
+// The worker owns the payment timing (--attempt-timeout … --abandon-after):
+// it checks --abandon-after against the provider's key retention and
+// publishes the timing in the merchant database, where every checkout reads
+// it. A worker whose timing differs from the published one refuses to start
+// unless --replace-timing is given.
 package main
 
 import (
@@ -38,7 +44,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	providerURL := fs.String("provider-url", "http://localhost:8099", "card provider base `URL`")
 	providerTimeout := fs.Duration("provider-timeout", 30*time.Second, "upper bound of any one HTTP exchange with the provider (charges are bounded by --attempt-timeout)")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
-	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
 	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
 	if err := cli.Parse(fs, args, getenv); err != nil {
@@ -68,13 +73,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Timing: *timing, ReferencePrefix: *prefix, Logger: logger})
+	// The sweep starts the workflows of stored attempts and creates none,
+	// so it needs no reference prefix.
+	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Logger: logger})
 	if err != nil {
-		return cli.UsageError{Err: err}
+		return err
 	}
 	w, err := worker.Start(ctx, worker.Deps{
 		Client: conn.Temporal, Provider: pc, Store: conn.Store, Checkout: svc,
-		Timing: *timing, SweepEvery: *sweepEvery, Registerer: reg, Logger: logger,
+		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery, Registerer: reg, Logger: logger,
 	})
 	if err != nil {
 		return err

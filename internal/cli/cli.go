@@ -62,17 +62,28 @@ func ExitCode(w io.Writer, name string, err error) int {
 	}
 }
 
-// Timing defines the payment workflow's timing flags on fs.
-func Timing(fs *flag.FlagSet) *workflows.Timing {
+// TimingFlags are the payment timing flags of the processes that run a
+// payment worker (worker, dev). The API has none: it reads the timing the
+// workers publish in the merchant database.
+type TimingFlags struct {
+	Timing workflows.Timing
+	// Replace makes this worker's timing replace the published one.
+	Replace bool
+}
+
+// Timing defines the payment workflow's timing flags and --replace-timing on fs.
+func Timing(fs *flag.FlagSet) *TimingFlags {
 	d := workflows.DefaultTiming()
-	t := &workflows.Timing{}
+	f := &TimingFlags{}
+	t := &f.Timing
 	fs.DurationVar(&t.AttemptTimeout, "attempt-timeout", d.AttemptTimeout, "how long one charge request may take")
 	fs.DurationVar(&t.ChargeBudget, "charge-budget", d.ChargeBudget, "how long all charge requests of a checkout may take before the outcome counts as unknown")
 	fs.DurationVar(&t.RetryInterval, "retry-interval", d.RetryInterval, "pause between charge requests (a provider's Retry-After wins)")
 	fs.DurationVar(&t.MinAge, "reconcile-min-age", d.MinAge, "age of an unknown-outcome attempt at its first lookup at the provider")
 	fs.DurationVar(&t.Interval, "reconcile-interval", d.Interval, "time between lookups of an unknown-outcome attempt")
 	fs.DurationVar(&t.AbandonAfter, "abandon-after", d.AbandonAfter, "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention")
-	return t
+	fs.BoolVar(&f.Replace, "replace-timing", false, "replace the timing the running workers published in the merchant database with this one (otherwise a worker with another timing refuses to start)")
+	return f
 }
 
 // LogFlags are the logging flags.

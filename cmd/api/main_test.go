@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/cli"
+)
+
+func noEnv(string) string { return "" }
+
+func TestRun_TimingFlagsAreNotTheAPIsAndAreRefused(t *testing.T) {
+	tests := []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--attempt-timeout", "3s"}, "attempt-timeout"},
+		{[]string{"--charge-budget", "10s"}, "charge-budget"},
+		{[]string{"--retry-interval", "1s"}, "retry-interval"},
+		{[]string{"--reconcile-min-age", "2m"}, "reconcile-min-age"},
+		{[]string{"--reconcile-interval", "1m"}, "reconcile-interval"},
+		{[]string{"--abandon-after", "20m"}, "abandon-after"},
+		{[]string{"--replace-timing"}, "replace-timing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flag, func(t *testing.T) {
+			var stdout, stderr, report bytes.Buffer
+
+			err := run(context.Background(), tt.args, noEnv, &stdout, &stderr)
+
+			require.Equal(t, 2, cli.ExitCode(&report, "api", err))
+			require.Equal(t, "api: flag provided but not defined: -"+tt.flag+" (see --help)\n", report.String())
+		})
+	}
+}
+
+func TestRun_HelpListsTheCheckoutBudgetAndNoTiming(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+
+	err := run(context.Background(), []string{"--help"}, noEnv, &stdout, &stderr)
+
+	require.ErrorIs(t, err, flag.ErrHelp)
+	help := stderr.String()
+	require.Contains(t, help, "--checkout-budget duration\t(env CHARGEONCE_CHECKOUT_BUDGET)")
+	require.Contains(t, help, "default: the published charge budget + 2s")
+	for _, timing := range []string{"--attempt-timeout", "--charge-budget", "--retry-interval", "--reconcile-min-age", "--reconcile-interval", "--abandon-after", "--replace-timing"} {
+		require.NotContains(t, help, timing+" ")
+	}
+}
