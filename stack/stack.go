@@ -32,7 +32,6 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/codec"
 	"chargeonce/fakeprovider"
-	"chargeonce/internal/logging"
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
 	"chargeonce/provider"
@@ -173,7 +172,7 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	s.client, err = temporalclient.Dial(ctx,
 		temporalclient.Config{Address: s.TemporalAddress(), Namespace: Namespace},
-		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: logging.AtLeast(cfg.Logger, slog.LevelWarn)})
+		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
