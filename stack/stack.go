@@ -28,6 +28,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"chargeonce"
+	"chargeonce/alert"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/codec"
@@ -136,6 +137,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 }
 
 func (s *Stack) start(ctx context.Context) error {
+	// One registry serves the whole stack, and it counts the alerts that
+	// any part logs.
+	reg := metrics.NewRegistry()
+	logger, err := alert.Counting(s.cfg.Logger, reg)
+	if err != nil {
+		return err
+	}
+	s.cfg.Logger = logger
 	cfg := s.cfg
 	if err := s.prepareDataDir(); err != nil {
 		return err
@@ -165,7 +174,6 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
 
-	reg := metrics.NewRegistry()
 	sdkMetrics, err := metrics.TemporalHandler(reg, cfg.Logger)
 	if err != nil {
 		return err
