@@ -177,7 +177,6 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 		p.DeclineCode, p.OrderID = res.DeclineCode, id
 		writeProblem(w, log, p)
 	case checkout.OutcomeFailed:
-		log.Error("ALERT: payment attempt failed: the provider refused our request as a contract violation; the order needs review", "alert", true)
 		p := newProblem(kindFailed, "The payment could not be completed because of an error on our side. It is being reviewed; do not pay again.")
 		p.OrderID = id
 		writeProblem(w, log, p)
@@ -216,7 +215,6 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, checkout.ErrConflict):
 		p = newProblem(kindConflict, "Another card or amount is being verified for this order. Wait for it to settle, or retry with the same card.")
 	case errors.Is(err, checkout.ErrNeedsReview):
-		s.log.Error("ALERT: checkout refused: an earlier attempt of the order failed and needs review", "alert", true, "path", r.URL.Path, "error", err)
 		p = newProblem(kindNeedsReview, "An earlier payment of this order failed because of an error on our side. It is being reviewed; do not pay again.")
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)

@@ -493,6 +493,27 @@ func (s *checkoutStack) checkoutNoFatal(id int64, card string) checkoutResponse 
 	return res
 }
 
+// metrics scrapes the stack's /metrics.
+func (s *checkoutStack) metrics(t *testing.T) string {
+	t.Helper()
+	res, err := s.send(http.MethodGet, "/metrics", "")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.status)
+	return string(res.body)
+}
+
+// errorLinesOf returns the error lines of a text log that name key, as the
+// idempotency key or as the workflow ID.
+func errorLinesOf(logs, key string) []string {
+	var lines []string
+	for line := range strings.SplitSeq(logs, "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, key) {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
 func (s *checkoutStack) order(t *testing.T, id int64) orderView {
 	t.Helper()
 	res, err := s.send(http.MethodGet, fmt.Sprintf("/api/orders/%d", id), "")
