@@ -13,8 +13,8 @@ dev:
 # Packages that link the embedded Temporal server. The race detector makes
 # the server several times slower to build and run, so `make test` runs
 # their tests without it; `make check` runs everything with it.
-SERVER_PKGS := ./tests/... ./temporalserver/... ./stack/... ./dev/... ./bench/... ./chaos/... ./workflows/internal/...
-SERVER_DIRS := -e /tests -e /temporalserver -e /stack -e /dev -e /bench -e /chaos -e /workflows/internal
+SERVER_PKGS := ./cmd/worker/... ./tests/... ./temporalserver/... ./stack/... ./dev/... ./bench/... ./chaos/... ./workflows/internal/...
+SERVER_DIRS := -e /cmd/worker -e /tests -e /temporalserver -e /stack -e /dev -e /bench -e /chaos -e /workflows/internal
 
 ## test: start PostgreSQL (Debian package, loopback) and run every test; the race detector covers all but the server-backed packages
 test:

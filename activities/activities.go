@@ -82,17 +82,26 @@ func outcomeError(outcome provider.Outcome, retryAfter time.Duration, msg string
 	if !ok {
 		errType = ErrTypeContractViolation
 	}
-	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{
+	return applicationError(msg, errType, temporal.ApplicationErrorOptions{
 		NonRetryable:   !ok || !outcome.Retryable(),
 		NextRetryDelay: retryAfter,
 	})
 }
 
 func nonRetryable(errType, msg string, details ...any) error {
-	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{
+	return applicationError(msg, errType, temporal.ApplicationErrorOptions{
 		NonRetryable: true,
 		Details:      details,
 	})
+}
+
+// applicationError is the error of an outcome that the activity has told in
+// the log, or that the workflow tells when it acts on it. It is benign to the
+// SDK, which would otherwise log every failed attempt once more, at error
+// level ("Activity error."): a 503 or a 422 would read as two events.
+func applicationError(msg, errType string, o temporal.ApplicationErrorOptions) error {
+	o.Category = temporal.ApplicationErrorCategoryBenign
+	return temporal.NewApplicationErrorWithOptions(msg, errType, o)
 }
 
 // Store is the part of the merchant's database the activities use; store.Store

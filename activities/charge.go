@@ -50,7 +50,9 @@ func requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // chargeOutcomeLogs says how each outcome that is not a charge result is
-// told in the log.
+// told in the log. A contract violation or an invalid request is told at
+// debug only: the workflow, which marks the attempt failed, writes the one
+// error line and the alert, with this activity's error text.
 var chargeOutcomeLogs = map[provider.Outcome]struct {
 	level slog.Level
 	msg   string
@@ -61,8 +63,8 @@ var chargeOutcomeLogs = map[provider.Outcome]struct {
 	provider.TransportError:    {slog.LevelWarn, "connection to the provider failed, the request may have arrived"},
 	provider.Timeout:           {slog.LevelWarn, "no answer from the provider in time, the charge may exist"},
 	provider.BreakerOpen:       {slog.LevelWarn, "circuit breaker open, request not sent"},
-	provider.ContractViolation: {slog.LevelError, "provider refused the request as a contract violation, a human must look"},
-	provider.InvalidRequest:    {slog.LevelError, "provider refused the request as invalid, a human must look"},
+	provider.ContractViolation: {slog.LevelDebug, "provider refused the request as a contract violation, a human must look"},
+	provider.InvalidRequest:    {slog.LevelDebug, "provider refused the request as invalid, a human must look"},
 }
 
 // Charge sends the intent's charge to the provider: exactly one HTTP request

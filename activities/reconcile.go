@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"chargeonce"
+	"chargeonce/alert"
 	"chargeonce/provider"
 	"chargeonce/store"
 )
@@ -95,7 +96,7 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 			ids[i] = c.ID
 		}
 		a.Metrics.reconciliation(reconcileDoubleCharge)
-		log.Error("DOUBLE CHARGE: the provider holds more than one succeeded charge for one attempt; refund all but one", "charges", ids)
+		log.Error("the provider holds more than one succeeded charge for one attempt; refund all but one", alert.Attr(alert.DoubleCharge), "charges", ids)
 	}
 	for _, c := range succeeded {
 		if c.Amount == in.Amount.Minor && c.Currency == in.Amount.Currency {
@@ -104,11 +105,10 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 			return FindChargeResult{Found: FoundSucceeded, ProviderPaymentID: c.ID}, nil
 		}
 	}
+	// The workflow, which marks the attempt failed, logs the alert with
+	// this error's text.
 	c := succeeded[0]
 	a.Metrics.reconciliation(reconcileMismatch)
-	log.Error("ALERT: the provider's charge for the attempt does not match its amount",
-		"charge", c.ID, "charge_amount", c.Amount, "charge_currency", c.Currency,
-		"attempt_amount", in.Amount.Minor, "attempt_currency", in.Amount.Currency)
 	return FindChargeResult{}, nonRetryable(ErrTypeChargeMismatch,
 		fmt.Sprintf("provider charge %s for %s is %d %s, but the attempt is for %s", c.ID, in.MerchantReference, c.Amount, c.Currency, in.Amount),
 		c.ID)
@@ -141,7 +141,7 @@ func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (
 	log := a.logger().With("key", in.Key, "status", string(in.Status), "attempt", activity.GetInfo(ctx).Attempt)
 	changed, err := a.Store.SettleAttempt(ctx, in.Key, in.Status, in.ProviderPaymentID, a.now())
 	if errors.Is(err, store.ErrNotFound) {
-		log.Error("attempt to settle is not in the database")
+		// The workflow logs the alert with this error's text.
 		return RecordOutcomeResult{}, nonRetryable(ErrTypeAttemptNotFound, "record outcome: attempt "+in.Key+" is not in the database")
 	}
 	if err != nil {
@@ -150,7 +150,7 @@ func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (
 	if changed {
 		log.Info("attempt settled", "charge", in.ProviderPaymentID, "order_status", string(chargeonce.OrderStatusAfter(in.Status)))
 	} else {
-		log.Warn("attempt was already settled, nothing changed")
+		log.Debug("attempt was already settled, nothing changed")
 	}
 	return RecordOutcomeResult{Changed: changed}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
+
+	"chargeonce/alert"
 )
 
 // statusRecorder remembers the status of a response for the request log and
@@ -59,7 +61,7 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 				// The handler asked for the connection to be dropped.
 				panic(v)
 			}
-			s.log.Error("ALERT: handler panicked", "alert", true, "method", r.Method, "path", r.URL.Path,
+			s.log.Error("handler panicked", alert.Attr(alert.HandlerPanic), "method", r.Method, "path", r.URL.Path,
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if rec.status == 0 {
 				writeProblem(rec, s.log, newProblem(kindInternal, ""))

@@ -178,7 +178,6 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 		p.DeclineCode, p.OrderID = res.DeclineCode, id
 		writeProblem(w, log, p)
 	case checkout.OutcomeFailed:
-		log.Error("ALERT: payment attempt failed: the provider refused our request as a contract violation; the order needs review", "alert", true)
 		p := newProblem(kindFailed, "The payment could not be completed because of an error on our side. It is being reviewed; do not pay again.")
 		p.OrderID = id
 		writeProblem(w, log, p)
@@ -225,7 +224,6 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(noWorkerRetryAfter/time.Second)))
 		p = newProblem(kindNoWorker, "The payment workers have not started yet; try again in a few seconds.")
 	case errors.Is(err, checkout.ErrNeedsReview):
-		s.log.Error("ALERT: checkout refused: an earlier attempt of the order failed and needs review", "alert", true, "path", r.URL.Path, "error", err)
 		p = newProblem(kindNeedsReview, "An earlier payment of this order failed because of an error on our side. It is being reviewed; do not pay again.")
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)

@@ -33,6 +33,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"chargeonce"
+	"chargeonce/alert"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -260,10 +261,10 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 		log.Warn("checkout refused: an open attempt with another card or amount is still being verified")
 		return Result{}, fmt.Errorf("%w: order %d, open attempt %s", ErrConflict, orderID, attempt.Key)
 	case store.DecisionNeedsReview:
-		log.Error("checkout refused: a failed attempt needs review", "alert", true)
+		log.Error("checkout refused: a failed attempt needs review", alert.Attr(alert.NeedsReview))
 		return Result{}, fmt.Errorf("%w: order %d, failed attempt %s", ErrNeedsReview, orderID, attempt.Key)
 	case store.DecisionReused:
-		log.Info("resending payment with the stored key")
+		log.Info("reusing the open attempt and its key")
 	case store.DecisionCreated:
 		log.Info("new payment attempt stored", "reference", attempt.MerchantReference)
 	default:
@@ -328,7 +329,7 @@ func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows
 		// The key is stored, so nothing is lost: the attempt stays open,
 		// and the workflow (started now or by the sweep) or a retry with
 		// the same card settles it.
-		log.Warn("payment outcome unknown", "error", err)
+		log.Warn("no answer from the payment workflow, answering from the database", "error", err)
 		return s.fromStore(ctx, log, intent)
 	}
 }
@@ -345,17 +346,17 @@ func (s *Service) answer(ctx context.Context, log *slog.Logger, intent chargeonc
 		if res.Attempt.ProviderPaymentID == "" {
 			res.Attempt.ProviderPaymentID = payment.ProviderPaymentID
 		}
-		log.Info("payment approved", "charge", payment.ProviderPaymentID)
+		log.Debug("payment approved", "charge", payment.ProviderPaymentID)
 	case chargeonce.AttemptDeclined:
 		res.Outcome = OutcomeDeclined
 		res.DeclineCode = payment.DeclineCode
-		log.Info("payment declined", "decline_code", payment.DeclineCode)
+		log.Debug("payment declined", "decline_code", payment.DeclineCode)
 	case chargeonce.AttemptFailed:
 		res.Outcome = OutcomeFailed
-		log.Error("payment failed: the provider refused the request as a contract violation", "alert", true, "detail", payment.Message)
+		log.Debug("payment failed", "detail", payment.Message)
 	case chargeonce.AttemptOpen:
 		res.Outcome = OutcomePending
-		log.Warn("payment outcome unknown", "detail", payment.Message)
+		log.Debug("payment outcome unknown", "detail", payment.Message)
 	case chargeonce.AttemptAbandoned:
 		return Result{}, errAbandonedMeanwhile
 	default:
@@ -382,7 +383,7 @@ func (s *Service) fromStore(ctx context.Context, log *slog.Logger, intent charge
 		res.Outcome = OutcomeDeclined
 	case chargeonce.AttemptFailed:
 		res.Outcome = OutcomeFailed
-		log.Error("payment failed: the provider refused the request as a contract violation", "alert", true)
+		log.Debug("payment failed")
 	case chargeonce.AttemptAbandoned:
 		return Result{}, errAbandonedMeanwhile
 	default:

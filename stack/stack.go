@@ -26,11 +26,11 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"chargeonce/alert"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/codec"
 	"chargeonce/fakeprovider"
-	"chargeonce/internal/logging"
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
 	"chargeonce/provider"
@@ -140,6 +140,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 }
 
 func (s *Stack) start(ctx context.Context) error {
+	// One registry serves the whole stack, and it counts the alerts that
+	// any part logs.
+	reg := metrics.NewRegistry()
+	logger, err := alert.Counting(s.cfg.Logger, reg)
+	if err != nil {
+		return err
+	}
+	s.cfg.Logger = logger
 	cfg := s.cfg
 	if err := s.prepareDataDir(); err != nil {
 		return err
@@ -169,14 +177,13 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
 
-	reg := metrics.NewRegistry()
 	sdkMetrics, err := metrics.TemporalHandler(reg, cfg.Logger)
 	if err != nil {
 		return err
 	}
 	s.client, err = temporalclient.Dial(ctx,
 		temporalclient.Config{Address: s.TemporalAddress(), Namespace: temporalserver.DefaultNamespace},
-		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: logging.AtLeast(cfg.Logger, slog.LevelWarn)})
+		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}

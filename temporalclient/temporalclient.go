@@ -16,7 +16,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/interceptor"
 )
 
 // Config says where Temporal is and how to reach it.
@@ -101,7 +101,9 @@ type Options struct {
 	DataConverter converter.DataConverter
 	// MetricsHandler receives the SDK's metrics; nil drops them.
 	MetricsHandler client.MetricsHandler
-	// Logger receives the SDK's logs.
+	// Logger is the process's logger. What workflow and activity code logs
+	// through workflow.GetLogger and activity.GetLogger passes at its level;
+	// the SDK's own lines pass only from warn up.
 	Logger *slog.Logger
 }
 
@@ -139,7 +141,8 @@ func Dial(ctx context.Context, c Config, o Options) (client.Client, error) {
 		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg, GrpcCompression: compression(c.Address)},
 	}
 	if o.Logger != nil {
-		opts.Logger = sdklog.NewStructuredLogger(o.Logger)
+		opts.Logger = sdkLogger(o.Logger)
+		opts.Interceptors = []interceptor.ClientInterceptor{&ownLoggers{}}
 	}
 	if c.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)

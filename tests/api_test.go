@@ -116,11 +116,20 @@ func TestAPI_CheckoutAnswersEveryRowOfTheContract(t *testing.T) {
 		o := s.order(t, id)
 		require.Equal(t, "failed", o.Attempts[0].Status, "the attempt is marked failed")
 		require.Equal(t, "payment_pending", o.Status, "only a human may offer the order again")
-		require.Contains(t, logs.String(), "alert=true")
+		// The activity, the workflow, the checkout and the API all see the
+		// 422; the workflow, which marks the attempt failed, tells it.
+		errs := errorLinesOf(logs.String(), key)
+		require.Len(t, errs, 1, "one error line for the 422: %s", logs)
+		require.Contains(t, errs[0], "alert=contract_violation")
+		require.Contains(t, s.metrics(t), `chargeonce_alerts_total{alert="contract_violation"} 1`)
 
 		review := s.checkout(t, id, "tok_visa")
 		require.Equal(t, http.StatusInternalServerError, review.status, "body: %s", review.body)
 		require.Contains(t, problemOf(t, review).Type, "payment-needs-review")
+		errs = errorLinesOf(logs.String(), key)
+		require.Len(t, errs, 2, "one more error line for the refused checkout: %s", logs)
+		require.Contains(t, errs[1], "alert=needs_review")
+		require.Contains(t, s.metrics(t), `chargeonce_alerts_total{alert="needs_review"} 1`)
 	})
 
 	t.Run("404 unknown order", func(t *testing.T) {

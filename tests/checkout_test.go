@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/stack"
 	"chargeonce/store"
@@ -229,6 +229,7 @@ func TestCheckout_TwentyPercentProviderErrorsNeverChargeAnOrderTwice(t *testing.
 }
 
 func TestCheckout_UnknownOutcomeIsSettledByReconciliation(t *testing.T) {
+	logs := &syncbuf.Buffer{}
 	s := startCheckoutStack(t, checkoutStackConfig{
 		Timing: workflows.Timing{
 			AttemptTimeout: 500 * time.Millisecond,
@@ -240,6 +241,7 @@ func TestCheckout_UnknownOutcomeIsSettledByReconciliation(t *testing.T) {
 		},
 		Budget: 1500 * time.Millisecond,
 		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * time.Second},
+		Logs:   logs,
 	})
 	id := s.createOrder(t, "548.90", "TRY")
 
@@ -261,6 +263,12 @@ func TestCheckout_UnknownOutcomeIsSettledByReconciliation(t *testing.T) {
 	for _, r := range s.provider.ChargeRequests() {
 		require.Equal(t, o.Attempts[0].IdempotencyKey, r.Key)
 	}
+
+	// The workflow's info line passes the filter that holds back the SDK's
+	// own info lines, such as the worker's start.
+	story := logs.String()
+	require.Regexp(t, `level=INFO msg="reconciled order: provider has the charge" .*WorkflowType=PaymentWorkflow .*key=`+o.Attempts[0].IdempotencyKey, story)
+	require.NotContains(t, story, "Started Worker")
 }
 
 func TestCheckout_LostWorkflowStartIsRecoveredBySweepAndCustomerRetry(t *testing.T) {
@@ -485,6 +493,27 @@ func (s *checkoutStack) checkoutNoFatal(id int64, card string) checkoutResponse 
 	return res
 }
 
+// metrics scrapes the stack's /metrics.
+func (s *checkoutStack) metrics(t *testing.T) string {
+	t.Helper()
+	res, err := s.send(http.MethodGet, "/metrics", "")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.status)
+	return string(res.body)
+}
+
+// errorLinesOf returns the error lines of a text log that name key, as the
+// idempotency key or as the workflow ID.
+func errorLinesOf(logs, key string) []string {
+	var lines []string
+	for line := range strings.SplitSeq(logs, "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, key) {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
 func (s *checkoutStack) order(t *testing.T, id int64) orderView {
 	t.Helper()
 	res, err := s.send(http.MethodGet, fmt.Sprintf("/api/orders/%d", id), "")
@@ -533,6 +562,9 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 	if logs == nil {
 		logs = io.Discard
 	}
+	// The processes build their loggers so: at info, the default level.
+	logger, err := logging.New(logs, "text", "info")
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	st, err := stack.Start(ctx, stack.Config{
@@ -540,7 +572,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		Timing:         cfg.Timing,
 		CheckoutBudget: cfg.Budget,
 		Provider:       fakeprovider.Config{Mode: cfg.Mode},
-		Logger:         slog.New(slog.NewTextHandler(logs, nil)),
+		Logger:         logger,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -21,6 +21,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/activities"
+	"chargeonce/alert"
 )
 
 // The phases of a payment, as the status query reports them.
@@ -361,7 +362,7 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
 		case activities.ErrTypeContractViolation, activities.ErrTypeInvalidRequest:
-			p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", "error", err)
+			p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", alert.Attr(alert.ContractViolation), "error", err)
 			return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + appErr.Message()}, nil
 		}
 	}
@@ -386,7 +387,7 @@ func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
 	case temporal.IsCanceledError(err):
 		return err
 	case err != nil:
-		p.log.Error("could not record the payment outcome in the database, a human must record it", "status", r.Status, "charge", r.ProviderPaymentID, "error", err)
+		p.log.Error("could not record the payment outcome in the database, a human must record it", alert.Attr(alert.OutcomeUnrecorded), "status", r.Status, "charge", r.ProviderPaymentID, "error", err)
 	case !out.Changed:
 		p.log.Warn("the attempt was already settled in the database, nothing changed", "status", r.Status)
 	}
@@ -522,7 +523,7 @@ func (p *payment) check(ctx workflow.Context) error {
 		if appErr.HasDetails() {
 			_ = appErr.Details(&chargeID)
 		}
-		p.log.Error("ALERT: the provider holds a charge for this attempt that does not match its amount; the attempt is marked failed and needs a human", "charge", chargeID, "error", err)
+		p.log.Error("the provider holds a charge for this attempt that does not match its amount; the attempt is marked failed and needs a human", alert.Attr(alert.ChargeMismatch), "charge", chargeID, "error", err)
 		return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptFailed, ProviderPaymentID: chargeID, Message: "the provider's charge does not match the payment: " + appErr.Message()})
 	}
 	if err != nil {

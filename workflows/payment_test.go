@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,10 @@ import (
 	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/activities/activitiestest"
+	"chargeonce/alert"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/logging"
+	"chargeonce/internal/syncbuf"
 	"chargeonce/provider"
 	"chargeonce/workflows"
 )
@@ -47,6 +51,36 @@ func newWorkflowEnv(t *testing.T, env *activitiestest.Env, start time.Time) *tes
 	workflows.Register(wenv, env.Activities)
 	wenv.SetStartTime(start)
 	return wenv
+}
+
+// newLoggedWorkflowEnv is newWorkflowEnv whose workflow and activities log
+// into the returned buffer at info, as a process does by default.
+func newLoggedWorkflowEnv(t *testing.T, env *activitiestest.Env, start time.Time) (*testsuite.TestWorkflowEnvironment, *syncbuf.Buffer) {
+	t.Helper()
+	logs := &syncbuf.Buffer{}
+	logger, err := logging.New(logs, "text", "info")
+	require.NoError(t, err)
+	env.Activities.Logger = logger
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(tlog.NewStructuredLogger(logger))
+	wenv := suite.NewTestWorkflowEnvironment()
+	workflows.Register(wenv, env.Activities)
+	wenv.SetStartTime(start)
+	return wenv, logs
+}
+
+// requireOneError checks that the log holds exactly one error line, and
+// that it raises the alert n.
+func requireOneError(t *testing.T, logs string, n alert.Name) {
+	t.Helper()
+	var errs []string
+	for line := range strings.SplitSeq(logs, "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			errs = append(errs, line)
+		}
+	}
+	require.Len(t, errs, 1, "one error line: %s", logs)
+	require.Contains(t, errs[0], "alert="+string(n))
 }
 
 // run executes the payment workflow to its end and returns its result.
@@ -252,7 +286,7 @@ func TestPaymentWorkflow_422IsNotRetried(t *testing.T) {
 		Source: intent.CardToken, MerchantReference: intent.MerchantReference,
 	})
 	require.Equal(t, provider.Approved, earlier.Outcome)
-	wenv := newWorkflowEnv(t, env, createdAt)
+	wenv, logs := newLoggedWorkflowEnv(t, env, createdAt)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
@@ -261,6 +295,7 @@ func TestPaymentWorkflow_422IsNotRetried(t *testing.T) {
 	require.Len(t, requests, 2)
 	require.Equal(t, http.StatusUnprocessableEntity, requests[1].Status)
 	requireSettled(t, env, intent, chargeonce.AttemptFailed, "")
+	requireOneError(t, logs.String(), alert.ContractViolation)
 }
 
 func TestPaymentWorkflow_5xxIsRetriedUntilTheBudgetEndsThenReconciled(t *testing.T) {
@@ -419,7 +454,7 @@ func TestPaymentWorkflow_MismatchingChargeFailsTheAttempt(t *testing.T) {
 	})
 	require.Equal(t, provider.Approved, other.Outcome)
 	require.NoError(t, env.Fake.SetMode(failing.Mode))
-	wenv := newWorkflowEnv(t, env, createdAt)
+	wenv, logs := newLoggedWorkflowEnv(t, env, createdAt)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
@@ -428,6 +463,7 @@ func TestPaymentWorkflow_MismatchingChargeFailsTheAttempt(t *testing.T) {
 	require.Contains(t, res.Message, "does not match")
 	require.Len(t, env.Fake.Charges(), 1)
 	requireSettled(t, env, intent, chargeonce.AttemptFailed, other.ChargeID)
+	requireOneError(t, logs.String(), alert.ChargeMismatch)
 }
 
 func TestPaymentWorkflow_OpenBreakerStopsSending(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"io"
 
+	"chargeonce/alert"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/internal/cli"
@@ -44,6 +45,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer ln.Close() // in case a later step fails; serving closes it too
 	reg := metrics.NewRegistry()
+	if logger, err = alert.Counting(logger, reg); err != nil {
+		return err
+	}
 	conn, err := backend.Connect(ctx, logger, reg)
 	if err != nil {
 		return err

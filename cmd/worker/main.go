@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"chargeonce"
+	"chargeonce/alert"
 	"chargeonce/checkout"
 	"chargeonce/codec"
 	"chargeonce/internal/cli"
@@ -63,6 +64,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer ln.Close() // in case a later step fails; serving closes it too
 	reg := metrics.NewRegistry()
+	if logger, err = alert.Counting(logger, reg); err != nil {
+		return err
+	}
 	conn, err := backend.Connect(ctx, logger, reg)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"chargeonce/codec"
-	"chargeonce/internal/logging"
 	"chargeonce/metrics"
 	"chargeonce/store"
 	"chargeonce/temporalclient"
@@ -80,7 +79,7 @@ func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg pro
 	tc, err := temporalclient.Dial(ctx, *b.temporal, temporalclient.Options{
 		DataConverter:  codec.NewDataConverter(keyring),
 		MetricsHandler: sdkMetrics,
-		Logger:         logging.AtLeast(logger, slog.LevelWarn),
+		Logger:         logger,
 	})
 	if err != nil {
 		_ = st.Close()

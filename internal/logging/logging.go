@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 )
 
@@ -35,8 +36,26 @@ func Discard() *slog.Logger {
 // AtLeast passes on only records at min or above. Temporal's SDK and server
 // log every poll and task at info level, which would bury the payment story
 // in the same output.
+//
+// A logger derived from the result with With(Own()) passes every record that
+// l passes: the payment story that the workflows write through the SDK's
+// logger must not be held to the SDK's floor.
 func AtLeast(l *slog.Logger, min slog.Level) *slog.Logger {
 	return slog.New(levelFilter{l.Handler(), min})
+}
+
+// Own is the attribute that exempts a logger derived from an AtLeast logger
+// from its floor. The attribute itself is not written. Its value's type is
+// unexported, so that no attribute of the SDK can be taken for it.
+func Own() slog.Attr {
+	return slog.Any("own", own{})
+}
+
+type own struct{}
+
+func isOwn(a slog.Attr) bool {
+	_, ok := a.Value.Any().(own)
+	return ok
 }
 
 type levelFilter struct {
@@ -48,8 +67,14 @@ func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= f.min && f.Handler.Enabled(ctx, l)
 }
 
-func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelFilter{f.Handler.WithAttrs(a), f.min}
+func (f levelFilter) WithAttrs(as []slog.Attr) slog.Handler {
+	if rest := slices.DeleteFunc(slices.Clone(as), isOwn); len(rest) < len(as) {
+		if len(rest) == 0 {
+			return f.Handler
+		}
+		return f.Handler.WithAttrs(rest)
+	}
+	return levelFilter{f.Handler.WithAttrs(as), f.min}
 }
 
 func (f levelFilter) WithGroup(name string) slog.Handler {

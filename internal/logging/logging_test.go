@@ -37,3 +37,26 @@ func TestAtLeast_DropsRecordsBelowTheLevel(t *testing.T) {
 	require.Contains(t, out.String(), "boom")
 	require.Contains(t, out.String(), "part=temporal")
 }
+
+func TestAtLeast_OwnLoggerPassesAtTheLevelUnderneath(t *testing.T) {
+	out := new(bytes.Buffer)
+	base := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	sdk := logging.AtLeast(base, slog.LevelWarn)
+	app := sdk.With("WorkflowType", "PaymentWorkflow", logging.Own()).With("key", "k1")
+
+	sdk.Info("sdk chatter", "WorkflowType", "PaymentWorkflow")
+	app.Debug("below the level underneath")
+	app.Info("reconciled")
+
+	require.NotContains(t, out.String(), "sdk chatter")
+	require.NotContains(t, out.String(), "below the level underneath")
+	require.Contains(t, out.String(), `msg=reconciled WorkflowType=PaymentWorkflow key=k1`)
+	require.NotContains(t, out.String(), "own=", "the mark is not written")
+}
+
+func TestAtLeast_AnAttributeNamedOwnIsNoMark(t *testing.T) {
+	out := new(bytes.Buffer)
+	base := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logging.AtLeast(base, slog.LevelWarn).With("own", true).Info("sdk chatter")
+	require.Empty(t, out.String())
+}
