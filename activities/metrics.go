@@ -15,11 +15,8 @@ type Metrics struct {
 }
 
 // Reconciliation results, the values of the "result" label of
-// chargeonce_reconciliation_checks_total.
+// chargeonce_reconciliation_checks_total, besides the Found values.
 const (
-	reconcileSucceeded    = "succeeded"
-	reconcileFailedOnly   = "failed_only"
-	reconcileNone         = "none"
 	reconcileMismatch     = "mismatch"
 	reconcileDoubleCharge = "double_charge"
 	reconcileError        = "error"

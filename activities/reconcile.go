@@ -74,10 +74,9 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 		if c.MerchantReference != in.MerchantReference {
 			continue
 		}
-		switch c.Status {
-		case FoundSucceeded:
+		if c.Succeeded() {
 			succeeded = append(succeeded, c)
-		default:
+		} else {
 			failed++
 		}
 	}
@@ -100,7 +99,7 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 	}
 	for _, c := range succeeded {
 		if c.Amount == in.Amount.Minor && c.Currency == in.Amount.Currency {
-			a.Metrics.reconciliation(reconcileSucceeded)
+			a.Metrics.reconciliation(FoundSucceeded)
 			log.Info("provider has a succeeded charge for the attempt", "found", FoundSucceeded, "charge", c.ID)
 			return FindChargeResult{Found: FoundSucceeded, ProviderPaymentID: c.ID}, nil
 		}

@@ -187,16 +187,12 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 func newCheckoutBody(res checkout.Result, status chargeonce.OrderStatus) checkoutBody {
-	paymentID := res.Attempt.ProviderPaymentID
-	if paymentID == "" {
-		paymentID = res.Order.ProviderPaymentID
-	}
 	return checkoutBody{
 		OrderID:           res.Order.ID,
 		Status:            string(status),
 		Total:             res.Order.Amount.Decimal(),
 		Currency:          res.Order.Amount.Currency,
-		ProviderPaymentID: optional(paymentID),
+		ProviderPaymentID: optional(res.Attempt.ProviderPaymentID),
 		IdempotencyKey:    res.Attempt.Key,
 	}
 }

@@ -318,56 +318,27 @@ func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows
 	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case err == nil:
-		return s.answer(ctx, log, intent, payment)
+		return s.result(ctx, log, intent, &payment)
 	case errors.As(err, &alreadyStarted):
 		// REJECT_DUPLICATE: the workflow of this key has closed, so the
 		// attempt has settled and the database holds its outcome.
 		log.Info("payment workflow already closed; answering from the database")
 		s.markStarted(ctx, log, intent.Key)
-		return s.fromStore(ctx, log, intent)
+		return s.result(ctx, log, intent, nil)
 	default:
 		// The key is stored, so nothing is lost: the attempt stays open,
 		// and the workflow (started now or by the sweep) or a retry with
 		// the same card settles it.
 		log.Warn("no answer from the payment workflow, answering from the database", "error", err)
-		return s.fromStore(ctx, log, intent)
+		return s.result(ctx, log, intent, nil)
 	}
 }
 
-// answer turns the result of the charge update into a Result.
-func (s *Service) answer(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent, payment workflows.PaymentResult) (Result, error) {
-	res, err := s.load(ctx, intent.OrderID, intent.Key)
-	if err != nil {
-		return Result{}, err
-	}
-	switch payment.Status {
-	case chargeonce.AttemptSucceeded:
-		res.Outcome = OutcomePaid
-		if res.Attempt.ProviderPaymentID == "" {
-			res.Attempt.ProviderPaymentID = payment.ProviderPaymentID
-		}
-		log.Debug("payment approved", "charge", payment.ProviderPaymentID)
-	case chargeonce.AttemptDeclined:
-		res.Outcome = OutcomeDeclined
-		res.DeclineCode = payment.DeclineCode
-		log.Debug("payment declined", "decline_code", payment.DeclineCode)
-	case chargeonce.AttemptFailed:
-		res.Outcome = OutcomeFailed
-		log.Debug("payment failed", "detail", payment.Message)
-	case chargeonce.AttemptOpen:
-		res.Outcome = OutcomePending
-		log.Debug("payment outcome unknown", "detail", payment.Message)
-	case chargeonce.AttemptAbandoned:
-		return Result{}, errAbandonedMeanwhile
-	default:
-		return Result{}, fmt.Errorf("checkout: order %d: the payment workflow answered unknown status %q", intent.OrderID, payment.Status)
-	}
-	return res, nil
-}
-
-// fromStore answers from the attempt as the database holds it, when the
-// workflow gave no answer.
-func (s *Service) fromStore(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent) (Result, error) {
+// result builds the answer of a checkout from the order and the attempt as
+// the database holds them. payment is the workflow's answer to the charge
+// update, or nil when it gave none and the attempt's stored status is all
+// there is.
+func (s *Service) result(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent, payment *workflows.PaymentResult) (Result, error) {
 	// The caller may have given up; the answer is still read, briefly.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
@@ -375,20 +346,31 @@ func (s *Service) fromStore(ctx context.Context, log *slog.Logger, intent charge
 	if err != nil {
 		return Result{}, err
 	}
-	switch res.Attempt.Status {
+	status := res.Attempt.Status
+	if payment != nil {
+		status = payment.Status
+		// The decline code lives in the workflow's answer, not the database.
+		res.DeclineCode = payment.DeclineCode
+		if res.Attempt.ProviderPaymentID == "" {
+			// The provider's answer stands even where recording it failed.
+			res.Attempt.ProviderPaymentID = payment.ProviderPaymentID
+		}
+	}
+	switch status {
 	case chargeonce.AttemptSucceeded:
 		res.Outcome = OutcomePaid
 	case chargeonce.AttemptDeclined:
-		// The decline code lives in the workflow's result, not the database.
 		res.Outcome = OutcomeDeclined
 	case chargeonce.AttemptFailed:
 		res.Outcome = OutcomeFailed
-		log.Debug("payment failed")
+	case chargeonce.AttemptOpen:
+		res.Outcome = OutcomePending
 	case chargeonce.AttemptAbandoned:
 		return Result{}, errAbandonedMeanwhile
 	default:
-		res.Outcome = OutcomePending
+		return Result{}, fmt.Errorf("checkout: order %d: attempt %s has unknown status %q", intent.OrderID, intent.Key, status)
 	}
+	log.Debug("checkout answered", "outcome", res.Outcome, "charge", res.Attempt.ProviderPaymentID, "decline_code", res.DeclineCode)
 	return res, nil
 }
 

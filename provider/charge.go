@@ -67,6 +67,10 @@ type Charge struct {
 	Created time.Time
 }
 
+// Succeeded reports whether the charge took the money, as opposed to a
+// declined card.
+func (c Charge) Succeeded() bool { return c.Status == statusSucceeded }
+
 // The statuses of a charge at the provider.
 const (
 	statusSucceeded = "succeeded"
