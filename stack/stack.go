@@ -48,6 +48,9 @@ const (
 	TemporalDBFile = "temporal.db"
 	AppDBFile      = "chargeonce.db"
 	CodecKeyFile   = "codec.key"
+	// ProviderDBFile is where dev keeps the fake provider's state, through
+	// Config.Provider.DataFile.
+	ProviderDBFile = "fakeprovider.db"
 )
 
 // Namespace is the Temporal namespace of the local stack.
@@ -273,7 +276,7 @@ func (s *Stack) startProvider(ln net.Listener) error {
 	}
 	s.provider = p
 	s.providerS = serve.Start(ln, p)
-	s.closers = append(s.closers, s.providerS.Shutdown, p.Close)
+	s.closers = append(s.closers, func(context.Context) error { return p.CloseDataFile() }, s.providerS.Shutdown, p.Close)
 	return nil
 }
 
