@@ -44,7 +44,6 @@ CREATE TABLE requests (
 	seq    INTEGER PRIMARY KEY,
 	record TEXT NOT NULL
 ) STRICT;
-PRAGMA user_version = 1;
 `
 
 // dataFile keeps the provider's state in a SQLite file. The Provider's maps
@@ -66,8 +65,9 @@ type savedState struct {
 // openDataFile opens or creates the data file at path and reads it.
 func openDataFile(path string) (*dataFile, savedState, error) {
 	params := url.Values{}
-	// The exclusive lock, taken before the first access, keeps a second fake
-	// provider off the file: two of them would hand out the same charge ids.
+	// In EXCLUSIVE locking mode the connection keeps the write lock from its
+	// first write (New writes the mode) until it closes, which keeps a second
+	// fake provider off the file: two would hand out the same charge ids.
 	params.Add("_pragma", "locking_mode(EXCLUSIVE)")
 	// synchronous stays at its default, FULL: a charge whose answer was sent
 	// must survive a power loss too, or a replay after it would charge again.
@@ -132,7 +132,7 @@ func (f *dataFile) init() (savedState, error) {
 			return savedState{}, errDataFileForeign
 		}
 		if err := f.inTx(func(tx *sql.Tx) error {
-			_, err := tx.Exec(schema)
+			_, err := tx.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", dataFileSchema))
 			return err
 		}); err != nil {
 			return savedState{}, err
