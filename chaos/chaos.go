@@ -582,7 +582,11 @@ func (r *run) expireKeys(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if n := r.stack.Provider().ExpireKeys(r.cfg.Retention); n > 0 {
+		n, err := r.stack.Provider().ExpireKeys(r.cfg.Retention)
+		if err != nil {
+			r.cfg.Logger.Warn("provider keys not expired", "error", err)
+		}
+		if n > 0 {
 			r.mu.Lock()
 			r.faults[FaultKeysExpired] += n
 			r.mu.Unlock()

@@ -14,10 +14,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/envflag"
 	"chargeonce/stack"
 	"chargeonce/temporalserver"
 )
@@ -57,7 +59,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg stack.Config
-	fs.StringVar(&cfg.DataDir, "data-dir", ".chargeonce", "`directory` of the Temporal and app SQLite files and the payload key")
+	fs.StringVar(&cfg.DataDir, "data-dir", ".chargeonce", "`directory` of the Temporal, app and fake provider SQLite files and the payload key")
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "interface every part listens on")
 	fs.IntVar(&cfg.TemporalPort, stack.FlagTemporalPort, 7233, "Temporal frontend gRPC `port` (the temporal CLI's default)")
 	fs.IntVar(&cfg.UIPort, stack.FlagUIPort, 8233, "Temporal Web UI `port`")
@@ -77,6 +79,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 		return stack.Config{}, nil, err
 	}
 	cfg.Provider.Mode.Name = fakeprovider.ModeName(*mode)
+	if cfg.DataDir != "" {
+		// The provider's books stay with the orders and workflows they
+		// belong to, and so does its mode unless a flag changes it.
+		cfg.Provider.DataFile = filepath.Join(cfg.DataDir, stack.ProviderDBFile)
+		if !envflag.AnyGiven(fs, "provider-mode", "provider-delay", "provider-rate", "provider-seed") {
+			cfg.Provider.Mode = fakeprovider.Mode{}
+		}
+	}
 	cfg.Timing, cfg.ReplaceTiming = timing.Timing, timing.Replace
 	if err := cfg.Provider.Validate(); err != nil {
 		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("fake provider: %w", err)}

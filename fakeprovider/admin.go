@@ -27,8 +27,12 @@ func (p *Provider) putMode(w http.ResponseWriter, r *http.Request, rec *RequestR
 		rec.fail(w, outcomeModeRefused, prob)
 		return
 	}
-	if err := p.SetMode(m); err != nil {
+	if err := m.Validate(); err != nil {
 		rec.fail(w, outcomeModeRefused, newProblem(codeInvalidRequest, err.Error()))
+		return
+	}
+	if err := p.SetMode(m); err != nil {
+		p.dataFileFailed(w, r, rec, err)
 		return
 	}
 	rec.Outcome = outcomeModeChanged
@@ -47,8 +51,11 @@ func (p *Provider) listAllCharges(w http.ResponseWriter, _ *http.Request, rec *R
 	writeJSON(w, http.StatusOK, chargeList{Data: nonNil(p.Charges())})
 }
 
-func (p *Provider) reset(w http.ResponseWriter, _ *http.Request, rec *RequestRecord) {
-	p.Reset()
+func (p *Provider) reset(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	if err := p.Reset(); err != nil {
+		p.dataFileFailed(w, r, rec, err)
+		return
+	}
 	rec.Outcome = outcomeReset
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -72,10 +79,22 @@ func (p *Provider) expireKeys(w http.ResponseWriter, r *http.Request, rec *Reque
 		rec.fail(w, outcomeBadRequest, invalidField("older_than", msgOlderThan))
 		return
 	}
+	forgotten, err := p.ExpireKeys(age)
+	if err != nil {
+		p.dataFileFailed(w, r, rec, err)
+		return
+	}
 	rec.Outcome = outcomeKeysExpired
 	writeJSON(w, http.StatusOK, struct {
 		Forgotten int `json:"forgotten"`
-	}{p.ExpireKeys(age)})
+	}{forgotten})
+}
+
+// dataFileFailed answers 503 for a change the data file refused, which
+// therefore did not happen.
+func (p *Provider) dataFileFailed(w http.ResponseWriter, r *http.Request, rec *RequestRecord, err error) {
+	p.log.ErrorContext(r.Context(), "data file write failed", "path", r.URL.Path, "err", err)
+	rec.fail(w, outcomeDataFileFailed, newProblem(codeUnavailable, msgDataFileFailed))
 }
 
 // nonNil makes an empty list encode as [] rather than null.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,29 +25,47 @@ func benchPost(b *testing.B, p *Provider, key, body string) int {
 }
 
 func BenchmarkPostCharge(b *testing.B) {
-	b.Run("new key", func(b *testing.B) {
-		p, err := New(Config{})
-		require.NoError(b, err)
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			if code := benchPost(b, p, "key-"+strconv.Itoa(i), validBody); code != http.StatusCreated {
-				b.Fatalf("status %d", code)
+	for _, storage := range []struct {
+		suffix   string
+		dataFile bool
+	}{
+		{"", false},
+		{" with data file", true},
+	} {
+		b.Run("new key"+storage.suffix, func(b *testing.B) {
+			p := benchProvider(b, storage.dataFile)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if code := benchPost(b, p, "key-"+strconv.Itoa(i), validBody); code != http.StatusCreated {
+					b.Fatalf("status %d", code)
+				}
 			}
-		}
-	})
-	b.Run("replay", func(b *testing.B) {
-		p, err := New(Config{})
-		require.NoError(b, err)
-		require.Equal(b, http.StatusCreated, benchPost(b, p, "key", validBody))
-		b.ReportAllocs()
-		for b.Loop() {
-			if code := benchPost(b, p, "key", validBody); code != http.StatusCreated {
-				b.Fatalf("status %d", code)
+		})
+		b.Run("replay"+storage.suffix, func(b *testing.B) {
+			p := benchProvider(b, storage.dataFile)
+			require.Equal(b, http.StatusCreated, benchPost(b, p, "key", validBody))
+			b.ReportAllocs()
+			for b.Loop() {
+				if code := benchPost(b, p, "key", validBody); code != http.StatusCreated {
+					b.Fatalf("status %d", code)
+				}
 			}
-		}
-	})
+		})
+	}
+}
+
+// benchProvider is a provider in memory, or on a new data file.
+func benchProvider(b *testing.B, dataFile bool) *Provider {
+	var cfg Config
+	if dataFile {
+		cfg.DataFile = filepath.Join(b.TempDir(), "fakeprovider.db")
+	}
+	p, err := New(cfg)
+	require.NoError(b, err)
+	b.Cleanup(func() { require.NoError(b, p.CloseDataFile()) })
+	return p
 }
 
 func BenchmarkListChargesByReference(b *testing.B) {

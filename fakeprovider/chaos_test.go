@@ -141,7 +141,7 @@ func TestChanceModes_TheSameSeedRepeatsTheSameRun(t *testing.T) {
 	}
 
 	first := run()
-	f.p.Reset()
+	require.NoError(t, f.p.Reset())
 	second := run()
 
 	require.Equal(t, first, second)

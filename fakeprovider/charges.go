@@ -81,6 +81,7 @@ const (
 	outcomeChargeNotFound  = "charge not found"
 	outcomeChargesListed   = "charges listed by merchant reference"
 	outcomeRetentionServed = "key retention published"
+	outcomeDataFileFailed  = "data file write failed; nothing changed"
 )
 
 // declineCodes maps the test tokens that decline to their decline code.
@@ -178,7 +179,9 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 		return
 	}
 	rec.ChargeID = entry.resp.chargeID
-	if lose {
+	// Only a response to a charge made is lost; a failure to make it is
+	// answered.
+	if lose && entry.resp.chargeID != "" {
 		rec.Outcome = outcomeLost
 		// Aborting with http.ErrAbortHandler, rather than hijacking the
 		// connection, works the same over HTTP/1.1 and HTTP/2 and through any
@@ -192,12 +195,17 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 }
 
 // process makes the charge after delay and stores the response under its key.
+// With a data file the charge exists once it is written there; when that
+// fails it is not made, its key is forgotten so that a retry is processed
+// afresh, and the request is answered 503.
 func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay time.Duration) {
 	if delay > 0 {
 		<-p.after(delay)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.finishWorkLocked()
+	defer close(entry.done)
 	charge := Charge{
 		ID:                fmt.Sprintf("ch_%06d", len(p.charges)+1),
 		Object:            "charge",
@@ -220,12 +228,24 @@ func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay
 	} else {
 		resp.body, _ = json.Marshal(charge)
 	}
-	p.byID[charge.ID] = len(p.charges)
-	p.byRef[charge.MerchantReference] = append(p.byRef[charge.MerchantReference], len(p.charges))
-	p.charges = append(p.charges, charge)
 	entry.resp = resp
-	close(entry.done)
-	p.finishWorkLocked()
+	if p.file != nil {
+		if err := p.file.saveCharge(len(p.charges)+1, charge, key, entry); err != nil {
+			p.log.Error("data file write failed; charge not made", "key", key, "err", err)
+			delete(p.keys, key)
+			prob := newProblem(codeUnavailable, msgDataFileFailed)
+			entry.resp = &storedResponse{status: prob.Status, contentType: contentTypeProblem, body: prob.encode(), outcome: outcomeDataFileFailed}
+			return
+		}
+	}
+	p.addChargeLocked(charge)
+}
+
+// addChargeLocked appends c to the charges and indexes it.
+func (p *Provider) addChargeLocked(c Charge) {
+	p.byID[c.ID] = len(p.charges)
+	p.byRef[c.MerchantReference] = append(p.byRef[c.MerchantReference], len(p.charges))
+	p.charges = append(p.charges, c)
 }
 
 // misbehave applies the chaos modes that stop a request before it reaches

@@ -76,6 +76,8 @@ func (g *gate) awaitWait(t *testing.T) time.Duration {
 // fixture is a provider served over real HTTP on loopback.
 type fixture struct {
 	p      *Provider
+	cfg    Config
+	srv    *httptest.Server
 	url    string
 	client *http.Client
 	clock  *testClock
@@ -87,25 +89,49 @@ type fixture struct {
 // JSON logs. cfg.Now, cfg.After and cfg.Logger are overwritten.
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	f := &fixture{clock: newTestClock(), gate: newGate(), logs: &syncbuf.Buffer{}}
+	return startFixture(t, cfg, newTestClock())
+}
+
+func startFixture(t *testing.T, cfg Config, clock *testClock) *fixture {
+	t.Helper()
+	f := &fixture{clock: clock, gate: newGate(), logs: &syncbuf.Buffer{}}
 	cfg.Now = f.clock.Now
 	cfg.After = f.gate.After
 	cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, nil))
 	p, err := New(cfg)
 	require.NoError(t, err)
-	srv := httptest.NewServer(p)
-	f.p, f.url = p, srv.URL
+	f.p, f.cfg, f.srv = p, cfg, httptest.NewServer(p)
+	f.url = f.srv.URL
 	f.client = &http.Client{Timeout: 10 * time.Second}
 	// Cleanups run last-in first-out: open the gate so slow charges finish,
-	// drain the provider, then stop the server.
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, p.Close(ctx))
-	})
+	// drain the provider, stop the server, then close the data file. Each
+	// step is harmless when stop did it already.
+	t.Cleanup(func() { require.NoError(t, p.CloseDataFile()) })
+	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { f.drain(t) })
 	t.Cleanup(f.gate.Open)
 	return f
+}
+
+// drain closes the provider, waiting for the charges in progress.
+func (f *fixture) drain(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, f.p.Close(ctx))
+}
+
+// restart shuts f down as the command does, then starts a provider with the
+// same configuration and clock, on the same data file, with mode as
+// Config.Mode: a zero mode keeps the file's.
+func (f *fixture) restart(t *testing.T, mode Mode) *fixture {
+	t.Helper()
+	f.drain(t)
+	f.srv.Close()
+	require.NoError(t, f.p.CloseDataFile())
+	cfg := f.cfg
+	cfg.Mode = mode
+	return startFixture(t, cfg, f.clock)
 }
 
 // call is one request to the fixture.

@@ -50,13 +50,24 @@ func (p *Provider) track(h handler, record bool) http.Handler {
 			rec.DurationMS = float64(elapsed.Microseconds()) / 1000
 			if record {
 				p.mu.Lock()
-				p.requests = append(p.requests, *rec)
+				p.recordLocked(*rec)
 				p.mu.Unlock()
 			}
 			p.logRequest(r, rec, elapsed)
 		}()
 		h(sw, r, rec)
 	})
+}
+
+// recordLocked appends rec to the request log. The answer has been sent by
+// now, so a record the data file refuses is kept in memory only.
+func (p *Provider) recordLocked(rec RequestRecord) {
+	if p.file != nil {
+		if err := p.file.saveRequest(rec); err != nil {
+			p.log.Error("data file write failed; request recorded in memory only", "path", rec.Path, "key", rec.Key, "err", err)
+		}
+	}
+	p.requests = append(p.requests, rec)
 }
 
 func (p *Provider) logRequest(r *http.Request, rec *RequestRecord, elapsed time.Duration) {

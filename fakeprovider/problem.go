@@ -63,6 +63,7 @@ const (
 	msgRateLimited      = "too many requests; retry after Retry-After seconds"
 	msgUnavailable      = "the provider is temporarily unavailable; nothing was processed"
 	msgShuttingDown     = "the provider is shutting down; nothing was processed"
+	msgDataFileFailed   = "the provider could not write its data file; nothing was charged or changed"
 	msgTimeout          = "the provider did not answer in time"
 	msgChargeNotFound   = "no charge has this id"
 	msgReferenceParam   = "merchant_reference query parameter is required, once"

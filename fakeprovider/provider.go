@@ -1,7 +1,8 @@
-// Package fakeprovider is an in-memory card payment provider that speaks the
-// provider HTTP contract (docs/provider-http.md): POST /v1/charges guarded by
-// an Idempotency-Key, lookups by id and by merchant reference, and a
-// published key retention.
+// Package fakeprovider is a card payment provider that speaks the provider
+// HTTP contract (docs/provider-http.md): POST /v1/charges guarded by an
+// Idempotency-Key, lookups by id and by merchant reference, and a published
+// key retention. It keeps its state in memory, and optionally also in a
+// SQLite file that a restart reads back (Config.DataFile).
 //
 // On demand it misbehaves the way real providers do (slow processing,
 // dropped requests, errors, lost responses, rate limits), so that clients can
@@ -17,6 +18,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,9 +28,11 @@ import (
 const DefaultRetention = 24 * time.Hour
 
 // Config configures a Provider. The zero value is usable: normal mode, 24h
-// retention, the real clock, no logs.
+// retention, the real clock, no logs, state in memory only.
 type Config struct {
-	// Mode is the initial chaos mode; a zero Mode means ModeNormal.
+	// Mode is the initial chaos mode. A zero Mode means the mode DataFile
+	// holds, or ModeNormal when there is none; any other Mode replaces the
+	// one in DataFile.
 	Mode Mode
 	// Retention is how long a finished key is remembered; zero means
 	// DefaultRetention. It is published, in whole seconds, by
@@ -42,6 +46,11 @@ type Config struct {
 	After func(time.Duration) <-chan time.Time
 	// Logger receives one line per request. Nil discards.
 	Logger *slog.Logger
+	// DataFile, when set, is a SQLite file, created if missing, that keeps
+	// the keys with their stored responses, the charges, the request log and
+	// the mode across restarts. Every change is written to it before it is
+	// answered. Empty keeps the state in memory only. See CloseDataFile.
+	DataFile string
 }
 
 func (c Config) withDefaults() Config {
@@ -72,6 +81,10 @@ func (c Config) Validate() error {
 	if c.Retention < time.Second {
 		return fmt.Errorf("retention must be at least 1s, got %s", c.Retention)
 	}
+	// SQLite would read what follows them as connection parameters.
+	if strings.ContainsAny(c.DataFile, "?#") {
+		return fmt.Errorf("data file %q: the path must not contain ? or #", c.DataFile)
+	}
 	return nil
 }
 
@@ -83,6 +96,8 @@ type Provider struct {
 	retention time.Duration
 	log       *slog.Logger
 	mux       *http.ServeMux
+	// file is nil when the state is in memory only. Every use holds mu.
+	file *dataFile
 
 	// closed is closed by Close to release requests held by ModeDrop.
 	closed chan struct{}
@@ -102,11 +117,13 @@ type Provider struct {
 	idle    chan struct{}
 }
 
-// New returns a Provider configured by cfg, or the error from cfg.Validate.
+// New returns a Provider configured by cfg, or the error from cfg.Validate,
+// or why cfg.DataFile cannot be used.
 func New(cfg Config) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	keepFileMode := cfg.Mode == Mode{}
 	cfg = cfg.withDefaults()
 	p := &Provider{
 		now:       cfg.Now,
@@ -119,8 +136,53 @@ func New(cfg Config) (*Provider, error) {
 		idle:      closedChan(),
 	}
 	p.resetLocked()
+	if cfg.DataFile != "" {
+		if err := p.openDataFile(cfg.DataFile, keepFileMode); err != nil {
+			return nil, err
+		}
+	}
 	p.mux = p.routes()
 	return p, nil
+}
+
+// openDataFile reads the state saved in path and keeps writing to it. The
+// random source starts again from the seed, as after SetMode.
+func (p *Provider) openDataFile(path string, keepFileMode bool) error {
+	f, state, err := openDataFile(path)
+	if err != nil {
+		return err
+	}
+	if keepFileMode && state.mode != nil {
+		p.mode = *state.mode
+		p.rng = newRand(p.mode.Seed)
+	}
+	// Writing the mode, even the one just read, takes the file's write lock
+	// now: a second provider on the file fails here, not at its first charge.
+	if err := f.saveMode(p.mode); err != nil {
+		_ = f.close()
+		return dataFileError(path, err)
+	}
+	p.file = f
+	p.keys = state.keys
+	for _, c := range state.charges {
+		p.addChargeLocked(c)
+	}
+	p.requests = state.requests
+	p.log.Info("data file opened", "file", path, "charges", len(p.charges), "keys", len(p.keys), "requests", len(p.requests))
+	return nil
+}
+
+// CloseDataFile closes the data file; without one it does nothing. Call it
+// last, after the HTTP server has stopped, so that the requests the server
+// was finishing are recorded. Every later change fails, and a new charge is
+// answered 503 without being made.
+func (p *Provider) CloseDataFile() error {
+	if p.file == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.file.close()
 }
 
 func newRand(seed uint64) *rand.Rand {
@@ -146,13 +208,18 @@ func (p *Provider) Mode() Mode {
 }
 
 // SetMode switches to m and reseeds the random source with m.Seed. An invalid
-// mode is refused and nothing changes.
+// mode, or one the data file cannot store, is refused and nothing changes.
 func (p *Provider) SetMode(m Mode) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.file != nil {
+		if err := p.file.saveMode(m); err != nil {
+			return fmt.Errorf("save mode: %w", err)
+		}
+	}
 	p.mode = m
 	p.rng = newRand(m.Seed)
 	return nil
@@ -199,11 +266,18 @@ func (p *Provider) ChargeRequests() []RequestRecord {
 // and reseeds the random source from the current mode's seed. The mode is
 // kept. Charges still being processed are not forgotten: they complete and
 // become the first charges of the fresh state, and their keys stay reserved.
-func (p *Provider) Reset() {
+// When the data file cannot be cleared, nothing changes.
+func (p *Provider) Reset() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.file != nil {
+		if err := p.file.reset(); err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+	}
 	p.resetLocked()
 	p.rng = newRand(p.mode.Seed)
+	return nil
 }
 
 func (p *Provider) resetLocked() {
@@ -223,19 +297,27 @@ func (p *Provider) resetLocked() {
 // ExpireKeys forgets every finished key that was first seen at least
 // olderThan ago and returns how many it forgot; olderThan ≤ 0 forgets them
 // all. Keys still being processed are kept, since forgetting one would let a
-// duplicate through while the first charge is being made.
-func (p *Provider) ExpireKeys(olderThan time.Duration) int {
+// duplicate through while the first charge is being made. When the data file
+// cannot forget them, nothing changes.
+func (p *Provider) ExpireKeys(olderThan time.Duration) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	n := 0
+	var expired []string
 	for k, e := range p.keys {
 		if e.resp != nil && now.Sub(e.firstSeen) >= olderThan {
-			delete(p.keys, k)
-			n++
+			expired = append(expired, k)
 		}
 	}
-	return n
+	if p.file != nil && len(expired) > 0 {
+		if err := p.file.forgetKeys(expired); err != nil {
+			return 0, fmt.Errorf("expire keys: %w", err)
+		}
+	}
+	for _, k := range expired {
+		delete(p.keys, k)
+	}
+	return len(expired), nil
 }
 
 // Wait blocks until no charge is being processed, or ctx is done.

@@ -45,6 +45,9 @@ import (
 const (
 	AppDBFile    = "chargeonce.db"
 	CodecKeyFile = "codec.key"
+	// ProviderDBFile is where dev keeps the fake provider's state, through
+	// Config.Provider.DataFile.
+	ProviderDBFile = "fakeprovider.db"
 )
 
 // Config configures the stack. Ports of 0 take a free port.
@@ -283,7 +286,7 @@ func (s *Stack) startProvider(ln net.Listener) error {
 	}
 	s.provider = p
 	s.providerS = serve.Start(ln, p)
-	s.closers = append(s.closers, s.providerS.Shutdown, p.Close)
+	s.closers = append(s.closers, func(context.Context) error { return p.CloseDataFile() }, s.providerS.Shutdown, p.Close)
 	return nil
 }
 

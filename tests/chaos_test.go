@@ -138,7 +138,9 @@ func TestChaos_KeyExpiredBeforeALateRetryChargesTwiceWhichIsWhyTheWorkerChecksRe
 	// The provider forgets the key while the attempt is still open, as one
 	// whose retention is shorter than the abandon deadline would; then the
 	// customer retries with the same card.
-	require.Equal(t, 1, s.provider.ExpireKeys(0))
+	forgotten, err := s.provider.ExpireKeys(0)
+	require.NoError(t, err)
+	require.Equal(t, 1, forgotten)
 	retry := s.checkout(t, id, "tok_visa")
 	require.Equal(t, http.StatusOK, retry.status, "body: %s", retry.body)
 	var paid paidBody
@@ -156,7 +158,7 @@ func TestChaos_KeyExpiredBeforeALateRetryChargesTwiceWhichIsWhyTheWorkerChecksRe
 	// retention does not cover.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := stack.Start(ctx, stack.Config{
+	_, err = stack.Start(ctx, stack.Config{
 		Timing:   timing,
 		Provider: fakeprovider.Config{Retention: 10 * time.Second},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -41,10 +41,11 @@ type devProcess struct {
 	api      string
 	temporal string
 	ui       string
+	provider string
 	stderr   *syncbuf.Buffer
 }
 
-var bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal)\s+(\S+)`)
+var bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal|fake provider)\s+(\S+)`)
 
 // startDev runs the dev binary on dataDir and waits for its banner.
 func startDev(t *testing.T, bin, dataDir string) *devProcess {
@@ -71,6 +72,8 @@ func startDev(t *testing.T, bin, dataDir string) *devProcess {
 					d.ui = strings.TrimSuffix(m[2], "/namespaces/default/workflows")
 				case "Temporal":
 					d.temporal = m[2]
+				case "fake provider":
+					d.provider = m[2]
 				}
 			}
 			if strings.HasPrefix(line, "Ctrl-C stops everything") {
@@ -89,6 +92,7 @@ func startDev(t *testing.T, bin, dataDir string) *devProcess {
 	require.NotEmpty(t, d.api)
 	require.NotEmpty(t, d.temporal)
 	require.NotEmpty(t, d.ui)
+	require.NotEmpty(t, d.provider)
 	return d
 }
 
@@ -180,6 +184,9 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	again := dev.get(t, "/api/orders/"+id)
 	require.Equal(t, "paid", again["status"])
 	require.Equal(t, paid["providerPaymentId"], again["providerPaymentId"])
+	charge, err := http.Get(dev.provider + "/v1/charges/" + fmt.Sprint(paid["providerPaymentId"]))
+	require.NoError(t, err)
+	require.Equal(t, key, decodeBody(t, charge)["idempotency_key"], "the fake provider keeps its charges in the data directory")
 	require.Equal(t, []string{key}, listWorkflowIDs(t, plainClient(t, dev.temporal), query),
 		"the workflow is still found after the restart")
 	desc, err := plainClient(t, dev.temporal).DescribeWorkflowExecution(context.Background(), key, "")

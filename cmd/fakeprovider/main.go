@@ -29,6 +29,8 @@ const envPrefix = "FAKEPROVIDER"
 
 const about = `Serves the fake card payment provider (POST /v1/charges with Idempotency-Key,
 GET /v1/charges, GET /v1/idempotency) and its admin API under /_admin/.
+Its state is in memory, or with --data-file in a SQLite file that a restart
+reads back.
 
 `
 
@@ -62,6 +64,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Uint64Var(&mode.Seed, "seed", 1, "seed of the random source behind the rate, so that a run can be repeated")
 	fs.DurationVar(&c.provider.Retention, "retention", fakeprovider.DefaultRetention, "how long an idempotency key is remembered (at least 1s)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for charges in progress and open requests")
+	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
 
 	err := envflag.Parse(fs, args, envPrefix, getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -75,6 +78,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		return config{}, cli.UsageError{Err: err}
 	}
 	mode.Name = fakeprovider.ModeName(*modeName)
+	if c.provider.DataFile != "" && !envflag.AnyGiven(fs, "mode", "delay", "rate", "seed") {
+		// A zero mode keeps the one the file holds.
+		*mode = fakeprovider.Mode{}
+	}
 	if err := c.validate(); err != nil {
 		return config{}, cli.UsageError{Err: fmt.Errorf("invalid settings: %w", err)}
 	}
@@ -106,7 +113,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	ln, err := serve.Listen(c.addr, "addr")
 	if err != nil {
-		return err
+		return errors.Join(err, p.CloseDataFile())
 	}
 	return serveProvider(ctx, ln, p, c.shutdownTimeout, logger)
 }
@@ -127,8 +134,10 @@ func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provide
 	defer cancel()
 	// The provider closes first: it refuses new charges, releases dropped
 	// requests that would otherwise keep the server's Shutdown waiting, and
-	// drains the charges in progress.
-	if err := errors.Join(p.Close(shutdownCtx), srv.Shutdown(shutdownCtx)); err != nil {
+	// drains the charges in progress, each written to the data file before
+	// its answer. The data file closes last, once the server has recorded
+	// the requests it was finishing.
+	if err := errors.Join(p.Close(shutdownCtx), srv.Shutdown(shutdownCtx), p.CloseDataFile()); err != nil {
 		return err
 	}
 	logger.Info("stopped")

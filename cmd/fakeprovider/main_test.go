@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,10 +37,11 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 		"FAKEPROVIDER_SEED":             "7",
 		"FAKEPROVIDER_RETENTION":        "1h",
 		"FAKEPROVIDER_SHUTDOWN_TIMEOUT": "3s",
+		"FAKEPROVIDER_DATA_FILE":        "fake.db",
 	}
 	fromEnvironment := config{
 		addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
-		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour},
+		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, DataFile: "fake.db"},
 	}
 	oneFlag := fromEnvironment
 	oneFlag.provider.Mode.Name = fakeprovider.ModeRateLimit
@@ -51,11 +56,19 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour},
 		}},
 		{"environment only", nil, environment, fromEnvironment},
-		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--shutdown-timeout", "1s"}, environment, config{
+		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--shutdown-timeout", "1s", "--data-file", "other.db"}, environment, config{
 			addr: ":0", shutdownTimeout: time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour},
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, DataFile: "other.db"},
 		}},
 		{"one flag, the rest from the environment", []string{"--mode", "rate_limit"}, environment, oneFlag},
+		{"data file without a mode flag keeps the file's mode", []string{"--data-file", "fake.db"}, nil, config{
+			addr: ":8099", shutdownTimeout: 15 * time.Second,
+			provider: fakeprovider.Config{Retention: 24 * time.Hour, DataFile: "fake.db"},
+		}},
+		{"data file with one mode flag", []string{"--data-file", "fake.db", "--seed", "3"}, nil, config{
+			addr: ":8099", shutdownTimeout: 15 * time.Second,
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, DataFile: "fake.db"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +104,7 @@ func TestRun_BadSettingsExit2NamingTheirSource(t *testing.T) {
 		{"short retention", nil, map[string]string{"FAKEPROVIDER_RETENTION": "10ms"}, `invalid settings: retention must be at least 1s, got 10ms`},
 		{"bad addr", []string{"--addr", "8099"}, nil, `invalid settings: --addr must be host:port such as :8099, got "8099"`},
 		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, `invalid settings: --shutdown-timeout must be positive, got 0s`},
+		{"query in data file", nil, map[string]string{"FAKEPROVIDER_DATA_FILE": "fake.db?mode=ro"}, `invalid settings: data file "fake.db?mode=ro": the path must not contain ? or #`},
 		{"unknown flag", []string{"--colour"}, nil, "flag provided but not defined: -colour"},
 		{"stray argument", []string{"serve"}, nil, `unexpected argument "serve" (flags start with --)`},
 	}
@@ -123,6 +137,7 @@ func TestRun_HelpListsEveryVariableAndExits0(t *testing.T) {
 		"--seed uint\t(env FAKEPROVIDER_SEED)",
 		"--retention duration\t(env FAKEPROVIDER_RETENTION)",
 		"--shutdown-timeout duration\t(env FAKEPROVIDER_SHUTDOWN_TIMEOUT)",
+		"--data-file file\t(env FAKEPROVIDER_DATA_FILE)",
 	} {
 		require.Contains(t, stdout.String(), flagAndVar)
 	}
@@ -214,6 +229,62 @@ func TestRun_ServesChargesUntilCancelledThenStopsCleanly(t *testing.T) {
 	logs.await(t, "msg=stopped")
 }
 
+func TestRun_DataFileKeepsTheChargesAcrossARestart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "fake.db")
+	start := func() (addr string, stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		logs := newLogLines()
+		result := make(chan error, 1)
+		args := []string{"--addr", "127.0.0.1:0", "--data-file", file}
+		go func() { result <- run(ctx, args, env(nil), io.Discard, logs) }()
+		addr = listeningAddr.FindStringSubmatch(logs.await(t, "fake provider listening"))[1]
+		return addr, func() {
+			cancel()
+			require.NoError(t, <-result)
+		}
+	}
+	addr, stop := start()
+	status, err := postCharge(addr, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, status)
+	stop()
+
+	addr, stop = start()
+	defer stop()
+
+	resp, err := http.Get("http://" + addr + "/_admin/charges")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var list struct{ Data []fakeprovider.Charge }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+	require.Len(t, list.Data, 1)
+	require.Equal(t, "key-1", list.Data[0].IdempotencyKey)
+}
+
+func TestRun_BadDataFileExits1NamingIt(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(text, []byte("Not a database, but long enough to have been one, had it started with the magic header."), 0o600))
+	tests := []struct {
+		name string
+		file string
+		want string
+	}{
+		{"missing directory", filepath.Join(dir, "missing", "fake.db"), "cannot open or create it: its directory must exist and be writable"},
+		{"not SQLite", text, "not a SQLite database"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+
+			err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--data-file", tt.file}, env(nil), io.Discard, &stderr)
+
+			require.Equal(t, 1, cli.ExitCode(&stderr, name, err))
+			require.Equal(t, "fakeprovider: data file "+tt.file+": "+tt.want+"\n", stderr.String())
+		})
+	}
+}
+
 func TestRun_BusyPortExits1NamingTheFlag(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -242,27 +313,46 @@ func startServing(t *testing.T, p *fakeprovider.Provider) (addr string, logs log
 }
 
 func TestServeProvider_ShutdownDrainsTheChargeInProgress(t *testing.T) {
-	waiting := make(chan struct{}, 1)
-	release := make(chan time.Time)
-	p, err := fakeprovider.New(fakeprovider.Config{
-		Mode:  fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Hour},
-		After: func(time.Duration) <-chan time.Time { waiting <- struct{}{}; return release },
-	})
-	require.NoError(t, err)
-	addr, logs, cancel, served := startServing(t, p)
-	replied := postInBackground(addr, "key-1")
-	<-waiting
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("data file %v", durable), func(t *testing.T) {
+			var file string
+			if durable {
+				file = filepath.Join(t.TempDir(), "fake.db")
+			}
+			waiting := make(chan struct{}, 1)
+			release := make(chan time.Time)
+			p, err := fakeprovider.New(fakeprovider.Config{
+				Mode:     fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Hour},
+				After:    func(time.Duration) <-chan time.Time { waiting <- struct{}{}; return release },
+				DataFile: file,
+			})
+			require.NoError(t, err)
+			addr, logs, cancel, served := startServing(t, p)
+			replied := postInBackground(addr, "key-1")
+			<-waiting
 
-	cancel()
-	logs.await(t, "shutting down")
-	close(release)
+			cancel()
+			logs.await(t, "shutting down")
+			close(release)
 
-	require.NoError(t, <-served)
-	r := <-replied
-	require.NoError(t, r.err)
-	require.Equal(t, http.StatusCreated, r.status)
-	require.Len(t, p.Charges(), 1)
-	logs.await(t, "msg=stopped")
+			require.NoError(t, <-served)
+			r := <-replied
+			require.NoError(t, r.err)
+			require.Equal(t, http.StatusCreated, r.status)
+			require.Len(t, p.Charges(), 1)
+			logs.await(t, "msg=stopped")
+			if !durable {
+				return
+			}
+			reopened, err := fakeprovider.New(fakeprovider.Config{DataFile: file})
+			require.NoError(t, err)
+			defer reopened.CloseDataFile()
+			require.Equal(t, p.Charges(), reopened.Charges())
+			requests := reopened.ChargeRequests()
+			require.Len(t, requests, 1, "the drained request was recorded before the file closed")
+			require.Equal(t, http.StatusCreated, requests[0].Status)
+		})
+	}
 }
 
 func TestServeProvider_ShutdownReleasesDroppedRequests(t *testing.T) {

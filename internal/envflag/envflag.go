@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -44,6 +45,14 @@ func Parse(fs *flag.FlagSet, args []string, prefix string, getenv func(string) s
 		}
 	})
 	return err
+}
+
+// AnyGiven reports whether any of the named flags was set by Parse, from the
+// command line or from the environment, rather than left at its default.
+func AnyGiven(fs *flag.FlagSet, names ...string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(names, f.Name) })
+	return given
 }
 
 // Var is the environment variable that holds the flag name under prefix.

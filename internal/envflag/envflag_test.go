@@ -56,3 +56,26 @@ func TestParse_HelpNamesEveryVariable(t *testing.T) {
 	require.Contains(t, out.String(), "(env CHARGEONCE_TEMPORAL_ADDRESS)")
 	require.Contains(t, out.String(), "(env CHARGEONCE_ATTEMPT_TIMEOUT)")
 }
+
+func TestAnyGiven_CountsTheCommandLineAndTheEnvironmentButNotDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{"defaults", nil, nil, false},
+		{"flag", []string{"--attempt-timeout=5s"}, nil, true},
+		{"flag set to its default", []string{"--attempt-timeout=3s"}, nil, true},
+		{"environment", nil, map[string]string{"CHARGEONCE_ATTEMPT_TIMEOUT": "9s"}, true},
+		{"another flag", []string{"--temporal-address=temporal:7233"}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, _, _ := newFlags()
+			require.NoError(t, envflag.Parse(fs, tt.args, "CHARGEONCE", env(tt.env)))
+
+			require.Equal(t, tt.want, envflag.AnyGiven(fs, "attempt-timeout", "no-such-flag"))
+		})
+	}
+}
