@@ -273,7 +273,7 @@ func TestStart_SearchAttributeWithAnotherTypeIsRejected(t *testing.T) {
 		UIPort:           -1,
 		SearchAttributes: map[string]enums.IndexedValueType{"OrderId": enums.INDEXED_VALUE_TYPE_INT},
 	})
-	require.ErrorContains(t, err, `search attribute "OrderId" is registered as Keyword, not Int`)
+	require.ErrorContains(t, err, `search attribute "OrderId" of namespace "default" is registered as Keyword, not Int`)
 }
 
 func TestStart_BusyPortIsReportedByRoleAndNumber(t *testing.T) {
