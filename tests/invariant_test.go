@@ -205,7 +205,14 @@ func TestInvariant_NondeterminismErrorIsReported(t *testing.T) {
 		return events[len(events)-1].GetEventType() == enumspb.EVENT_TYPE_TIMER_STARTED
 	}, 10*time.Second, 50*time.Millisecond)
 	first.Stop()
-	require.True(t, checkInvariants(t, s, s.store, time.Now()).OK(), "a waiting workflow is healthy")
+	// No attempt leads to this workflow: the checker finds it only once
+	// visibility lists it.
+	var waiting invariant.Report
+	require.Eventually(t, func() bool {
+		waiting = checkInvariants(t, s, s.store, time.Now())
+		return waiting.Workflows == 1
+	}, 30*time.Second, 200*time.Millisecond, "visibility should list the workflow")
+	require.True(t, waiting.OK(), "a waiting workflow is healthy: %s", waiting)
 
 	second := sdkworker.New(s.temporal, queue, sdkworker.Options{})
 	second.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
