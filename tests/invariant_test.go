@@ -44,7 +44,7 @@ func checkInvariants(t *testing.T, s *checkoutStack, st store.Store, now time.Ti
 }
 
 func TestInvariant_CleanRunReportsNothing(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	paid := s.createOrder(t, "548.90", "TRY")
 	require.Equal(t, http.StatusOK, s.checkout(t, paid, "tok_visa").status)
 	declinedThenPaid := s.createOrder(t, "1500", "JPY")
@@ -67,7 +67,7 @@ func TestInvariant_CleanRunReportsNothing(t *testing.T) {
 }
 
 func TestInvariant_SecondChargeWithAnotherKeyIsADoubleCharge(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	id := s.createOrder(t, "548.90", "TRY")
 	res := s.checkout(t, id, "tok_visa")
 	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
@@ -132,7 +132,7 @@ func pastAttempt(t *testing.T) (store.Store, store.Attempt) {
 }
 
 func TestInvariant_AttemptOpenPastItsDeadlineIsReported(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	st, a := pastAttempt(t)
 
 	withinInterval := checkInvariants(t, s, st, a.AbandonAt.Add(checkInterval/2), a.OrderID)
@@ -148,7 +148,7 @@ func TestInvariant_AttemptOpenPastItsDeadlineIsReported(t *testing.T) {
 }
 
 func TestInvariant_ChargeOfAnotherAmountIsReported(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	st, a := pastAttempt(t)
 	// The attempt's own key and reference, with one cent more.
 	s.postToProvider(t, a.Key, fmt.Sprintf(`{"amount": 2501, "currency": "EUR", "source": "tok_visa", "merchant_reference": %q}`, a.MerchantReference))
@@ -161,7 +161,7 @@ func TestInvariant_ChargeOfAnotherAmountIsReported(t *testing.T) {
 }
 
 func TestInvariant_TerminatedWorkflowIsReported(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond,
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget,
 		Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}})
 	id := s.createOrder(t, "548.90", "TRY")
 	res := s.checkout(t, id, "tok_visa")
@@ -182,7 +182,7 @@ func TestInvariant_TerminatedWorkflowIsReported(t *testing.T) {
 }
 
 func TestInvariant_NondeterminismErrorIsReported(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	const queue, id = "nondeterminism", "diverged-payment"
 	as := workflow.RegisterOptions{Name: "PaymentWorkflow"}
 
