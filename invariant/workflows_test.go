@@ -22,17 +22,23 @@ import (
 
 // laggingTemporal answers describe calls with the workflows as they are,
 // and visibility lists as a lagging visibility store would: nothing for the
-// first lag lists, then every workflow, always as still running.
+// first lag lists, then visible, or when that is nil every workflow as
+// still running.
 type laggingTemporal struct {
 	client.Client // nil: the checker calls nothing else
 	workflows     map[string]enumspb.WorkflowExecutionStatus
+	visible       map[string]enumspb.WorkflowExecutionStatus
 	lag           int
 
-	mu    sync.Mutex
-	lists int
+	mu        sync.Mutex
+	lists     int
+	described []string
 }
 
 func (f *laggingTemporal) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	f.mu.Lock()
+	f.described = append(f.described, id)
+	f.mu.Unlock()
 	status, ok := f.workflows[id]
 	if !ok {
 		return nil, serviceerror.NewNotFound("workflow not found for ID: " + id)
@@ -48,8 +54,15 @@ func (f *laggingTemporal) ListWorkflow(context.Context, *workflowservice.ListWor
 	if f.lists <= f.lag {
 		return resp, nil
 	}
-	for id := range f.workflows {
-		resp.Executions = append(resp.Executions, f.info(id, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING))
+	visible := f.visible
+	if visible == nil {
+		visible = map[string]enumspb.WorkflowExecutionStatus{}
+		for id := range f.workflows {
+			visible[id] = enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		}
+	}
+	for id, status := range visible {
+		resp.Executions = append(resp.Executions, f.info(id, status))
 	}
 	return resp, nil
 }
@@ -101,50 +114,81 @@ func (oneOpenAttempt) GetOrder(_ context.Context, id int64) (store.Order, []stor
 		}}, nil
 }
 
-func TestCheck_WorkflowsAreReadByIDOnceVisibilityCaughtUp(t *testing.T) {
-	const running, terminated, failed = enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+func TestCheck_WorkflowsAreReadByIDUnlessVisibilityHasThemSettled(t *testing.T) {
+	const running, completed, terminated, failed = enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
 		enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
+	type statuses = map[string]enumspb.WorkflowExecutionStatus
 	cases := []struct {
 		name      string
-		workflows map[string]enumspb.WorkflowExecutionStatus
+		workflows statuses
+		visible   statuses
 		lag       int
 		// want holds the violations' keys and messages; the attempt's are
 		// of its order.
 		want      map[string]string
 		workflowN int
 		lists     int
+		described []string
 	}{
 		{
-			name:      "a terminated workflow is reported while visibility lags and calls it running",
-			workflows: map[string]enumspb.WorkflowExecutionStatus{attemptKey: terminated},
+			name:      "a workflow terminated a moment ago is reported while visibility calls it running",
+			workflows: statuses{attemptKey: terminated},
+			want:      map[string]string{attemptKey: "payment workflow was terminated (run run-" + attemptKey + ")"},
+			workflowN: 1,
+			lists:     1,
+			described: []string{attemptKey},
+		},
+		{
+			name:      "visibility is read again until it lists the workflows read by ID",
+			workflows: statuses{attemptKey: terminated},
 			lag:       3,
 			want:      map[string]string{attemptKey: "payment workflow was terminated (run run-" + attemptKey + ")"},
 			workflowN: 1,
 			lists:     4,
+			described: []string{attemptKey},
 		},
 		{
 			name:      "a running workflow breaks nothing",
-			workflows: map[string]enumspb.WorkflowExecutionStatus{attemptKey: running},
+			workflows: statuses{attemptKey: running},
 			workflowN: 1,
 			lists:     1,
+			described: []string{attemptKey},
 		},
 		{
-			name:  "an attempt whose start was lost has no workflow to wait for",
-			lag:   1000,
-			lists: 1,
+			name:      "an attempt whose start was lost has no workflow to wait for",
+			lag:       1000,
+			lists:     1,
+			described: []string{attemptKey},
 		},
 		{
 			name:      "a workflow no attempt leads to is found in visibility and read by ID",
-			workflows: map[string]enumspb.WorkflowExecutionStatus{attemptKey: running, "stray": failed},
+			workflows: statuses{attemptKey: running, "stray": failed},
 			lag:       1,
 			want:      map[string]string{"stray": "payment workflow failed (run run-stray)"},
 			workflowN: 2,
 			lists:     2,
+			described: []string{attemptKey, "stray"},
+		},
+		{
+			name:      "runs visibility lists as closed are settled and not read again",
+			workflows: statuses{attemptKey: completed, "stopped": terminated},
+			visible:   statuses{attemptKey: completed, "stopped": terminated},
+			want:      map[string]string{"stopped": "payment workflow was terminated (run run-stopped)"},
+			workflowN: 2,
+			lists:     1,
+		},
+		{
+			name:      "a run that continued as new is followed to its successor",
+			workflows: statuses{attemptKey: running},
+			visible:   statuses{attemptKey: enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW},
+			workflowN: 1,
+			lists:     1,
+			described: []string{attemptKey},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			temporal := &laggingTemporal{workflows: tc.workflows, lag: tc.lag}
+			temporal := &laggingTemporal{workflows: tc.workflows, visible: tc.visible, lag: tc.lag}
 			report, err := invariant.Check(t.Context(), invariant.Config{
 				Store: oneOpenAttempt{}, Provider: noCharges{}, Temporal: temporal, Interval: time.Second,
 			}, []int64{orderID})
@@ -166,6 +210,7 @@ func TestCheck_WorkflowsAreReadByIDOnceVisibilityCaughtUp(t *testing.T) {
 			require.Equal(t, tc.workflowN, report.Workflows)
 			require.Equal(t, tc.workflowN, report.Histories)
 			require.Equal(t, tc.lists, temporal.lists, "visibility was read until it listed the attempt's workflow")
+			require.ElementsMatch(t, tc.described, temporal.described, "the workflows read by ID")
 		})
 	}
 }
