@@ -88,7 +88,8 @@ type Report struct {
 	// Violations are ordered by invariant, then order, key and charge.
 	Violations []Violation
 	// What was looked at, so that a report of no violations can be told
-	// apart from a report of nothing checked.
+	// apart from a report of nothing checked. Workflows counts workflow
+	// IDs, each read at its current run.
 	Orders, Attempts, Charges, ChargeRequests, Workflows, Histories int
 	// HistoriesSkipped counts workflows beyond Config.HistoryLimit whose
 	// history was not read.
@@ -148,7 +149,7 @@ type Config struct {
 	Store store.Store
 	// Provider reads the provider's charges and requests. Required.
 	Provider ProviderSource
-	// Temporal lists and reads the payment workflows. Required.
+	// Temporal reads the payment workflows. Required.
 	Temporal client.Client
 	// Interval is the reconciliation interval: an attempt may stay open this
 	// long past its abandon deadline. Required.
@@ -159,11 +160,18 @@ type Config struct {
 	// nondeterminism errors, open workflows first; zero means
 	// DefaultHistoryLimit.
 	HistoryLimit int
+	// VisibilityWait bounds how long Check waits for Temporal's visibility
+	// to list every payment workflow it read by ID before it trusts the
+	// list to show the workflows no attempt leads to; zero means
+	// DefaultVisibilityWait.
+	VisibilityWait time.Duration
 }
 
 // Check verifies every invariant over the given orders, over every order
-// the provider's charges name, and over every payment workflow in Temporal.
-// It returns an error only when it cannot read; broken invariants are in
+// the provider's charges name, and over every payment workflow in Temporal:
+// each attempt's workflow read by its ID, and those visibility lists
+// besides. It returns an error only when it cannot read, or when visibility
+// does not catch up within Config.VisibilityWait; broken invariants are in
 // the Report.
 func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	if cfg.Store == nil || cfg.Provider == nil || cfg.Temporal == nil {
@@ -177,6 +185,9 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	}
 	if cfg.HistoryLimit <= 0 {
 		cfg.HistoryLimit = DefaultHistoryLimit
+	}
+	if cfg.VisibilityWait <= 0 {
+		cfg.VisibilityWait = DefaultVisibilityWait
 	}
 	ps, err := cfg.Provider.ProviderState(ctx)
 	if err != nil {
@@ -204,7 +215,7 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	c.oneKeyPerAttempt()
 	c.noOverdueAttempt()
 	c.amountsAgree()
-	if err := c.workflowsHealthy(ctx, cfg.Temporal, cfg.HistoryLimit); err != nil {
+	if err := c.workflowsHealthy(ctx, cfg.Temporal, cfg.HistoryLimit, cfg.VisibilityWait); err != nil {
 		return Report{}, err
 	}
 	sort.SliceStable(c.report.Violations, func(i, j int) bool {

@@ -2,9 +2,11 @@ package temporalserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"syscall"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -74,6 +76,22 @@ func (e fatalError) Error() string {
 		fmt.Fprintf(&b, " %s=%v", t.Key(), t.Value())
 	}
 	return b.String()
+}
+
+// addressInUse reports whether the server failed to bind an address that
+// was taken. It reads the error tag's field, where the error itself is kept:
+// Value renders it as text.
+func (e fatalError) addressInUse() bool {
+	for _, t := range e.tags {
+		zt, ok := t.(tag.ZapTag)
+		if !ok {
+			continue
+		}
+		if err, ok := zt.Field().Interface.(error); ok && errors.Is(err, syscall.EADDRINUSE) {
+			return true
+		}
+	}
+	return false
 }
 
 // catchFatal runs fn and returns a fatal report from the server, raised on

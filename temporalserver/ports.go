@@ -46,8 +46,9 @@ type reservedPorts struct {
 // else takes one while the database is being prepared.
 //
 // A process that grabs a port between release and the service binding it
-// makes the server fail to start, with an error naming the address (see
-// fatalError); it cannot make a service bind the wrong port.
+// makes that start fail, with an error naming the address (see fatalError);
+// it cannot make a service bind the wrong port. Start then tries again on
+// new ports when it picked them all (see pickedPortTaken).
 func reservePorts(cfg Config) (*reservedPorts, error) {
 	ports := &reservedPorts{}
 	probe := func(role, host string, port int) (int, error) {

@@ -37,6 +37,9 @@ const (
 	// calls, on top of whatever deadline the caller's context carries, so a
 	// wedged server never hangs its caller forever.
 	startTimeout = 2 * time.Minute
+	// portAttempts bounds how often Start picks new ports after one it
+	// picked was taken before a service bound it.
+	portAttempts = 3
 )
 
 // Config describes one embedded server.
@@ -97,6 +100,29 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	for attempt := 1; ; attempt++ {
+		s, err := start(ctx, cfg)
+		if attempt == portAttempts || !pickedPortTaken(cfg, err) {
+			return s, err
+		}
+		cfg.Logger.Warn("a port picked for the Temporal server was taken before the server bound it; picking new ports",
+			"attempt", attempt, "error", err)
+	}
+}
+
+// pickedPortTaken reports whether a start failed because a port reservePorts
+// picked was taken between its release and a service binding it: any process
+// that listens on a free port or dials out may be handed it meanwhile, and
+// on a busy machine that happens. Only when every port is left to chance: a
+// failed start may keep the listeners it had bound, and a port the caller
+// asked for would then look taken by someone else.
+func pickedPortTaken(cfg Config, err error) bool {
+	var fatal fatalError
+	return cfg.FrontendPort == 0 && errors.As(err, &fatal) && fatal.addressInUse()
+}
+
+// start makes one attempt at Start.
+func start(ctx context.Context, cfg Config) (*Server, error) {
 	ports, err := reservePorts(cfg)
 	if err != nil {
 		return nil, err

@@ -1,12 +1,15 @@
 package temporalserver
 
 import (
+	"errors"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
 )
 
 func TestDynamicConfig_RefreshesSearchAttributesOnlyWhileCatchingUp(t *testing.T) {
@@ -17,9 +20,39 @@ func TestDynamicConfig_RefreshesSearchAttributesOnlyWhileCatchingUp(t *testing.T
 	require.True(t, dynamicconfig.FrontendEnableUpdateWorkflowExecution.Get(col)(DefaultNamespace), "fixed settings are served")
 	require.Equal(t, 100000, dynamicconfig.HistoryPersistenceMaxQPS.Get(col)())
 
-	done := dc.catchUpSearchAttributes(50 * time.Millisecond)
+	// The catch-up outlasts any pause a loaded machine puts between done
+	// and the read that follows it.
+	done := dc.catchUpSearchAttributes(time.Second)
 	require.True(t, refresh())
 	done()
 	require.True(t, refresh(), "the caches get their time to refresh after the registration")
-	require.Eventually(t, func() bool { return !refresh() }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !refresh() }, 30*time.Second, 10*time.Millisecond)
+}
+
+func TestPickedPortTaken_OnlyABindOfAPortLeftToChance(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = busy.Close() })
+	_, bindErr := net.Listen("tcp", busy.Addr().String())
+	require.Error(t, bindErr)
+	taken := fatalError{msg: "Failed to start gRPC listener", tags: []tag.Tag{tag.Error(bindErr), tag.Address(busy.Addr().String())}}
+
+	tests := []struct {
+		name         string
+		frontendPort int
+		err          error
+		want         bool
+	}{
+		{"a picked port taken", 0, taken, true},
+		{"the same, reported with the Web UI's stop", 0, errors.Join(taken, errors.New("web UI stopped")), true},
+		{"a frontend port the caller asked for", 7233, taken, false},
+		{"another fatal error", 0, fatalError{msg: "Failed to start", tags: []tag.Tag{tag.Error(errors.New("boom"))}}, false},
+		{"a requested port found busy before the start", 0, &PortError{Role: "ui", Port: 8233, Err: bindErr}, false},
+		{"no error", 0, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, pickedPortTaken(Config{FrontendPort: tt.frontendPort}, tt.err))
+		})
+	}
 }

@@ -35,7 +35,7 @@ const validCharge = `{"amount": 100, "currency": "TRY", "source": "tok_visa", "m
 const quotedKey = `"0199aaaa-0000-7000-8000-00000000ffff"`
 
 func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	placed := s.createOrder(t, "548.90", "TRY")
 	paid := s.createOrder(t, "12.00", "EUR")
 	require.Equal(t, http.StatusOK, s.checkout(t, paid, "tok_visa").status)
@@ -143,7 +143,7 @@ func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
 }
 
 func TestBadInput_ConcurrentConflictingRequestsChargeOnce(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond})
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 
 	t.Run("two cards for one order at once", func(t *testing.T) {
 		id := s.createOrder(t, "548.90", "TRY")

@@ -20,7 +20,6 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/invariant"
 	"chargeonce/stack"
-	"chargeonce/workflows"
 )
 
 // testLog writes each log line to the test's log.
@@ -119,16 +118,11 @@ func TestChaos_PostgreSQLRestartBreaksNoPromise(t *testing.T) {
 }
 
 func TestChaos_KeyExpiredBeforeALateRetryChargesTwiceWhichIsWhyTheWorkerChecksRetention(t *testing.T) {
-	timing := workflows.Timing{
-		AttemptTimeout: 300 * time.Millisecond,
-		ChargeBudget:   time.Second,
-		RetryInterval:  100 * time.Millisecond,
-		MinAge:         2 * time.Minute,
-		Interval:       time.Minute,
-		AbandonAfter:   30 * time.Minute,
-	}
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: timing, Budget: 1500 * time.Millisecond,
-		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * time.Second}})
+	timing := apiTableTiming()
+	// The provider finishes the charge a second after the charge phase has
+	// given up, so that the checkout answers pending.
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: timing, Budget: apiTableBudget,
+		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: timing.ChargeBudget + time.Second}})
 	id := s.createOrder(t, "548.90", "TRY")
 	pending := s.checkout(t, id, "tok_visa")
 	require.Equal(t, http.StatusAccepted, pending.status, "body: %s", pending.body)

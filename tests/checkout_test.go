@@ -328,7 +328,7 @@ func TestCheckout_LostWorkflowStartIsRecoveredBySweepAndCustomerRetry(t *testing
 }
 
 func TestCheckout_ClosedWorkflowIsNeverRunAgainAndTheAnswerComesFromTheDatabase(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: 1500 * time.Millisecond,
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget,
 		Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}})
 	ctx := context.Background()
 	id := s.createOrder(t, "548.90", "TRY")
