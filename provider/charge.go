@@ -88,8 +88,9 @@ type Result struct {
 	// exactly what the first one meant.
 	Replayed bool
 	// Sent is false when nothing went on the wire (the breaker was open, the
-	// context had ended, the request was invalid): such a request cannot have
-	// charged anything. When true, the request may have reached the provider.
+	// context had ended, the request was invalid, the connection was
+	// refused): such a request cannot have charged anything. When true, the
+	// request may have reached the provider.
 	Sent bool
 	// Duration is how long the exchange took, 0 when nothing was sent.
 	Duration time.Duration
@@ -106,6 +107,26 @@ type Result struct {
 	RetryAfter time.Duration
 	// Detail is the problem detail or the transport error text, for logs.
 	Detail string
+}
+
+// NotProcessed reports whether the provider certainly did not process the
+// request, so that no charge can exist for it: nothing was sent, or the
+// provider answered with a status that docs/provider-http.md documents as
+// processing nothing and storing nothing under the key: 400 (refused as
+// malformed), 429 (the rate limiter runs before the idempotency layer), and
+// the 500 and 503 of a provider error. Anything else may hide a charge: a
+// timeout, a connection lost or reset after the request was written, a 409
+// (the first request is still processing), and the 502 and 504 of a gateway,
+// behind which the provider may have received the request.
+func (r Result) NotProcessed() bool {
+	if !r.Sent {
+		return true
+	}
+	switch r.StatusCode {
+	case http.StatusBadRequest, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
 }
 
 // Charge sends req to POST /v1/charges and reads the answer. It never returns

@@ -117,8 +117,9 @@ func parseBaseURL(raw string) (*url.URL, error) {
 
 // exchange is one request to the provider as the request helper saw it.
 type exchange struct {
-	// sent is false when the request never left: the context had ended or
-	// the breaker refused it. Otherwise it may have reached the provider.
+	// sent is false when the request never left: the context had ended,
+	// the breaker refused it, or no connection could be made. Otherwise it
+	// may have reached the provider.
 	sent bool
 	// status is 0 when no response headers arrived.
 	status   int
@@ -162,7 +163,6 @@ func (c *Client) send(ctx context.Context, br *breaker, method, path string, que
 	req.GetBody = nil
 	start := time.Now()
 	ex := c.roundTrip(ctx, req)
-	ex.sent = true
 	ex.duration = time.Since(start)
 	done(breakerVerdict(ctx, ex))
 	return ex
@@ -171,10 +171,10 @@ func (c *Client) send(ctx context.Context, br *breaker, method, path string, que
 func (c *Client) roundTrip(ctx context.Context, req *http.Request) exchange {
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return exchange{failed: transportOutcome(ctx, err), detail: err.Error()}
+		return exchange{failed: transportOutcome(ctx, err), detail: err.Error(), sent: !dialFailed(err)}
 	}
 	defer resp.Body.Close()
-	ex := exchange{status: resp.StatusCode, header: resp.Header}
+	ex := exchange{sent: true, status: resp.StatusCode, header: resp.Header}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	switch {
 	case err != nil:
@@ -203,6 +203,16 @@ func transportOutcome(ctx context.Context, err error) Outcome {
 		return Timeout
 	}
 	return TransportError
+}
+
+// dialFailed reports whether err is a failure to open the connection
+// (refused, unreachable, no such host, or a connect timeout): then not a
+// byte of the request left, and the provider cannot have seen it. A failure
+// on a connection that was open, even one reused from an earlier request,
+// may come after the request was written.
+func dialFailed(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
 // statusOutcome reads the statuses that mean the same on every endpoint. The
