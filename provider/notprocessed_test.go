@@ -66,7 +66,9 @@ func TestResult_NotProcessedWhenNothingLeft(t *testing.T) {
 
 	// The breaker opens on a 503 and then holds requests back.
 	srv := newServer(t, reply{status: http.StatusServiceUnavailable})
-	c := newClient(t, srv.URL, func(cfg *provider.Config) { cfg.Breaker = provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Minute} })
+	c := newClient(t, srv.URL, func(cfg *provider.Config) {
+		cfg.Breaker = provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Minute}
+	})
 	require.True(t, c.Charge(context.Background(), testCharge()).NotProcessed())
 	res = c.Charge(context.Background(), testCharge())
 	require.Equal(t, provider.BreakerOpen, res.Outcome)
