@@ -47,20 +47,34 @@ func DefaultTiming() Timing {
 	}
 }
 
+// TimingField is one field of a Timing: its Go name, the flag that sets it,
+// what it means, and where its value lives.
+type TimingField struct {
+	Name, Flag, Usage string
+	Value             *time.Duration
+}
+
+// Fields lists t's fields in a fixed order, pointing into t: the one list
+// that defaults, validation, messages and the command-line flags go through.
+func (t *Timing) Fields() []TimingField {
+	return []TimingField{
+		{"AttemptTimeout", "attempt-timeout", "how long one charge request may take", &t.AttemptTimeout},
+		{"ChargeBudget", "charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.ChargeBudget},
+		{"RetryInterval", "retry-interval", "pause between charge requests (a provider's Retry-After wins)", &t.RetryInterval},
+		{"MinAge", "reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
+		{"Interval", "reconcile-interval", "time between lookups of an unknown-outcome attempt", &t.Interval},
+		{"AbandonAfter", "abandon-after", "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention", &t.AbandonAfter},
+	}
+}
+
 // WithDefaults fills the zero fields from DefaultTiming, so that a
 // configuration may set only the timings it changes.
 func (t Timing) WithDefaults() Timing {
 	d := DefaultTiming()
-	for _, f := range []struct{ v, def *time.Duration }{
-		{&t.AttemptTimeout, &d.AttemptTimeout},
-		{&t.ChargeBudget, &d.ChargeBudget},
-		{&t.RetryInterval, &d.RetryInterval},
-		{&t.MinAge, &d.MinAge},
-		{&t.Interval, &d.Interval},
-		{&t.AbandonAfter, &d.AbandonAfter},
-	} {
-		if *f.v == 0 {
-			*f.v = *f.def
+	defaults := d.Fields()
+	for i, f := range t.Fields() {
+		if *f.Value == 0 {
+			*f.Value = *defaults[i].Value
 		}
 	}
 	return t
@@ -69,19 +83,9 @@ func (t Timing) WithDefaults() Timing {
 // Validate reports every problem that makes t unusable.
 func (t Timing) Validate() error {
 	var errs []error
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"AttemptTimeout", t.AttemptTimeout},
-		{"ChargeBudget", t.ChargeBudget},
-		{"RetryInterval", t.RetryInterval},
-		{"MinAge", t.MinAge},
-		{"Interval", t.Interval},
-		{"AbandonAfter", t.AbandonAfter},
-	} {
-		if f.v <= 0 {
-			errs = append(errs, fmt.Errorf("timing: %s must be positive, got %s", f.name, f.v))
+	for _, f := range t.Fields() {
+		if *f.Value <= 0 {
+			errs = append(errs, fmt.Errorf("timing: %s must be positive, got %s", f.Name, *f.Value))
 		}
 	}
 	if len(errs) > 0 {
@@ -109,20 +113,10 @@ func (t Timing) Validate() error {
 // "attempt-timeout 3s, …, abandon-after 30m0s", so that an operator can tell
 // two timings apart field by field.
 func (t Timing) String() string {
-	fields := []struct {
-		flag string
-		v    time.Duration
-	}{
-		{"attempt-timeout", t.AttemptTimeout},
-		{"charge-budget", t.ChargeBudget},
-		{"retry-interval", t.RetryInterval},
-		{"reconcile-min-age", t.MinAge},
-		{"reconcile-interval", t.Interval},
-		{"abandon-after", t.AbandonAfter},
-	}
+	fields := t.Fields()
 	parts := make([]string, len(fields))
 	for i, f := range fields {
-		parts[i] = f.flag + " " + f.v.String()
+		parts[i] = f.Flag + " " + f.Value.String()
 	}
 	return strings.Join(parts, ", ")
 }

@@ -74,14 +74,11 @@ type TimingFlags struct {
 // Timing defines the payment workflow's timing flags and --replace-timing on fs.
 func Timing(fs *flag.FlagSet) *TimingFlags {
 	d := workflows.DefaultTiming()
+	defaults := d.Fields()
 	f := &TimingFlags{}
-	t := &f.Timing
-	fs.DurationVar(&t.AttemptTimeout, "attempt-timeout", d.AttemptTimeout, "how long one charge request may take")
-	fs.DurationVar(&t.ChargeBudget, "charge-budget", d.ChargeBudget, "how long all charge requests of a checkout may take before the outcome counts as unknown")
-	fs.DurationVar(&t.RetryInterval, "retry-interval", d.RetryInterval, "pause between charge requests (a provider's Retry-After wins)")
-	fs.DurationVar(&t.MinAge, "reconcile-min-age", d.MinAge, "age of an unknown-outcome attempt at its first lookup at the provider")
-	fs.DurationVar(&t.Interval, "reconcile-interval", d.Interval, "time between lookups of an unknown-outcome attempt")
-	fs.DurationVar(&t.AbandonAfter, "abandon-after", d.AbandonAfter, "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention")
+	for i, field := range f.Timing.Fields() {
+		fs.DurationVar(field.Value, field.Flag, *defaults[i].Value, field.Usage)
+	}
 	fs.BoolVar(&f.Replace, "replace-timing", false, "replace the timing the running workers published in the merchant database with this one (otherwise a worker with another timing refuses to start)")
 	return f
 }
