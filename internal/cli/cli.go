@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"chargeonce/internal/envflag"
@@ -50,16 +51,21 @@ func Run(name string, run func(ctx context.Context, args []string, getenv func(s
 // ExitCode reports err on w and returns the exit code for it.
 func ExitCode(w io.Writer, name string, err error) int {
 	var usage UsageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
-	case errors.As(err, &usage):
-		fmt.Fprintf(w, "%s: %v (see --help)\n", name, err)
-		return 2
-	default:
-		fmt.Fprintf(w, "%s: %v\n", name, err)
-		return 1
 	}
+	// A package named like its command (worker) has prefixed the message
+	// already.
+	msg := err.Error()
+	if !strings.HasPrefix(msg, name+": ") {
+		msg = name + ": " + msg
+	}
+	if errors.As(err, &usage) {
+		fmt.Fprintf(w, "%s (see --help)\n", msg)
+		return 2
+	}
+	fmt.Fprintln(w, msg)
+	return 1
 }
 
 // TimingFlags are the payment timing flags of the processes that run a

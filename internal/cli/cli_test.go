@@ -1,0 +1,34 @@
+package cli_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/cli"
+)
+
+func TestExitCode_NamesTheCommandOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		code int
+		out  string
+	}{
+		{"success", nil, 0, ""},
+		{"help", flag.ErrHelp, 0, ""},
+		{"usage error", cli.UsageError{Err: errors.New("--listen is empty")}, 2, "worker: --listen is empty (see --help)\n"},
+		{"other error", errors.New("connect to Temporal: refused"), 1, "worker: connect to Temporal: refused\n"},
+		{"error of the package named like the command", errors.New("worker: payment timing differs"), 1, "worker: payment timing differs\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			require.Equal(t, tt.code, cli.ExitCode(&out, "worker", tt.err))
+			require.Equal(t, tt.out, out.String())
+		})
+	}
+}
