@@ -106,7 +106,11 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	fmt.Fprintf(w, "  checkout API     %s\n", s.APIURL())
 	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/%s/workflows\n", s.UIURL(), temporalserver.DefaultNamespace)
 	fmt.Fprintf(w, "  Temporal         %s (namespace %s)\n", s.TemporalAddress(), temporalserver.DefaultNamespace)
-	fmt.Fprintf(w, "  fake provider    %s (mode %s)\n", s.ProviderURL(), s.Provider().Mode().Name)
+	books := "in memory"
+	if cfg.Provider.DataFile != "" {
+		books = "books in " + cfg.Provider.DataFile
+	}
+	fmt.Fprintf(w, "  fake provider    %s (mode %s, %s)\n", s.ProviderURL(), s.Provider().Mode().Name, books)
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}
