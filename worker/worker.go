@@ -77,7 +77,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if d.Client == nil || d.Provider == nil || d.Store == nil || d.Checkout == nil || d.Logger == nil {
 		return nil, errors.New("worker: client, provider, store, checkout and logger are required")
 	}
-	if err := CheckRetention(ctx, d.Provider, d.Timing); err != nil {
+	if _, err := CheckLimits(ctx, d.Provider, d.Timing); err != nil {
 		return nil, err
 	}
 	if err := PublishTiming(ctx, d.Store, d.Timing, d.ReplaceTiming, d.Logger); err != nil {
@@ -113,22 +113,24 @@ func (w *Worker) Stop() {
 	w.sdk.Stop()
 }
 
-// CheckRetention refuses a timing whose abandon deadline is not below the key
-// retention that the provider publishes. After retention the provider forgets
-// the key, and a late retry with it would charge the card a second time.
-func CheckRetention(ctx context.Context, p *provider.Client, t workflows.Timing) error {
+// CheckLimits reads the limits that the provider publishes and refuses a
+// timing whose abandon deadline is not below its key retention. After
+// retention the provider forgets the key, and a late retry with it would
+// charge the card a second time. It returns the limits, whose lookup rate
+// paces the lookups.
+func CheckLimits(ctx context.Context, p *provider.Client, t workflows.Timing) (provider.Limits, error) {
 	if err := t.Validate(); err != nil {
-		return fmt.Errorf("worker: timing: %w", err)
+		return provider.Limits{}, fmt.Errorf("worker: timing: %w", err)
 	}
-	retention, err := p.KeyRetention(ctx)
+	limits, err := p.Limits(ctx)
 	if err != nil {
-		return fmt.Errorf("worker: read the provider's key retention: %w", err)
+		return provider.Limits{}, fmt.Errorf("worker: read the provider's published limits: %w", err)
 	}
-	if t.AbandonAfter >= retention {
-		return fmt.Errorf("worker: abandon-after %v must be shorter than the provider's key retention %v: "+
-			"a retry after the provider forgot the key would charge the card again", t.AbandonAfter, retention)
+	if t.AbandonAfter >= limits.KeyRetention {
+		return provider.Limits{}, fmt.Errorf("worker: abandon-after %v must be shorter than the provider's key retention %v: "+
+			"a retry after the provider forgot the key would charge the card again", t.AbandonAfter, limits.KeyRetention)
 	}
-	return nil
+	return limits, nil
 }
 
 // PublishTiming makes t the payment timing in the merchant database, which
