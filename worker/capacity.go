@@ -14,17 +14,11 @@ import (
 const capacityCheckEvery = time.Minute
 
 // capacityWatch warns when the open attempts ask for more lookups than the
-// provider allows, once when the demand rises past the rate and once when
-// it falls back, rather than at every check.
-//
-// An open attempt makes Timing.LookupsPerAttempt lookups over its
-// AbandonAfter, so open attempts ask for
-//
-//	open × LookupsPerAttempt / AbandonAfter
-//
-// lookups a second on average, and the rate R serves about
-// R × AbandonAfter / LookupsPerAttempt of them. Past that the lookups queue
-// up on the lookup task queue, which the backlog gauges show, and run late.
+// provider allows (Timing.LookupDemand past the rate, that is more open
+// attempts than Timing.LookupCapacity), once when the demand rises past the
+// rate and once when it falls back, rather than at every check. Past the
+// capacity the lookups queue up on the lookup task queue, which the backlog
+// gauges show, and run late.
 type capacityWatch struct {
 	stats   metrics.AttemptStats
 	timing  workflows.Timing
@@ -36,16 +30,6 @@ type capacityWatch struct {
 
 func newCapacityWatch(stats metrics.AttemptStats, timing workflows.Timing, allowed float64, log *slog.Logger) *capacityWatch {
 	return &capacityWatch{stats: stats, timing: timing, allowed: allowed, log: log}
-}
-
-// demand is how many lookups a second open attempts ask for on average.
-func (c *capacityWatch) demand(open int) float64 {
-	return float64(open) * float64(c.timing.LookupsPerAttempt()) / c.timing.AbandonAfter.Seconds()
-}
-
-// maxOpenAttempts is how many open attempts the allowed rate serves.
-func (c *capacityWatch) maxOpenAttempts() int {
-	return int(c.allowed * c.timing.AbandonAfter.Seconds() / float64(c.timing.LookupsPerAttempt()))
 }
 
 // run checks at once, then every period until ctx ends.
@@ -74,14 +58,14 @@ func (c *capacityWatch) check(ctx context.Context) {
 		}
 		return
 	}
-	demand := c.demand(open)
+	demand := c.timing.LookupDemand(open)
 	over := demand > c.allowed
 	if over == c.over {
 		return
 	}
 	c.over = over
 	attrs := []any{"open_attempts", open, "lookups_per_second", demand,
-		"allowed_per_second", c.allowed, "max_open_attempts", c.maxOpenAttempts()}
+		"allowed_per_second", c.allowed, "max_open_attempts", c.timing.LookupCapacity(c.allowed)}
 	if over {
 		c.log.Warn("the open attempts ask for more lookups than the provider allows: lookups wait on their task queue and run late, "+
 			"and attempts may stay open past their abandon deadline", attrs...)

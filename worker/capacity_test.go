@@ -24,17 +24,6 @@ func (o *openCount) OpenAttemptStats(context.Context) (int, time.Time, error) {
 	return o.open, time.Time{}, o.err
 }
 
-func TestCapacityWatch_TheDefaultTimingServesRateTimesAbandonAfterOverLookupsPerAttempt(t *testing.T) {
-	timing := workflows.DefaultTiming()
-	require.Equal(t, 7, timing.LookupsPerAttempt(), "2m, 3m, 5m, 9m, 17m, 25m and the deadline's at 30m")
-	c := newCapacityWatch(&openCount{}, timing, 50, slog.New(slog.DiscardHandler))
-
-	require.Equal(t, 12857, c.maxOpenAttempts(), "50/s × 1800s / 7")
-	require.LessOrEqual(t, c.demand(12857), 50.0)
-	require.Greater(t, c.demand(12858), 50.0)
-	require.InDelta(t, 10000*7/1800.0, c.demand(10000), 1e-9)
-}
-
 func TestCapacityWatch_WarnsOnceWhenTheDemandPassesTheRateAndSaysWhenItIsBack(t *testing.T) {
 	stats := &openCount{open: 100}
 	logs := &syncbuf.Buffer{}

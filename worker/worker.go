@@ -130,10 +130,10 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		lw.Stop()
 		return nil, fmt.Errorf("worker: start polling task queue %s: %w", chargeonce.TaskQueue, err)
 	}
-	watch := newCapacityWatch(d.Store, d.Timing, limits.LookupsPerSecond, d.Logger)
 	d.Logger.Info("lookups paced at the provider's published rate", "task_queue", chargeonce.LookupTaskQueue,
 		"lookups_per_second", limits.LookupsPerSecond, "lookups_per_attempt", d.Timing.LookupsPerAttempt(),
-		"max_open_attempts", watch.maxOpenAttempts())
+		"max_open_attempts", d.Timing.LookupCapacity(limits.LookupsPerSecond))
+	watch := newCapacityWatch(d.Store, d.Timing, limits.LookupsPerSecond, d.Logger)
 
 	every := d.SweepEvery
 	if every == 0 {

@@ -218,12 +218,28 @@ func (t Timing) LookupTimes(key string, created time.Time) []time.Time {
 }
 
 // LookupsPerAttempt is how many lookups an attempt that is never answered
-// makes, the deadline's included, for the jitter that makes the most. An
-// open attempt therefore asks for LookupsPerAttempt/AbandonAfter lookups a
-// second over its life, and a provider that allows R lookups a second
-// serves about R×AbandonAfter/LookupsPerAttempt open attempts.
+// makes, the deadline's included, for the jitter that makes the most.
 func (t Timing) LookupsPerAttempt() int {
 	return len(t.lookupTimes(0, time.Time{}))
+}
+
+// LookupDemand is how many lookups a second open attempts ask for on
+// average: each makes LookupsPerAttempt lookups over its AbandonAfter, so
+//
+//	demand = open × LookupsPerAttempt / AbandonAfter
+//
+// Attempts created in one burst ask for more while they are young: one
+// lookup each per Interval at first, half that after the next gap.
+func (t Timing) LookupDemand(open int) float64 {
+	return float64(open) * float64(t.LookupsPerAttempt()) / t.AbandonAfter.Seconds()
+}
+
+// LookupCapacity is how many open attempts a provider that allows rate
+// lookups a second serves, the open count whose LookupDemand is rate:
+//
+//	capacity = rate × AbandonAfter / LookupsPerAttempt
+func (t Timing) LookupCapacity(rate float64) int {
+	return int(rate * t.AbandonAfter.Seconds() / float64(t.LookupsPerAttempt()))
 }
 
 func (t Timing) lookupTimes(jitter time.Duration, created time.Time) []time.Time {

@@ -224,3 +224,14 @@ func TestTiming_LookupsPerAttemptBackOffFromTheOldEveryInterval(t *testing.T) {
 		})
 	}
 }
+
+func TestTiming_LookupCapacityIsRateTimesAbandonAfterOverLookupsPerAttempt(t *testing.T) {
+	timing := workflows.DefaultTiming() // 7 lookups in 1800s
+
+	require.Equal(t, 12857, timing.LookupCapacity(50), "50/s × 1800s / 7")
+	require.LessOrEqual(t, timing.LookupDemand(12857), 50.0)
+	require.Greater(t, timing.LookupDemand(12858), 50.0)
+	require.InDelta(t, 10000*7/1800.0, timing.LookupDemand(10000), 1e-9)
+	require.Zero(t, timing.LookupDemand(0))
+	require.Equal(t, 257, timing.LookupCapacity(1))
+}
