@@ -176,8 +176,9 @@ var acts *activities.Activities
 // Reconciliation: the attempt is looked up at the provider by its merchant
 // reference on the lookup task queue, at the times of Timing.LookupTimes:
 // from CreatedAt+MinAge plus the key's jitter, less and less often, and
-// last exactly at CreatedAt+AbandonAfter. A succeeded charge settles it as succeeded, only
-// failed charges as declined, and no charge at the deadline as abandoned.
+// last exactly at CreatedAt+AbandonAfter. A succeeded charge settles it as
+// succeeded, only failed charges as declined, and no charge at the deadline
+// as abandoned.
 // A "charge" update re-sends the charge at once with the same key; a
 // "provider-event" signal makes the lookup happen at once.
 //
@@ -521,9 +522,9 @@ func (p *payment) waitingDetails(next time.Time) string {
 // decides it. A lookup that keeps failing is logged and retried at the next
 // check. A paced lookup runs on the lookup task queue, and one still
 // waiting there after an Interval gives way to the next check: under a
-// backlog a fresh lookup is worth more than a stale one, and dropping it
-// bounds the backlog by the rate times the Interval. Its error is only
-// cancellation.
+// backlog a fresh lookup is worth more than a stale one, and no lookup, nor
+// a customer retry waiting for the lookup to finish, waits behind the whole
+// backlog. Its error is only cancellation.
 func (p *payment) check(ctx workflow.Context, paced bool) error {
 	startedAt := workflow.Now(ctx)
 	p.status.Checks++

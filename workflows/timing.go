@@ -201,7 +201,8 @@ const lookupDoublings = 3
 // key: a fraction of Interval taken from a hash of the key. Attempts
 // created together, say during an outage, are then looked up spread over an
 // Interval instead of in one herd. It depends on nothing but the key and
-// the timing, so every replay and every worker computes the same grid.
+// the timing, so every replay and every worker computes the same grid. Like
+// the other lookup methods it takes a valid timing (see Validate).
 func (t Timing) LookupJitter(key string) time.Duration {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key)) // a hash.Hash never fails to write
