@@ -3,6 +3,12 @@ package chargeonce
 // TaskQueue is the Temporal task queue that the payment workers poll.
 const TaskQueue = "chargeonce-payments"
 
+// LookupTaskQueue is the Temporal task queue of the lookups at the provider
+// (the FindCharge activity). It has a queue of its own so that Temporal can
+// cap its dispatch rate at the rate the provider publishes, across every
+// worker, without slowing charges down.
+const LookupTaskQueue = "chargeonce-lookups"
+
 // Names of the payment workflow's handlers.
 const (
 	// UpdateCharge asks the workflow for the outcome of the charge; it is

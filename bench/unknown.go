@@ -9,6 +9,7 @@ import (
 	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
+	"chargeonce/workflows"
 )
 
 // gate is the fake provider's clock for its processing delays. Open, it
@@ -133,13 +134,13 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 		Value: perAttempt(after.heap - before.heap),
 		Note: fmt.Sprintf("HeapInuse %d -> %d MiB; goroutines %d -> %d; includes the fake provider holding each charge",
 			before.heap>>20, after.heap>>20, before.goroutines, after.goroutines)})
-	settleNote := fmt.Sprintf("until every attempt with a charge is settled paid; each is looked up on its own grid every %s", benchTiming().Interval)
+	settleNote := fmt.Sprintf("until every attempt with a charge is settled paid; each is looked up on its own backoff grid, at most %s apart", longestLookupGap(benchTiming()))
 	if unpaid > 0 {
 		// Not a failure of the run: the invariant check below still says
 		// whether anything was charged twice or lost.
 		b.progress.Warn("unknown outcomes: charged attempts still unsettled", "unpaid", unpaid, "charged", len(charged))
-		settleNote = fmt.Sprintf("NOT ALL SETTLED: %d of %d charged attempts were still open when the wait ended; %d open attempts looked up every %s ask for %.0f lookups a second",
-			unpaid, len(charged), open, benchTiming().Interval, float64(open)/benchTiming().Interval.Seconds())
+		settleNote = fmt.Sprintf("NOT ALL SETTLED: %d of %d charged attempts were still open when the wait ended; %d open attempts ask for %.0f lookups a second on average, and the provider allows %v",
+			unpaid, len(charged), open, benchTiming().LookupDemand(open), b.st.Provider().LookupRate())
 	}
 	b.rep.add(Row{Section: "unknown", Metric: "time to settle all charged attempts after recovery", Unit: "s", Value: settle.Seconds(), Note: settleNote})
 	b.rep.add(Row{Section: "unknown", Metric: "attempts never sent (breaker open)", Unit: "attempts", Value: float64(n - len(charged)),
@@ -147,10 +148,22 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 	return b.checkInvariants(ctx, "unknown outcomes")
 }
 
-// settleLimit bounds the waits for reconciliation: four lookup intervals
-// and a minute, by which every attempt has been looked up at least three
-// times unless the stack cannot keep up with the lookups.
-var settleLimit = 4*benchTiming().Interval + time.Minute
+// settleLimit bounds the waits for reconciliation: the longest gap between
+// two lookups of an attempt and a minute, by which every attempt has been
+// looked up since the provider recovered, unless its lookups waited on
+// their queue for the provider's rate.
+var settleLimit = longestLookupGap(benchTiming()) + time.Minute
+
+// longestLookupGap is the longest time between two lookups of an attempt
+// that the provider does not answer.
+func longestLookupGap(t workflows.Timing) time.Duration {
+	times := t.LookupTimes("", time.Time{})
+	var gap time.Duration
+	for i := 1; i < len(times); i++ {
+		gap = max(gap, times[i].Sub(times[i-1]))
+	}
+	return gap
+}
 
 // waitOpen polls the database until at most target attempts are open and
 // returns how long that took from since.

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -63,25 +65,26 @@ type RequestRecord struct {
 
 // Outcomes: the messages of the request log lines and RequestRecord.Outcome.
 const (
-	outcomeCreated         = "charge created"
-	outcomeDeclined        = "card declined"
-	outcomeReplayed        = "replayed stored response for key"
-	outcomeInFlight        = "request still in flight for key"
-	outcomeKeyReused       = "idempotency key reused with a different body"
-	outcomeBadKey          = "rejected malformed idempotency key"
-	outcomeBadRequest      = "rejected invalid request"
-	outcomeClientGone      = "client gave up; charge continues in the background"
-	outcomeLost            = "response lost after charge"
-	outcomeDropped         = "dropped request"
-	outcomeDroppedTimeout  = "dropped request answered with gateway timeout"
-	outcomeRateLimited     = "rate limited request"
-	outcomeInjectedError   = "injected provider error; nothing processed"
-	outcomeShuttingDown    = "refused charge during shutdown"
-	outcomeChargeFound     = "charge found"
-	outcomeChargeNotFound  = "charge not found"
-	outcomeChargesListed   = "charges listed by merchant reference"
-	outcomeRetentionServed = "key retention published"
-	outcomeDataFileFailed  = "data file write failed; nothing changed"
+	outcomeCreated        = "charge created"
+	outcomeDeclined       = "card declined"
+	outcomeReplayed       = "replayed stored response for key"
+	outcomeInFlight       = "request still in flight for key"
+	outcomeKeyReused      = "idempotency key reused with a different body"
+	outcomeBadKey         = "rejected malformed idempotency key"
+	outcomeBadRequest     = "rejected invalid request"
+	outcomeClientGone     = "client gave up; charge continues in the background"
+	outcomeLost           = "response lost after charge"
+	outcomeDropped        = "dropped request"
+	outcomeDroppedTimeout = "dropped request answered with gateway timeout"
+	outcomeRateLimited    = "rate limited request"
+	outcomeLookupLimited  = "lookup refused over the published lookup rate"
+	outcomeInjectedError  = "injected provider error; nothing processed"
+	outcomeShuttingDown   = "refused charge during shutdown"
+	outcomeChargeFound    = "charge found"
+	outcomeChargeNotFound = "charge not found"
+	outcomeChargesListed  = "charges listed by merchant reference"
+	outcomeLimitsServed   = "limits published"
+	outcomeDataFileFailed = "data file write failed; nothing changed"
 )
 
 // declineCodes maps the test tokens that decline to their decline code.
@@ -316,8 +319,16 @@ type chargeList struct {
 
 // listCharges serves GET /v1/charges?merchant_reference=REF. It reads the
 // reference index, so its cost depends on the charges for that reference,
-// not on how many charges exist.
+// not on how many charges exist. Every request counts against the lookup
+// rate, a malformed one too, as it would at a real provider's gateway.
 func (p *Provider) listCharges(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	if !p.lookups.AllowN(p.now(), 1) {
+		// The time one token takes to come back, in the whole seconds that
+		// Retry-After speaks.
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, math.Ceil(1/p.LookupRate())))))
+		rec.fail(w, outcomeLookupLimited, newProblem(codeRateLimited, msgLookupLimited))
+		return
+	}
 	query, err := url.ParseQuery(r.URL.RawQuery)
 	refs := query["merchant_reference"]
 	if err != nil || len(refs) != 1 || refs[0] == "" {
@@ -335,10 +346,12 @@ func (p *Provider) listCharges(w http.ResponseWriter, r *http.Request, rec *Requ
 	writeJSON(w, http.StatusOK, list)
 }
 
-// getIdempotency serves GET /v1/idempotency, the published retention policy.
+// getIdempotency serves GET /v1/idempotency, the published limits: the key
+// retention and the lookup rate.
 func (p *Provider) getIdempotency(w http.ResponseWriter, _ *http.Request, rec *RequestRecord) {
-	rec.Outcome = outcomeRetentionServed
+	rec.Outcome = outcomeLimitsServed
 	writeJSON(w, http.StatusOK, struct {
-		KeyRetentionSeconds int64 `json:"key_retention_seconds"`
-	}{int64(p.retention / time.Second)})
+		KeyRetentionSeconds int64   `json:"key_retention_seconds"`
+		LookupsPerSecond    float64 `json:"lookups_per_second"`
+	}{int64(p.retention / time.Second), p.LookupRate()})
 }

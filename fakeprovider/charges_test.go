@@ -2,6 +2,7 @@ package fakeprovider
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -329,23 +330,87 @@ func TestGetCharge_UnknownIDIs404(t *testing.T) {
 	require.Equal(t, codeNotFound, p.Code)
 }
 
-func TestIdempotency_PublishesTheRetention(t *testing.T) {
+func TestIdempotency_PublishesTheLimits(t *testing.T) {
 	tests := []struct {
-		retention time.Duration
-		want      string
+		name       string
+		retention  time.Duration
+		lookupRate float64
+		want       string
 	}{
-		{0, `{"key_retention_seconds":86400}`},
-		{2 * time.Hour, `{"key_retention_seconds":7200}`},
-		{1500 * time.Millisecond, `{"key_retention_seconds":1}`},
+		{"defaults", 0, 0, `{"key_retention_seconds":86400,"lookups_per_second":50}`},
+		{"whole values", 2 * time.Hour, 7, `{"key_retention_seconds":7200,"lookups_per_second":7}`},
+		{"fractions", 1500 * time.Millisecond, 0.5, `{"key_retention_seconds":1,"lookups_per_second":0.5}`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.retention.String(), func(t *testing.T) {
-			f := newFixture(t, Config{Retention: tt.retention})
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Config{Retention: tt.retention, LookupRate: tt.lookupRate})
 
 			r := f.do(t, get("/v1/idempotency"))
 
 			require.Equal(t, http.StatusOK, r.status)
 			require.JSONEq(t, tt.want, string(r.body))
+		})
+	}
+}
+
+func TestListCharges_PastTheLookupRateIs429UntilTheBucketRefills(t *testing.T) {
+	f := newFixture(t, Config{LookupRate: 3})
+	lookup := get("/v1/charges?merchant_reference=ref-1")
+	for range 3 {
+		require.Equal(t, http.StatusOK, f.do(t, lookup).status, "a second's worth of lookups at once")
+	}
+
+	r := f.do(t, lookup)
+
+	p := requireProblem(t, r, http.StatusTooManyRequests, msgLookupLimited)
+	require.Equal(t, codeRateLimited, p.Code)
+	require.Equal(t, "1", r.header.Get("Retry-After"))
+	// Only lookups by reference are paced: charges, lookups by id and the
+	// published limits still answer.
+	require.Equal(t, http.StatusCreated, f.do(t, post("key-1", chargeBody(1000, "tok_visa", "ref-1"))).status)
+	require.Equal(t, http.StatusOK, f.do(t, get("/v1/charges/ch_000001")).status)
+	require.Equal(t, http.StatusOK, f.do(t, get("/v1/idempotency")).status)
+	// The breach shows in the request log.
+	var limited []RequestRecord
+	for _, rec := range f.p.Requests() {
+		if rec.Status == http.StatusTooManyRequests {
+			limited = append(limited, rec)
+		}
+	}
+	require.Len(t, limited, 1)
+	require.Equal(t, RequestRecord{Time: limited[0].Time, Method: http.MethodGet, Path: "/v1/charges", Status: http.StatusTooManyRequests,
+		DurationMS: limited[0].DurationMS, Outcome: outcomeLookupLimited, Detail: msgLookupLimited}, limited[0])
+
+	f.clock.Advance(time.Second / 3)
+
+	require.Equal(t, http.StatusOK, f.do(t, lookup).status, "a third of a second brings one lookup back")
+	require.Equal(t, http.StatusTooManyRequests, f.do(t, lookup).status)
+}
+
+func TestListCharges_RetryAfterIsTheTimeOneLookupTakesToComeBack(t *testing.T) {
+	tests := []struct {
+		rate float64
+		// burst is one second's worth, and at least one.
+		burst int
+		want  string
+	}{
+		{3, 3, "1"},
+		{1, 1, "1"},
+		{0.25, 1, "4"},
+		{0.3, 1, "4"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.rate), func(t *testing.T) {
+			f := newFixture(t, Config{LookupRate: tt.rate})
+			lookup := get("/v1/charges?merchant_reference=ref-1")
+			for range tt.burst {
+				require.Equal(t, http.StatusOK, f.do(t, lookup).status)
+			}
+
+			r := f.do(t, lookup)
+
+			require.Equal(t, http.StatusTooManyRequests, r.status)
+			require.Equal(t, tt.want, r.header.Get("Retry-After"))
 		})
 	}
 }

@@ -50,6 +50,10 @@ func TestConfig_Validate(t *testing.T) {
 		{"one second retention", Config{Retention: time.Second}, ""},
 		{"short retention", Config{Retention: time.Millisecond}, "retention must be at least 1s, got 1ms"},
 		{"negative retention", Config{Retention: -time.Hour}, "retention must be at least 1s, got -1h0m0s"},
+		{"fractional lookup rate", Config{LookupRate: 0.01}, ""},
+		{"negative lookup rate", Config{LookupRate: -1}, "lookup rate must be a positive number of lookups a second, got -1"},
+		{"lookup rate NaN", Config{LookupRate: math.NaN()}, "lookup rate must be a positive number of lookups a second, got NaN"},
+		{"infinite lookup rate", Config{LookupRate: math.Inf(1)}, "lookup rate must be a positive number of lookups a second, got +Inf"},
 		{"bad mode", Config{Mode: Mode{Name: ModeError}}, "mode error needs a rate greater than 0"},
 		{"rate without a name", Config{Mode: Mode{Rate: 2}}, "rate must be between 0 and 1, got 2"},
 	}
@@ -73,4 +77,11 @@ func TestProvider_RetentionDefaultsTo24h(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, DefaultRetention, p.Retention())
 	require.Equal(t, 24*time.Hour, DefaultRetention)
+}
+
+func TestProvider_LookupRateDefaultsTo50(t *testing.T) {
+	p, err := New(Config{})
+	require.NoError(t, err)
+	require.Equal(t, float64(DefaultLookupRate), p.LookupRate())
+	require.Equal(t, 50, DefaultLookupRate)
 }

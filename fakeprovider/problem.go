@@ -61,6 +61,7 @@ const (
 	msgKeyReused        = "this Idempotency-Key was already used with a different request body"
 	msgKeyInFlight      = "a request with this Idempotency-Key is still being processed; retry after Retry-After seconds"
 	msgRateLimited      = "too many requests; retry after Retry-After seconds"
+	msgLookupLimited    = "too many lookups: past the rate that GET /v1/idempotency publishes; retry after Retry-After seconds"
 	msgUnavailable      = "the provider is temporarily unavailable; nothing was processed"
 	msgShuttingDown     = "the provider is shutting down; nothing was processed"
 	msgDataFileFailed   = "the provider could not write its data file; nothing was charged or changed"

@@ -1,7 +1,7 @@
 // Package fakeprovider is a card payment provider that speaks the provider
 // HTTP contract (docs/provider-http.md): POST /v1/charges guarded by an
-// Idempotency-Key, lookups by id and by merchant reference, and a published
-// key retention. It keeps its state in memory, and optionally also in a
+// Idempotency-Key, lookups by id and by merchant reference, and published
+// limits: the key retention and the rate of lookups it serves. It keeps its state in memory, and optionally also in a
 // SQLite file that a restart reads back (Config.DataFile).
 //
 // On demand it misbehaves the way real providers do (slow processing,
@@ -16,19 +16,28 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // DefaultRetention is how long a key is remembered when Config.Retention is
 // zero.
 const DefaultRetention = 24 * time.Hour
 
+// DefaultLookupRate is how many lookups by merchant reference a second the
+// provider serves when Config.LookupRate is zero: far below what the dev
+// stack can serve, and far above what its reconciliation asks for.
+const DefaultLookupRate = 50
+
 // Config configures a Provider. The zero value is usable: normal mode, 24h
-// retention, the real clock, no logs, state in memory only.
+// retention, 50 lookups a second, the real clock, no logs, state in memory
+// only.
 type Config struct {
 	// Mode is the initial chaos mode. A zero Mode means the mode DataFile
 	// holds, or ModeNormal when there is none; any other Mode replaces the
@@ -38,6 +47,13 @@ type Config struct {
 	// DefaultRetention. It is published, in whole seconds, by
 	// GET /v1/idempotency.
 	Retention time.Duration
+	// LookupRate is how many lookups by merchant reference
+	// (GET /v1/charges?merchant_reference=…) the provider serves a second,
+	// with a burst of one second's worth; past it, a lookup is answered 429
+	// with Retry-After. Zero means DefaultLookupRate; there is no unlimited
+	// rate, as no real provider has one. It is published by
+	// GET /v1/idempotency.
+	LookupRate float64
 	// Now reads the clock used for charge times, request times and key ages.
 	// Nil means time.Now. Tests advance a fake clock to expire keys.
 	Now func() time.Time
@@ -60,6 +76,9 @@ func (c Config) withDefaults() Config {
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
 	}
+	if c.LookupRate == 0 {
+		c.LookupRate = DefaultLookupRate
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -81,6 +100,9 @@ func (c Config) Validate() error {
 	if c.Retention < time.Second {
 		return fmt.Errorf("retention must be at least 1s, got %s", c.Retention)
 	}
+	if !(c.LookupRate > 0) || math.IsInf(c.LookupRate, 1) {
+		return fmt.Errorf("lookup rate must be a positive number of lookups a second, got %v", c.LookupRate)
+	}
 	// SQLite would read what follows them as connection parameters.
 	if strings.ContainsAny(c.DataFile, "?#") {
 		return fmt.Errorf("data file %q: the path must not contain ? or #", c.DataFile)
@@ -94,8 +116,11 @@ type Provider struct {
 	now       func() time.Time
 	after     func(time.Duration) <-chan time.Time
 	retention time.Duration
-	log       *slog.Logger
-	mux       *http.ServeMux
+	// lookups paces the lookups by merchant reference; it is safe for
+	// concurrent use on its own.
+	lookups *rate.Limiter
+	log     *slog.Logger
+	mux     *http.ServeMux
 	// file is nil when the state is in memory only. Every use holds mu.
 	file *dataFile
 
@@ -129,6 +154,7 @@ func New(cfg Config) (*Provider, error) {
 		now:       cfg.Now,
 		after:     cfg.After,
 		retention: cfg.Retention,
+		lookups:   rate.NewLimiter(rate.Limit(cfg.LookupRate), int(min(math.Ceil(cfg.LookupRate), math.MaxInt32))),
 		log:       cfg.Logger,
 		closed:    make(chan struct{}),
 		mode:      cfg.Mode,
@@ -233,6 +259,12 @@ func (p *Provider) chance(rate float64) bool {
 // Retention returns how long a finished key is remembered.
 func (p *Provider) Retention() time.Duration {
 	return p.retention
+}
+
+// LookupRate returns how many lookups by merchant reference the provider
+// serves a second.
+func (p *Provider) LookupRate() float64 {
+	return float64(p.lookups.Limit())
 }
 
 // Charges returns every charge, oldest first.

@@ -185,13 +185,32 @@ func TestClient_FakeProviderChaosModes(t *testing.T) {
 	}
 }
 
-func TestClient_FakeProviderPublishesItsKeyRetention(t *testing.T) {
-	_, c := newFake(t, fakeprovider.Config{Retention: 2 * time.Hour})
+func TestClient_FakeProviderPublishesItsLimits(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{Retention: 2 * time.Hour, LookupRate: 7.5})
 
-	retention, err := c.KeyRetention(context.Background())
+	limits, err := c.Limits(context.Background())
 
 	require.NoError(t, err)
-	require.Equal(t, 2*time.Hour, retention)
+	require.Equal(t, provider.Limits{KeyRetention: 2 * time.Hour, LookupsPerSecond: 7.5}, limits)
+}
+
+func TestClient_FakeProviderLookupPastItsRateIsRateLimitedWithRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	_, c := newFake(t, fakeprovider.Config{LookupRate: 2, Now: func() time.Time { return now }})
+	const ref = "bookstore-1-00000000000000000000000000000000"
+	for range 2 {
+		_, err := c.FindCharges(context.Background(), ref)
+		require.NoError(t, err)
+	}
+
+	_, err := c.FindCharges(context.Background(), ref)
+
+	var perr *provider.Error
+	require.ErrorAs(t, err, &perr)
+	require.Equal(t, provider.RateLimited, perr.Outcome)
+	require.Equal(t, http.StatusTooManyRequests, perr.StatusCode)
+	require.Equal(t, time.Second, perr.RetryAfter)
+	require.True(t, perr.Outcome.Retryable())
 }
 
 func TestClient_FakeProviderFindsNothingForAnUnknownReference(t *testing.T) {

@@ -47,26 +47,49 @@ func (c *Client) FindCharges(ctx context.Context, merchantReference string) ([]C
 	return charges, nil
 }
 
-// KeyRetention returns how long the provider remembers an idempotency key.
-// After that, the same key creates a new charge, so every retry and every
-// reconciliation of an attempt must end well within it; the worker checks its
-// configuration against this at start. A provider that publishes no positive
-// retention is an error: no safe abandon deadline can be derived from it.
-func (c *Client) KeyRetention(ctx context.Context) (time.Duration, error) {
-	const op = "key retention"
+// Limits are what the provider publishes about how it may be used, at
+// GET /v1/idempotency.
+type Limits struct {
+	// KeyRetention is how long the provider remembers an idempotency key.
+	// After that, the same key creates a new charge, so every retry and
+	// every reconciliation of an attempt must end well within it; the
+	// worker checks its configuration against this at start.
+	KeyRetention time.Duration
+	// LookupsPerSecond is how many lookups by merchant reference the
+	// provider serves a second, from all its clients together; past it, it
+	// answers 429. The workers pace their lookups to stay under it.
+	LookupsPerSecond float64
+}
+
+// Limits reads the limits the provider publishes. A provider that publishes
+// no positive retention or no positive lookup rate is an error: no safe
+// abandon deadline, or no lookup pace, can be derived from it.
+func (c *Client) Limits(ctx context.Context) (Limits, error) {
+	const op = "limits"
 	var policy struct {
-		Seconds *int64 `json:"key_retention_seconds"`
+		Seconds          *int64   `json:"key_retention_seconds"`
+		LookupsPerSecond *float64 `json:"lookups_per_second"`
 	}
 	if err := c.get(ctx, op, "/v1/idempotency", nil, &policy); err != nil {
-		return 0, err
+		return Limits{}, err
+	}
+	violation := func(detail string) error {
+		return &Error{Op: op, Outcome: ContractViolation, StatusCode: http.StatusOK, Detail: detail}
 	}
 	switch {
 	case policy.Seconds == nil:
-		return 0, &Error{Op: op, Outcome: ContractViolation, StatusCode: http.StatusOK, Detail: "key_retention_seconds is missing"}
+		return Limits{}, violation("key_retention_seconds is missing")
 	case *policy.Seconds <= 0 || *policy.Seconds > math.MaxInt64/int64(time.Second):
-		return 0, &Error{Op: op, Outcome: ContractViolation, StatusCode: http.StatusOK, Detail: fmt.Sprintf("key_retention_seconds %d is not a positive duration", *policy.Seconds)}
+		return Limits{}, violation(fmt.Sprintf("key_retention_seconds %d is not a positive duration", *policy.Seconds))
+	case policy.LookupsPerSecond == nil:
+		return Limits{}, violation("lookups_per_second is missing")
+	case *policy.LookupsPerSecond <= 0:
+		return Limits{}, violation(fmt.Sprintf("lookups_per_second %v is not a positive rate", *policy.LookupsPerSecond))
 	}
-	return time.Duration(*policy.Seconds) * time.Second, nil
+	return Limits{
+		KeyRetention:     time.Duration(*policy.Seconds) * time.Second,
+		LookupsPerSecond: *policy.LookupsPerSecond,
+	}, nil
 }
 
 // get sends a lookup and decodes a 200 answer into v. Any other answer, or

@@ -112,22 +112,30 @@ func TestClient_FindChargesWithoutAnAnswerIsRetryable(t *testing.T) {
 	require.Zero(t, perr.StatusCode)
 }
 
-func TestClient_KeyRetention(t *testing.T) {
+func TestClient_Limits(t *testing.T) {
+	const lookups = `,"lookups_per_second":50`
 	cases := []struct {
 		name       string
 		reply      reply
-		want       time.Duration
+		want       provider.Limits
 		wantErr    provider.Outcome
 		wantDetail string
 	}{
-		{name: "published", reply: reply{status: 200, body: `{"key_retention_seconds":86400}`}, want: 24 * time.Hour},
-		{name: "missing", reply: reply{status: 200, body: `{}`}, wantErr: provider.ContractViolation, wantDetail: "missing"},
-		{name: "null", reply: reply{status: 200, body: `{"key_retention_seconds":null}`}, wantErr: provider.ContractViolation, wantDetail: "missing"},
-		{name: "zero", reply: reply{status: 200, body: `{"key_retention_seconds":0}`}, wantErr: provider.ContractViolation, wantDetail: "not a positive duration"},
-		{name: "negative", reply: reply{status: 200, body: `{"key_retention_seconds":-60}`}, wantErr: provider.ContractViolation, wantDetail: "not a positive duration"},
-		{name: "beyond a duration", reply: reply{status: 200, body: `{"key_retention_seconds":9223372036854775807}`}, wantErr: provider.ContractViolation, wantDetail: "not a positive duration"},
-		{name: "fractional", reply: reply{status: 200, body: `{"key_retention_seconds":1.5}`}, wantErr: provider.ContractViolation, wantDetail: "decoding the answer"},
-		{name: "a string", reply: reply{status: 200, body: `{"key_retention_seconds":"86400"}`}, wantErr: provider.ContractViolation, wantDetail: "decoding the answer"},
+		{name: "published", reply: reply{status: 200, body: `{"key_retention_seconds":86400` + lookups + `}`},
+			want: provider.Limits{KeyRetention: 24 * time.Hour, LookupsPerSecond: 50}},
+		{name: "a fractional lookup rate", reply: reply{status: 200, body: `{"key_retention_seconds":60,"lookups_per_second":0.5}`},
+			want: provider.Limits{KeyRetention: time.Minute, LookupsPerSecond: 0.5}},
+		{name: "retention missing", reply: reply{status: 200, body: `{"lookups_per_second":50}`}, wantErr: provider.ContractViolation, wantDetail: "key_retention_seconds is missing"},
+		{name: "retention null", reply: reply{status: 200, body: `{"key_retention_seconds":null` + lookups + `}`}, wantErr: provider.ContractViolation, wantDetail: "key_retention_seconds is missing"},
+		{name: "retention zero", reply: reply{status: 200, body: `{"key_retention_seconds":0` + lookups + `}`}, wantErr: provider.ContractViolation, wantDetail: "key_retention_seconds 0 is not a positive duration"},
+		{name: "retention negative", reply: reply{status: 200, body: `{"key_retention_seconds":-60` + lookups + `}`}, wantErr: provider.ContractViolation, wantDetail: "not a positive duration"},
+		{name: "retention beyond a duration", reply: reply{status: 200, body: `{"key_retention_seconds":9223372036854775807` + lookups + `}`}, wantErr: provider.ContractViolation, wantDetail: "not a positive duration"},
+		{name: "retention fractional", reply: reply{status: 200, body: `{"key_retention_seconds":1.5` + lookups + `}`}, wantErr: provider.ContractViolation, wantDetail: "decoding the answer"},
+		{name: "retention a string", reply: reply{status: 200, body: `{"key_retention_seconds":"86400"` + lookups + `}`}, wantErr: provider.ContractViolation, wantDetail: "decoding the answer"},
+		{name: "lookup rate missing", reply: reply{status: 200, body: `{"key_retention_seconds":86400}`}, wantErr: provider.ContractViolation, wantDetail: "lookups_per_second is missing"},
+		{name: "lookup rate zero", reply: reply{status: 200, body: `{"key_retention_seconds":86400,"lookups_per_second":0}`}, wantErr: provider.ContractViolation, wantDetail: "lookups_per_second 0 is not a positive rate"},
+		{name: "lookup rate negative", reply: reply{status: 200, body: `{"key_retention_seconds":86400,"lookups_per_second":-5}`}, wantErr: provider.ContractViolation, wantDetail: "lookups_per_second -5 is not a positive rate"},
+		{name: "lookup rate a string", reply: reply{status: 200, body: `{"key_retention_seconds":86400,"lookups_per_second":"50"}`}, wantErr: provider.ContractViolation, wantDetail: "decoding the answer"},
 		{name: "not published", reply: reply{status: 404}, wantErr: provider.NotFound, wantDetail: "HTTP 404"},
 		{name: "unavailable", reply: reply{status: 503}, wantErr: provider.Unavailable, wantDetail: "HTTP 503"},
 	}
@@ -139,7 +147,7 @@ func TestClient_KeyRetention(t *testing.T) {
 				tc.reply.ServeHTTP(w, r)
 			}))
 
-			got, err := newClient(t, srv.URL).KeyRetention(context.Background())
+			got, err := newClient(t, srv.URL).Limits(context.Background())
 
 			require.Equal(t, "GET /v1/idempotency", <-paths)
 			require.Equal(t, tc.want, got)

@@ -65,7 +65,7 @@ func (o Outcome) Retryable() bool {
 	return false
 }
 
-// Error is the error of a lookup (FindCharges, KeyRetention). Its Outcome
+// Error is the error of a lookup (FindCharges, Limits). Its Outcome
 // tells a retryable failure from a permanent one:
 //
 //	var perr *provider.Error

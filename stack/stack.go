@@ -408,6 +408,7 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 	}
 	w, err := worker.Start(ctx, worker.Deps{
 		Client:        s.client,
+		Namespace:     temporalserver.DefaultNamespace,
 		Provider:      pc,
 		Store:         s.store,
 		Checkout:      s.checkout,

@@ -383,6 +383,8 @@ type checkoutStackConfig struct {
 	Timing workflows.Timing
 	Budget time.Duration
 	Mode   fakeprovider.Mode
+	// LookupRate is the fake provider's; zero means its default.
+	LookupRate float64
 	// Logs receives the logs of the checkout, worker and API; nil discards.
 	Logs io.Writer
 }
@@ -571,7 +573,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		Host:           "127.0.0.1",
 		Timing:         cfg.Timing,
 		CheckoutBudget: cfg.Budget,
-		Provider:       fakeprovider.Config{Mode: cfg.Mode},
+		Provider:       fakeprovider.Config{Mode: cfg.Mode, LookupRate: cfg.LookupRate},
 		Logger:         logger,
 	})
 	require.NoError(t, err)

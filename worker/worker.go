@@ -1,6 +1,7 @@
 // Package worker runs the payment worker: it polls the payment task queue,
-// executes PaymentWorkflow and its activities, and runs the outbox sweep that
-// starts the workflows whose start was lost.
+// executes PaymentWorkflow and its activities, runs the lookups at the
+// provider on a task queue of their own at the rate the provider allows, and
+// runs the outbox sweep that starts the workflows whose start was lost.
 //
 // The worker owns the payment timing. At start it checks the timing against
 // the key retention the provider publishes, then publishes the timing in the
@@ -28,6 +29,7 @@ import (
 	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/checkout"
+	"chargeonce/metrics"
 	"chargeonce/provider"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -56,9 +58,16 @@ type Deps struct {
 	ReplaceTiming bool
 	// SweepEvery is the outbox sweep's period; zero means DefaultSweepEvery.
 	SweepEvery time.Duration
-	// Registerer receives the activities' metrics; nil registers nothing.
+	// Registerer receives the activities' metrics and the gauges of the
+	// lookup backlog; nil registers nothing.
 	Registerer prometheus.Registerer
-	// Options tune the Temporal worker; the zero value is the SDK's defaults.
+	// Namespace is the Temporal namespace Client is connected to, where the
+	// backlog gauges read the lookup task queue; empty means "default", as
+	// for the SDK.
+	Namespace string
+	// Options tune the Temporal workers; the zero value is the SDK's
+	// defaults. The lookup worker's TaskQueueActivitiesPerSecond is the
+	// provider's published lookup rate, whatever Options say.
 	Options sdkworker.Options
 	// Logger receives the story of every payment.
 	Logger *slog.Logger
@@ -66,69 +75,104 @@ type Deps struct {
 
 // Worker is a started worker. Stop it once.
 type Worker struct {
-	sdk        sdkworker.Worker
-	stopSweep  context.CancelFunc
-	sweepGroup sync.WaitGroup
+	payments sdkworker.Worker
+	lookups  sdkworker.Worker
+	// stop ends the background loops, the sweep and the capacity watch,
+	// which group waits for.
+	stop  context.CancelFunc
+	group sync.WaitGroup
 }
 
-// Start checks the timing against the provider, publishes it, registers the
-// workflow and the activities, and starts polling and sweeping.
+// Start checks the timing against the provider's published limits,
+// publishes it, registers the workflow and the activities, and starts
+// polling, sweeping and watching the lookup capacity.
+//
+// Two Temporal workers poll: one the payment task queue, for the workflow
+// and every activity, and one chargeonce.LookupTaskQueue, for FindCharge
+// alone, with TaskQueueActivitiesPerSecond at the provider's published
+// lookup rate. Temporal's server enforces that rate for the whole queue,
+// across every worker process, so the lookups of all workers together stay
+// under what the provider allows.
 func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if d.Client == nil || d.Provider == nil || d.Store == nil || d.Checkout == nil || d.Logger == nil {
 		return nil, errors.New("worker: client, provider, store, checkout and logger are required")
 	}
-	if err := CheckRetention(ctx, d.Provider, d.Timing); err != nil {
+	limits, err := CheckLimits(ctx, d.Provider, d.Timing)
+	if err != nil {
 		return nil, err
 	}
 	if err := PublishTiming(ctx, d.Store, d.Timing, d.ReplaceTiming, d.Logger); err != nil {
 		return nil, err
 	}
-	var metrics *activities.Metrics
+	var actMetrics *activities.Metrics
 	if d.Registerer != nil {
-		metrics = activities.NewMetrics(d.Registerer)
+		actMetrics = activities.NewMetrics(d.Registerer)
+		namespace := d.Namespace
+		if namespace == "" {
+			namespace = client.DefaultNamespace
+		}
+		if err := metrics.RegisterLookupBacklog(d.Registerer, d.Client.WorkflowService(), namespace, d.Logger); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
 	}
-	acts := &activities.Activities{Provider: d.Provider, Store: d.Store, Logger: d.Logger, Metrics: metrics}
+	acts := &activities.Activities{Provider: d.Provider, Store: d.Store, Logger: d.Logger, Metrics: actMetrics}
 
+	lookupOptions := d.Options
+	lookupOptions.TaskQueueActivitiesPerSecond = limits.LookupsPerSecond
+	lw := sdkworker.New(d.Client, chargeonce.LookupTaskQueue, lookupOptions)
+	workflows.RegisterLookups(lw, acts)
+	if err := lw.Start(); err != nil {
+		return nil, fmt.Errorf("worker: start polling task queue %s: %w", chargeonce.LookupTaskQueue, err)
+	}
 	w := sdkworker.New(d.Client, chargeonce.TaskQueue, d.Options)
 	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
+		lw.Stop()
 		return nil, fmt.Errorf("worker: start polling task queue %s: %w", chargeonce.TaskQueue, err)
 	}
+	d.Logger.Info("lookups paced at the provider's published rate", "task_queue", chargeonce.LookupTaskQueue,
+		"lookups_per_second", limits.LookupsPerSecond, "lookups_per_attempt", d.Timing.LookupsPerAttempt(),
+		"max_open_attempts", d.Timing.LookupCapacity(limits.LookupsPerSecond))
+	watch := newCapacityWatch(d.Store, d.Timing, limits.LookupsPerSecond, d.Logger)
 
 	every := d.SweepEvery
 	if every == 0 {
 		every = DefaultSweepEvery
 	}
-	sweepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	wk := &Worker{sdk: w, stopSweep: stop}
-	wk.sweepGroup.Go(func() { d.Checkout.RunSweeper(sweepCtx, every) })
+	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	wk := &Worker{payments: w, lookups: lw, stop: stop}
+	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
+	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
 	return wk, nil
 }
 
-// Stop ends the sweep and stops polling; it waits for running activities
-// up to the worker's stop timeout.
+// Stop ends the sweep and the capacity watch and stops polling; it waits
+// for running activities up to the workers' stop timeout.
 func (w *Worker) Stop() {
-	w.stopSweep()
-	w.sweepGroup.Wait()
-	w.sdk.Stop()
+	w.stop()
+	w.group.Wait()
+	w.payments.Stop()
+	w.lookups.Stop()
 }
 
-// CheckRetention refuses a timing whose abandon deadline is not below the key
-// retention that the provider publishes. After retention the provider forgets
-// the key, and a late retry with it would charge the card a second time.
-func CheckRetention(ctx context.Context, p *provider.Client, t workflows.Timing) error {
+// CheckLimits reads the limits that the provider publishes and refuses a
+// timing whose abandon deadline is not below its key retention. After
+// retention the provider forgets the key, and a late retry with it would
+// charge the card a second time. It returns the limits, whose lookup rate
+// paces the lookups.
+func CheckLimits(ctx context.Context, p *provider.Client, t workflows.Timing) (provider.Limits, error) {
 	if err := t.Validate(); err != nil {
-		return fmt.Errorf("worker: timing: %w", err)
+		return provider.Limits{}, fmt.Errorf("worker: timing: %w", err)
 	}
-	retention, err := p.KeyRetention(ctx)
+	limits, err := p.Limits(ctx)
 	if err != nil {
-		return fmt.Errorf("worker: read the provider's key retention: %w", err)
+		return provider.Limits{}, fmt.Errorf("worker: read the provider's published limits: %w", err)
 	}
-	if t.AbandonAfter >= retention {
-		return fmt.Errorf("worker: abandon-after %v must be shorter than the provider's key retention %v: "+
-			"a retry after the provider forgot the key would charge the card again", t.AbandonAfter, retention)
+	if t.AbandonAfter >= limits.KeyRetention {
+		return provider.Limits{}, fmt.Errorf("worker: abandon-after %v must be shorter than the provider's key retention %v: "+
+			"a retry after the provider forgot the key would charge the card again", t.AbandonAfter, limits.KeyRetention)
 	}
-	return nil
+	return limits, nil
 }
 
 // PublishTiming makes t the payment timing in the merchant database, which

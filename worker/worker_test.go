@@ -22,9 +22,9 @@ import (
 	"chargeonce/workflows"
 )
 
-func providerWithRetention(t *testing.T, retention time.Duration) *provider.Client {
+func providerWithLimits(t *testing.T, retention time.Duration, lookupRate float64) *provider.Client {
 	t.Helper()
-	fake, err := fakeprovider.New(fakeprovider.Config{Retention: retention})
+	fake, err := fakeprovider.New(fakeprovider.Config{Retention: retention, LookupRate: lookupRate})
 	require.NoError(t, err)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
@@ -33,30 +33,43 @@ func providerWithRetention(t *testing.T, retention time.Duration) *provider.Clie
 	return c
 }
 
-func TestCheckRetention_RefusesAnAbandonDeadlinePastTheProvidersRetention(t *testing.T) {
-	timing := workflows.DefaultTiming() // abandons after 30 minutes
-
-	err := worker.CheckRetention(context.Background(), providerWithRetention(t, 20*time.Minute), timing)
-	require.ErrorContains(t, err, "abandon-after 30m0s must be shorter than the provider's key retention 20m0s")
-
-	err = worker.CheckRetention(context.Background(), providerWithRetention(t, 30*time.Minute), timing)
-	require.Error(t, err, "equal to the retention is already too late")
-
-	require.NoError(t, worker.CheckRetention(context.Background(), providerWithRetention(t, 24*time.Hour), timing))
+func providerWithRetention(t *testing.T, retention time.Duration) *provider.Client {
+	t.Helper()
+	return providerWithLimits(t, retention, 0)
 }
 
-func TestCheckRetention_RefusesInvalidTiming(t *testing.T) {
+func TestCheckLimits_RefusesAnAbandonDeadlinePastTheProvidersRetention(t *testing.T) {
+	timing := workflows.DefaultTiming() // abandons after 30 minutes
+
+	_, err := worker.CheckLimits(context.Background(), providerWithRetention(t, 20*time.Minute), timing)
+	require.ErrorContains(t, err, "abandon-after 30m0s must be shorter than the provider's key retention 20m0s")
+
+	_, err = worker.CheckLimits(context.Background(), providerWithRetention(t, 30*time.Minute), timing)
+	require.Error(t, err, "equal to the retention is already too late")
+
+	_, err = worker.CheckLimits(context.Background(), providerWithRetention(t, 24*time.Hour), timing)
+	require.NoError(t, err)
+}
+
+func TestCheckLimits_ReturnsThePublishedLookupRate(t *testing.T) {
+	limits, err := worker.CheckLimits(context.Background(), providerWithLimits(t, 24*time.Hour, 12.5), workflows.DefaultTiming())
+
+	require.NoError(t, err)
+	require.Equal(t, provider.Limits{KeyRetention: 24 * time.Hour, LookupsPerSecond: 12.5}, limits)
+}
+
+func TestCheckLimits_RefusesInvalidTiming(t *testing.T) {
 	timing := workflows.DefaultTiming()
 	timing.AttemptTimeout = -time.Second
-	err := worker.CheckRetention(context.Background(), providerWithRetention(t, 24*time.Hour), timing)
+	_, err := worker.CheckLimits(context.Background(), providerWithRetention(t, 24*time.Hour), timing)
 	require.ErrorContains(t, err, "worker: timing")
 }
 
-func TestCheckRetention_ReportsAnUnreachableProvider(t *testing.T) {
+func TestCheckLimits_ReportsAnUnreachableProvider(t *testing.T) {
 	c, err := provider.New(provider.Config{BaseURL: "http://127.0.0.1:1", HTTPClient: &http.Client{Timeout: time.Second}})
 	require.NoError(t, err)
-	err = worker.CheckRetention(context.Background(), c, workflows.DefaultTiming())
-	require.ErrorContains(t, err, "read the provider's key retention")
+	_, err = worker.CheckLimits(context.Background(), c, workflows.DefaultTiming())
+	require.ErrorContains(t, err, "read the provider's published limits")
 }
 
 func openStore(t *testing.T) store.Store {

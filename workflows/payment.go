@@ -43,6 +43,17 @@ const (
 	noLateSends       workflow.Version = 1
 )
 
+// changePacedLookups is the workflow.GetVersion change that paces the
+// lookups: they run on chargeonce.LookupTaskQueue, whose dispatch rate
+// Temporal caps at the rate the provider allows, on the jittered backoff
+// grid of Timing.LookupTimes rather than every Interval. It is asked when
+// reconciliation begins, so that a run settled by its charge phase carries
+// no marker.
+const (
+	changePacedLookups                  = "paced-lookups"
+	pacedLookups       workflow.Version = 1
+)
+
 // localRecordBudget bounds the local RecordOutcome attempts. Every backoff
 // within it is shorter than the default workflow task timeout, so the worker
 // retries them without a timer in the history. A database away for longer is
@@ -138,10 +149,18 @@ func WorkflowID(key string) string {
 	return key
 }
 
-// Register registers the payment workflow and the activities with a worker.
+// Register registers the payment workflow and the activities with a worker
+// of chargeonce.TaskQueue. FindCharge is among them for the runs that
+// started before lookups had a queue of their own.
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflow(PaymentWorkflow)
 	r.RegisterActivity(a)
+}
+
+// RegisterLookups registers the lookup activity, FindCharge, alone with a
+// worker of chargeonce.LookupTaskQueue.
+func RegisterLookups(r worker.Registry, a *activities.Activities) {
+	r.RegisterActivity(a.FindCharge)
 }
 
 // acts names the activities for ExecuteActivity; it is never dereferenced.
@@ -155,9 +174,11 @@ var acts *activities.Activities
 // human. Anything else leaves the outcome unknown.
 //
 // Reconciliation: the attempt is looked up at the provider by its merchant
-// reference from CreatedAt+MinAge, every Interval, and last exactly at
-// CreatedAt+AbandonAfter. A succeeded charge settles it as succeeded, only
-// failed charges as declined, and no charge at the deadline as abandoned.
+// reference on the lookup task queue, at the times of Timing.LookupTimes:
+// from CreatedAt+MinAge plus the key's jitter, less and less often, and
+// last exactly at CreatedAt+AbandonAfter. A succeeded charge settles it as
+// succeeded, only failed charges as declined, and no charge at the deadline
+// as abandoned.
 // A "charge" update re-sends the charge at once with the same key; a
 // "provider-event" signal makes the lookup happen at once.
 //
@@ -447,9 +468,17 @@ func recordRetryPolicy() *temporal.RetryPolicy {
 // reconcile looks the attempt up at the provider until it is settled. It
 // returns a ContinueAsNewError when the history grows too long.
 func (p *payment) reconcile(ctx workflow.Context) error {
+	if p.final != nil {
+		return nil
+	}
+	paced := workflow.GetVersion(ctx, changePacedLookups, workflow.DefaultVersion, pacedLookups) >= pacedLookups
+	jitter := p.timing.LookupJitter(p.intent.Key)
 	for p.final == nil {
 		now := workflow.Now(ctx)
 		next := p.timing.nextCheckAt(p.intent.CreatedAt, now, p.status.Checks)
+		if paced {
+			next = p.timing.nextLookupAt(jitter, p.intent.CreatedAt, now, p.status.Checks)
+		}
 		p.status.NextCheckAt = next
 		workflow.SetCurrentDetails(ctx, p.waitingDetails(next))
 		if wait := next.Sub(now); wait > 0 {
@@ -466,7 +495,7 @@ func (p *payment) reconcile(ctx workflow.Context) error {
 		var err error
 		if p.final == nil {
 			p.checkNow = false
-			err = p.check(ctx)
+			err = p.check(ctx, paced)
 		}
 		p.mu.Unlock()
 		if err != nil {
@@ -491,11 +520,15 @@ func (p *payment) waitingDetails(next time.Time) string {
 
 // check looks the attempt up once and settles it when the provider's answer
 // decides it. A lookup that keeps failing is logged and retried at the next
-// check. Its error is only cancellation.
-func (p *payment) check(ctx workflow.Context) error {
+// check. A paced lookup runs on the lookup task queue, and one still
+// waiting there after an Interval gives way to the next check: under a
+// backlog a fresh lookup is worth more than a stale one, and no lookup, nor
+// a customer retry waiting for the lookup to finish, waits behind the whole
+// backlog. Its error is only cancellation.
+func (p *payment) check(ctx workflow.Context, paced bool) error {
 	startedAt := workflow.Now(ctx)
 	p.status.Checks++
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: p.timing.AttemptTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    p.timing.RetryInterval,
@@ -507,7 +540,12 @@ func (p *payment) check(ctx workflow.Context) error {
 				activities.ErrTypeInvalidRequest,
 			},
 		},
-	})
+	}
+	if paced {
+		opts.TaskQueue = chargeonce.LookupTaskQueue
+		opts.ScheduleToStartTimeout = p.timing.Interval
+	}
+	actx := workflow.WithActivityOptions(ctx, opts)
 	var res activities.FindChargeResult
 	err := workflow.ExecuteActivity(actx, acts.FindCharge, activities.FindChargeInput{
 		Key:               p.intent.Key,

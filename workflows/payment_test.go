@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -123,6 +125,12 @@ func requireSettled(t *testing.T, env *activitiestest.Env, intent chargeonce.Pay
 	require.Equal(t, status, attempts[0].Status)
 	require.Equal(t, chargeID, attempts[0].ProviderPaymentID)
 	require.Equal(t, chargeonce.OrderStatusAfter(status), order.Status)
+}
+
+// lookupTimes are the times at which the intent is looked up with the
+// default timing while the provider holds no charge for it.
+func lookupTimes(intent chargeonce.PaymentIntent) []time.Time {
+	return workflows.DefaultTiming().LookupTimes(intent.Key, intent.CreatedAt)
 }
 
 // chargeBehindTheWorkflowsBack makes the provider hold a charge of the
@@ -324,17 +332,25 @@ func TestPaymentWorkflow_5xxIsRetriedUntilTheBudgetEndsThenReconciled(t *testing
 	require.Len(t, charges, 1)
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	require.Equal(t, charges[0].ID, res.ProviderPaymentID)
-	// Found by the first lookup, at CreatedAt+MinAge.
-	require.Equal(t, createdAt.Add(2*time.Minute), wenv.Now().UTC())
+	// Found by the first lookup, at CreatedAt+MinAge plus the key's jitter.
+	require.Equal(t, lookupTimes(intent)[0], wenv.Now().UTC())
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 1}, queryStatus(t, wenv))
 	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
 }
 
+// dropping is a provider that loses every charge request, so that the
+// outcome stays unknown; quickUnknown is a charge phase that gives up on it
+// within a second.
+var (
+	dropping     = activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}}
+	quickUnknown = workflows.Timing{AttemptTimeout: 200 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 100 * time.Millisecond}
+)
+
 func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}})
+	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
-	timing := workflows.Timing{AttemptTimeout: 200 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 100 * time.Millisecond}
+	timing := quickUnknown
 
 	started := time.Now()
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: timing})
@@ -345,8 +361,8 @@ func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) 
 	// 30 minutes of workflow time passed in well under a second of real time
 	// per request; the bound is loose for slow machines.
 	require.Less(t, elapsed, 10*time.Second)
-	// Lookups at 2m, 3m, ... 30m.
-	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 29}, queryStatus(t, wenv))
+	// Every lookup of the grid, the last at the deadline.
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: len(timing.WithDefaults().LookupTimes(intent.Key, intent.CreatedAt))}, queryStatus(t, wenv))
 	require.GreaterOrEqual(t, len(env.ChargeKeys()), 2)
 	requireOneKey(t, env, intent, len(env.ChargeKeys()))
 	for _, r := range env.Fake.ChargeRequests() {
@@ -404,7 +420,7 @@ func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
 	require.Equal(t, workflows.PhaseReconciling, statusBefore.Phase)
-	require.Equal(t, createdAt.Add(2*time.Minute), statusBefore.NextCheckAt)
+	require.Equal(t, lookupTimes(intent)[0], statusBefore.NextCheckAt)
 	require.NotEmpty(t, statusBefore.LastError)
 	charges := env.Fake.Charges()
 	require.Len(t, charges, 1)
@@ -431,7 +447,7 @@ func TestPaymentWorkflow_ProviderEventChecksAtOnce(t *testing.T) {
 		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: "ch_bogus"})
 	}, 20*time.Second)
 	wenv.RegisterDelayedCallback(func() {
-		require.Equal(t, workflows.Status{Phase: workflows.PhaseReconciling, Checks: 1, NextCheckAt: createdAt.Add(2 * time.Minute)}, queryStatus(t, wenv))
+		require.Equal(t, workflows.Status{Phase: workflows.PhaseReconciling, Checks: 1, NextCheckAt: lookupTimes(intent)[0]}, queryStatus(t, wenv))
 		chargeBehindTheWorkflowsBack(t, env, intent)
 		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: env.Fake.Charges()[0].ID})
 	}, 40*time.Second)
@@ -499,15 +515,15 @@ func TestPaymentWorkflow_ContinueAsNewKeepsTheState(t *testing.T) {
 	require.Equal(t, 100, next.MaxHistoryLength)
 	require.Equal(t, &workflows.CarriedState{Checks: 1}, next.Carried)
 	continuedAt := wenv.Now().UTC()
-	require.Equal(t, createdAt.Add(2*time.Minute), continuedAt)
+	require.Equal(t, lookupTimes(intent)[0], continuedAt)
 	sent := len(env.ChargeKeys())
 
 	wenv = newWorkflowEnv(t, env, continuedAt)
 	res := run(t, wenv, next)
 
 	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
-	// The lookups go on from the carried count: 2m, 3m, ... 30m in all.
-	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 29}, queryStatus(t, wenv))
+	// The lookups go on from the carried count, over the whole grid.
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: len(lookupTimes(intent))}, queryStatus(t, wenv))
 	// The continued run reconciles; it never charges again.
 	requireOneKey(t, env, intent, sent)
 }
@@ -638,8 +654,10 @@ func TestPaymentWorkflow_FailingLookupsAreRetriedAtTheNextCheck(t *testing.T) {
 			}
 			return activities.FindChargeResult{Found: activities.FoundSucceeded, ProviderPaymentID: "ch_000042"}, nil
 		})
+	times := lookupTimes(intent)
 	var during workflows.Status
-	wenv.RegisterDelayedCallback(func() { during = queryStatus(t, wenv) }, 3*time.Minute+30*time.Second)
+	// Between the second check, whose three attempts take 3s, and the third.
+	wenv.RegisterDelayedCallback(func() { during = queryStatus(t, wenv) }, times[1].Add(time.Minute).Sub(createdAt))
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
@@ -648,7 +666,74 @@ func TestPaymentWorkflow_FailingLookupsAreRetriedAtTheNextCheck(t *testing.T) {
 	require.Equal(t, workflows.PhaseReconciling, during.Phase)
 	require.Equal(t, 2, during.Checks)
 	require.Contains(t, during.LastError, "connection refused")
-	require.Equal(t, createdAt.Add(4*time.Minute), wenv.Now().UTC())
+	require.Equal(t, times[2], wenv.Now().UTC())
 	require.Equal(t, workflows.PaymentResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_000042", Message: res.Message}, res)
 	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, "ch_000042")
+}
+
+// lookup is one FindCharge as a mock saw it.
+type lookup struct {
+	at    time.Time
+	queue string
+}
+
+// recordLookups mocks FindCharge with a provider that holds no charge, and
+// records when and on which task queue each lookup ran.
+func recordLookups(wenv *testsuite.TestWorkflowEnvironment) *[]lookup {
+	var acts *activities.Activities
+	var lookups []lookup
+	wenv.OnActivity(acts.FindCharge, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, _ activities.FindChargeInput) (activities.FindChargeResult, error) {
+			lookups = append(lookups, lookup{at: wenv.Now().UTC(), queue: activity.GetInfo(ctx).TaskQueue})
+			return activities.FindChargeResult{Found: activities.FoundNone}, nil
+		})
+	return &lookups
+}
+
+func TestPaymentWorkflow_LookupsRunOnTheLookupQueueOnTheKeysBackoffGrid(t *testing.T) {
+	env := activitiestest.New(t, dropping)
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	wenv.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: chargeonce.TaskQueue})
+	lookups := recordLookups(wenv)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: quickUnknown})
+
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	timing := quickUnknown.WithDefaults()
+	var times []time.Time
+	for _, l := range *lookups {
+		require.Equal(t, chargeonce.LookupTaskQueue, l.queue)
+		times = append(times, l.at)
+	}
+	require.Equal(t, timing.LookupTimes(intent.Key, intent.CreatedAt), times)
+	jitter := timing.LookupJitter(intent.Key)
+	require.NotZero(t, jitter, "a key's lookups are off the bare MinAge grid")
+	require.Equal(t, createdAt.Add(timing.MinAge+jitter), times[0])
+	require.Equal(t, createdAt.Add(timing.AbandonAfter), times[len(times)-1])
+	require.Equal(t, createdAt.Add(timing.AbandonAfter), wenv.Now().UTC(), "abandoned at the deadline's lookup")
+}
+
+// TestPaymentWorkflow_ARunWithoutThePacedLookupsMarkerKeepsItsGridAndQueue
+// plays a run that started before lookups were paced: the SDK answers its
+// GetVersion with DefaultVersion, as on the replay of a history without the
+// marker. The change ID is the one in recorded histories, so it is spelt
+// out here rather than shared.
+func TestPaymentWorkflow_ARunWithoutThePacedLookupsMarkerKeepsItsGridAndQueue(t *testing.T) {
+	env := activitiestest.New(t, dropping)
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	wenv.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: chargeonce.TaskQueue})
+	wenv.OnGetVersion("paced-lookups", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	lookups := recordLookups(wenv)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: quickUnknown})
+
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	// Every minute from 2m to 30m, on the payment task queue.
+	require.Len(t, *lookups, 29)
+	for i, l := range *lookups {
+		require.Equal(t, chargeonce.TaskQueue, l.queue)
+		require.Equal(t, createdAt.Add(2*time.Minute+time.Duration(i)*time.Minute), l.at)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 )
@@ -181,4 +182,108 @@ func (t Timing) nextCheckAt(created, now time.Time, checks int) time.Time {
 		return abandon
 	}
 	return next
+}
+
+// lookupDoublings is how often the gap between two lookups doubles: from
+// Interval to 2, 4 and then 8 Intervals, where it stays. An attempt that has
+// gone unanswered for long is less likely to be answered at the next
+// lookup, while the young ones, which a recovering provider answers first,
+// are looked up often.
+const lookupDoublings = 3
+
+// LookupJitter is the offset of the lookup grid of the attempt with this
+// key: a fraction of Interval taken from a hash of the key. Attempts
+// created together, say during an outage, are then looked up spread over an
+// Interval instead of in one herd. It depends on nothing but the key and
+// the timing, so every replay and every worker computes the same grid. Like
+// the other lookup methods it takes a valid timing (see Validate).
+func (t Timing) LookupJitter(key string) time.Duration {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key)) // a hash.Hash never fails to write
+	return time.Duration(h.Sum64() % uint64(t.Interval))
+}
+
+// LookupTimes are the times at which an attempt created at created, with
+// this key, is looked up when the provider never holds a charge for it:
+// first at MinAge plus the key's jitter, then with gaps of 1, 2, 4 and from
+// then on 8 Intervals, and last exactly at AbandonAfter. A grid time at or
+// past AbandonAfter gives way to that last lookup.
+func (t Timing) LookupTimes(key string, created time.Time) []time.Time {
+	return t.lookupTimes(t.LookupJitter(key), created)
+}
+
+// LookupsPerAttempt is how many lookups an attempt that is never answered
+// makes, the deadline's included, for the jitter that makes the most.
+func (t Timing) LookupsPerAttempt() int {
+	return len(t.lookupTimes(0, time.Time{}))
+}
+
+// LookupDemand is how many lookups a second open attempts ask for on
+// average: each makes LookupsPerAttempt lookups over its AbandonAfter, so
+//
+//	demand = open × LookupsPerAttempt / AbandonAfter
+//
+// Attempts created in one burst ask for more while they are young: one
+// lookup each per Interval at first, half that after the next gap.
+func (t Timing) LookupDemand(open int) float64 {
+	return float64(open) * float64(t.LookupsPerAttempt()) / t.AbandonAfter.Seconds()
+}
+
+// LookupCapacity is how many open attempts a provider that allows rate
+// lookups a second serves, the open count whose LookupDemand is rate:
+//
+//	capacity = rate × AbandonAfter / LookupsPerAttempt
+func (t Timing) LookupCapacity(rate float64) int {
+	return int(rate * t.AbandonAfter.Seconds() / float64(t.LookupsPerAttempt()))
+}
+
+func (t Timing) lookupTimes(jitter time.Duration, created time.Time) []time.Time {
+	abandon := created.Add(t.AbandonAfter)
+	var times []time.Time
+	at := t.nextLookupAt(jitter, created, created, 0)
+	for {
+		times = append(times, at)
+		if !at.Before(abandon) {
+			return times
+		}
+		at = t.nextLookupAt(jitter, created, at, len(times))
+	}
+}
+
+// nextLookupAt is nextCheckAt on the grid of LookupTimes: when the provider
+// is next asked about an attempt created at created, whose grid is offset
+// by jitter, given that checks lookups have been made and the time is now.
+// Slow lookups do not push the grid, a time in the past means "at once",
+// and after the deadline an unanswered attempt is asked again every
+// Interval, as with nextCheckAt.
+func (t Timing) nextLookupAt(jitter time.Duration, created, now time.Time, checks int) time.Time {
+	abandon := created.Add(t.AbandonAfter)
+	first := created.Add(min(t.MinAge+jitter, t.AbandonAfter))
+	if checks == 0 || now.Before(first) {
+		return first
+	}
+	if !now.Before(abandon) {
+		return now.Add(t.Interval)
+	}
+	if next := nextGridTime(first, now, t.Interval); next.Before(abandon) {
+		return next
+	}
+	return abandon
+}
+
+// nextGridTime is the first time after now on the backoff grid that starts
+// at first with a gap of interval.
+func nextGridTime(first, now time.Time, interval time.Duration) time.Time {
+	at, gap := first, interval
+	for range lookupDoublings {
+		if at.After(now) {
+			return at
+		}
+		at = at.Add(gap)
+		gap *= 2
+	}
+	if at.After(now) {
+		return at
+	}
+	return at.Add((now.Sub(at)/gap + 1) * gap)
 }

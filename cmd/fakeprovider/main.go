@@ -29,6 +29,8 @@ const envPrefix = "FAKEPROVIDER"
 
 const about = `Serves the fake card payment provider (POST /v1/charges with Idempotency-Key,
 GET /v1/charges, GET /v1/idempotency) and its admin API under /_admin/.
+It serves --lookup-rate lookups by merchant reference a second and answers
+429 past it, and publishes that rate and its key retention.
 Its state is in memory, or with --data-file in a SQLite file that a restart
 reads back.
 
@@ -63,6 +65,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Float64Var(&mode.Rate, "rate", 1, "probability, 0 to 1, that a request misbehaves in the error, lost_response and rate_limit modes")
 	fs.Uint64Var(&mode.Seed, "seed", 1, "seed of the random source behind the rate, so that a run can be repeated")
 	fs.DurationVar(&c.provider.Retention, "retention", fakeprovider.DefaultRetention, "how long an idempotency key is remembered (at least 1s)")
+	fs.Float64Var(&c.provider.LookupRate, "lookup-rate", fakeprovider.DefaultLookupRate, "lookups by merchant reference served a second, published by GET /v1/idempotency; past it a lookup gets 429 (positive: no provider is unlimited)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for charges in progress and open requests")
 	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
 
@@ -96,6 +99,11 @@ func (c config) validate() error {
 	if c.shutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout must be positive, got %s", c.shutdownTimeout)
 	}
+	// In Config a zero rate means the default; given on the command line it
+	// would be taken for "unlimited", which the fake does not have.
+	if c.provider.LookupRate == 0 {
+		return errors.New("--lookup-rate must be positive, got 0: the fake has no unlimited rate")
+	}
 	return c.provider.Validate()
 }
 
@@ -124,7 +132,7 @@ func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provide
 	srv := serve.Start(ln, p)
 	mode := p.Mode()
 	logger.Info("fake provider listening", "addr", srv.Addr(), "mode", mode.Name,
-		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention())
+		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention(), "lookup_rate", p.LookupRate())
 	select {
 	case <-srv.Stopped():
 	case <-ctx.Done():

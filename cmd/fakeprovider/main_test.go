@@ -36,12 +36,13 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 		"FAKEPROVIDER_RATE":             "0.25",
 		"FAKEPROVIDER_SEED":             "7",
 		"FAKEPROVIDER_RETENTION":        "1h",
+		"FAKEPROVIDER_LOOKUP_RATE":      "20",
 		"FAKEPROVIDER_SHUTDOWN_TIMEOUT": "3s",
 		"FAKEPROVIDER_DATA_FILE":        "fake.db",
 	}
 	fromEnvironment := config{
 		addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
-		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, DataFile: "fake.db"},
+		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, LookupRate: 20, DataFile: "fake.db"},
 	}
 	oneFlag := fromEnvironment
 	oneFlag.provider.Mode.Name = fakeprovider.ModeRateLimit
@@ -53,21 +54,21 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 	}{
 		{"defaults", nil, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour},
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50},
 		}},
 		{"environment only", nil, environment, fromEnvironment},
-		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--shutdown-timeout", "1s", "--data-file", "other.db"}, environment, config{
+		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--lookup-rate", "0.5", "--shutdown-timeout", "1s", "--data-file", "other.db"}, environment, config{
 			addr: ":0", shutdownTimeout: time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, DataFile: "other.db"},
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, LookupRate: 0.5, DataFile: "other.db"},
 		}},
 		{"one flag, the rest from the environment", []string{"--mode", "rate_limit"}, environment, oneFlag},
 		{"data file without a mode flag keeps the file's mode", []string{"--data-file", "fake.db"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Retention: 24 * time.Hour, DataFile: "fake.db"},
+			provider: fakeprovider.Config{Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db"},
 		}},
 		{"data file with one mode flag", []string{"--data-file", "fake.db", "--seed", "3"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, DataFile: "fake.db"},
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db"},
 		}},
 	}
 	for _, tt := range tests {
@@ -102,6 +103,10 @@ func TestRun_BadSettingsExit2NamingTheirSource(t *testing.T) {
 		{"rate NaN", []string{"--rate", "NaN"}, nil, `invalid settings: rate must be between 0 and 1, got NaN`},
 		{"negative delay", []string{"--delay", "-1s"}, nil, `invalid settings: delay must not be negative, got -1s`},
 		{"short retention", nil, map[string]string{"FAKEPROVIDER_RETENTION": "10ms"}, `invalid settings: retention must be at least 1s, got 10ms`},
+		{"lookup rate from env", nil, map[string]string{"FAKEPROVIDER_LOOKUP_RATE": "fast"}, `invalid value "fast" for environment variable FAKEPROVIDER_LOOKUP_RATE: parse error`},
+		{"zero lookup rate", []string{"--lookup-rate", "0"}, nil, `invalid settings: --lookup-rate must be positive, got 0: the fake has no unlimited rate`},
+		{"negative lookup rate", nil, map[string]string{"FAKEPROVIDER_LOOKUP_RATE": "-1"}, `invalid settings: lookup rate must be a positive number of lookups a second, got -1`},
+		{"infinite lookup rate", []string{"--lookup-rate", "+Inf"}, nil, `invalid settings: lookup rate must be a positive number of lookups a second, got +Inf`},
 		{"bad addr", []string{"--addr", "8099"}, nil, `invalid settings: --addr must be host:port such as :8099, got "8099"`},
 		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, `invalid settings: --shutdown-timeout must be positive, got 0s`},
 		{"query in data file", nil, map[string]string{"FAKEPROVIDER_DATA_FILE": "fake.db?mode=ro"}, `invalid settings: data file "fake.db?mode=ro": the path must not contain ? or #`},
@@ -136,6 +141,7 @@ func TestRun_HelpListsEveryVariableAndExits0(t *testing.T) {
 		"--rate float\t(env FAKEPROVIDER_RATE)",
 		"--seed uint\t(env FAKEPROVIDER_SEED)",
 		"--retention duration\t(env FAKEPROVIDER_RETENTION)",
+		"--lookup-rate float\t(env FAKEPROVIDER_LOOKUP_RATE)",
 		"--shutdown-timeout duration\t(env FAKEPROVIDER_SHUTDOWN_TIMEOUT)",
 		"--data-file file\t(env FAKEPROVIDER_DATA_FILE)",
 	} {
@@ -217,7 +223,7 @@ func TestRun_ServesChargesUntilCancelledThenStopsCleanly(t *testing.T) {
 		result <- run(ctx, []string{"--addr", "127.0.0.1:0", "--seed", "42"}, env(map[string]string{"FAKEPROVIDER_RETENTION": "1h"}), io.Discard, logs)
 	}()
 	started := logs.await(t, "fake provider listening")
-	require.Contains(t, started, "mode=normal delay=0s rate=1 seed=42 retention=1h0m0s")
+	require.Contains(t, started, "mode=normal delay=0s rate=1 seed=42 retention=1h0m0s lookup_rate=50")
 	addr := listeningAddr.FindStringSubmatch(started)[1]
 
 	status, err := postCharge(addr, "key-1")

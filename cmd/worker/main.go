@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return err
 	}
 	w, err := worker.Start(ctx, worker.Deps{
-		Client: conn.Temporal, Provider: pc, Store: conn.Store, Checkout: svc,
+		Client: conn.Temporal, Namespace: conn.Namespace, Provider: pc, Store: conn.Store, Checkout: svc,
 		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery, Registerer: reg, Logger: logger,
 	})
 	if err != nil {

@@ -35,8 +35,10 @@ func Backend(fs *flag.FlagSet) *BackendFlags {
 // BackendConn is the connected backend of a process.
 type BackendConn struct {
 	Temporal client.Client
-	Store    store.Store
-	Keyring  *codec.Keyring
+	// Namespace is the Temporal namespace that Temporal is connected to.
+	Namespace string
+	Store     store.Store
+	Keyring   *codec.Keyring
 }
 
 // Close closes the Temporal client and the database.
@@ -92,5 +94,5 @@ func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg pro
 		_ = st.Close()
 		return nil, err
 	}
-	return &BackendConn{Temporal: tc, Store: st, Keyring: keyring}, nil
+	return &BackendConn{Temporal: tc, Namespace: b.temporal.Namespace, Store: st, Keyring: keyring}, nil
 }

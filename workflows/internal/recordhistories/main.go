@@ -178,10 +178,14 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 		defer cancel()
 		err = errors.Join(err, env.Close(closeCtx))
 	}()
-	// One task queue per scenario, so that each runs on its own fake provider.
+	// One task queue per scenario, so that each runs on its own fake
+	// provider. The lookup queue's name is fixed in the workflow; the
+	// scenarios run one after another, each with its own lookup worker.
 	taskQueue := chargeonce.TaskQueue + "-" + sc.name
 	w := ts.NewWorker(taskQueue, func(r worker.Registry) { workflows.Register(r, env.Activities) })
 	defer w.Stop()
+	lw := ts.NewWorker(chargeonce.LookupTaskQueue, func(r worker.Registry) { workflows.RegisterLookups(r, env.Activities) })
+	defer lw.Stop()
 
 	intent, err := env.CreateIntent(ctx, sc.token, amount, time.Now())
 	if err != nil {
