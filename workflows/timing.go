@@ -25,7 +25,9 @@ type Timing struct {
 	// MinAge is how old an attempt is, counted from its creation, when it is
 	// first looked up at the provider.
 	MinAge time.Duration `json:"minAge"`
-	// Interval is the time between lookups after the first.
+	// Interval is the first gap between lookups; later gaps back off to 2,
+	// 4 and 8 Intervals (LookupTimes). It also bounds the jitter of each
+	// attempt's lookups and how long a lookup may wait for its queue.
 	Interval time.Duration `json:"interval"`
 	// AbandonAfter is, counted from the attempt's creation, when an attempt
 	// with no charge at the provider is abandoned; the last lookup happens
@@ -63,7 +65,7 @@ func (t *Timing) Fields() []TimingField {
 		{"ChargeBudget", "charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.ChargeBudget},
 		{"RetryInterval", "retry-interval", "pause between charge requests (a provider's Retry-After wins)", &t.RetryInterval},
 		{"MinAge", "reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
-		{"Interval", "reconcile-interval", "time between lookups of an unknown-outcome attempt", &t.Interval},
+		{"Interval", "reconcile-interval", "first gap between lookups of an unknown-outcome attempt; later gaps back off to 2, 4 and 8 times it", &t.Interval},
 		{"AbandonAfter", "abandon-after", "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention", &t.AbandonAfter},
 	}
 }
