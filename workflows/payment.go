@@ -392,11 +392,26 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 	intent.CardToken = p.token
 	deadline := workflow.Now(ctx).Add(p.timing.ChargeBudget)
 	mayBeProcessed := false
-	for {
+	// The first request always fits: AttemptTimeout ≤ ChargeBudget.
+	for wait := time.Duration(0); ; {
+		if wait > 0 {
+			if workflow.Now(ctx).Add(wait + p.timing.AttemptTimeout).After(deadline) {
+				break
+			}
+			timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: "next charge request"})
+			if err := timer.Get(ctx, nil); err != nil {
+				return PaymentResult{}, err
+			}
+			// A timer may fire late, and a task may run late after a
+			// worker died.
+			if workflow.Now(ctx).Add(p.timing.AttemptTimeout).After(deadline) {
+				break
+			}
+		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: p.timing.AttemptTimeout,
-			// Bounds the wait for a worker too; a request never starts
-			// with less than AttemptTimeout left.
+			// Bounds the wait for a worker too; it is never shorter than
+			// AttemptTimeout.
 			ScheduleToCloseTimeout: deadline.Sub(workflow.Now(ctx)),
 			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		})
@@ -428,16 +443,9 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 		if req == nil || req.Type() != activities.ErrTypeNotProcessed {
 			mayBeProcessed = true
 		}
-		wait := p.timing.RetryInterval
+		wait = p.timing.RetryInterval
 		if req != nil && req.NextRetryDelay() > 0 {
 			wait = req.NextRetryDelay()
-		}
-		if workflow.Now(ctx).Add(wait + p.timing.AttemptTimeout).After(deadline) {
-			break
-		}
-		timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: "next charge request"})
-		if err := timer.Get(ctx, nil); err != nil {
-			return PaymentResult{}, err
 		}
 	}
 	if mayBeProcessed {
