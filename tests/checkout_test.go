@@ -217,10 +217,18 @@ func TestCheckout_TwentyPercentProviderErrorsNeverChargeAnOrderTwice(t *testing.
 		require.LessOrEqual(t, chargesByOrder[id], 1, "order %d charged twice", id)
 	}
 
-	// One key per order on the wire.
+	// One key per order on the wire. A 503 names no key: the order's one
+	// attempt has it.
 	keysByOrder := map[int64]map[string]bool{}
 	keyOrder := map[string]int64{}
 	for i, id := range ids {
+		if codes[i] == http.StatusServiceUnavailable {
+			_, attempts, err := s.store.GetOrder(t.Context(), id)
+			require.NoError(t, err)
+			require.Len(t, attempts, 1)
+			require.Equal(t, chargeonce.AttemptNotProcessed, attempts[0].Status)
+			keys[i] = attempts[0].Key
+		}
 		keyOrder[keys[i]] = id
 		keysByOrder[id] = map[string]bool{}
 	}
