@@ -381,24 +381,35 @@ func TestPaymentWorkflow_422IsNotRetried(t *testing.T) {
 
 // TestPaymentWorkflow_ATimeoutAmong500sKeepsTheOutcomeUnknown: 500s
 // processed nothing, but the request that timed out may have been processed,
-// and was: the outcome is unknown, and reconciliation finds the charge.
+// and was: the outcome is unknown, a customer retry whose requests get 500s
+// too leaves it so, and reconciliation finds the charge.
 func TestPaymentWorkflow_ATimeoutAmong500sKeepsTheOutcomeUnknown(t *testing.T) {
 	env := activitiestest.New(t, firstThen500s(chargedAnswerLost))
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
 	started := activitiesStarted(wenv)
+	retry := &updateCallbacks{t: t}
+	var sentBefore int
+	wenv.RegisterDelayedCallback(func() {
+		sentBefore = len(env.ChargeKeys())
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry", retry.callbacks(), workflows.ChargeRequest{CardToken: intent.CardToken})
+	}, 30*time.Second)
 	var during workflows.Status
 	wenv.RegisterDelayedCallback(func() { during = queryStatus(t, wenv) }, time.Minute)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: 300 * time.Millisecond}})
 
+	require.NoError(t, retry.rejected)
+	require.NotNil(t, retry.result)
+	require.Equal(t, chargeonce.AttemptOpen, retry.result.Status, "the retry processed nothing, which tells nothing")
+	require.Greater(t, len(env.ChargeKeys()), sentBefore+1, "the retry was sent, and retried within its budget")
 	require.Equal(t, workflows.PhaseReconciling, during.Phase)
 	require.Contains(t, during.LastError, activities.ErrTypeNotProcessed, "the last request got a 500")
 	var outcomes []string
 	for _, r := range env.Attempt(t, intent.Key).Requests {
 		outcomes = append(outcomes, r.Outcome)
 	}
-	require.Greater(t, len(outcomes), 2, "the 500s were retried within the budget")
+	require.Greater(t, sentBefore, 2, "the 500s were retried within the budget")
 	require.Equal(t, string(provider.Timeout), outcomes[0])
 	for _, o := range outcomes[1:] {
 		require.Equal(t, string(provider.Unavailable), o)
