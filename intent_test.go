@@ -91,13 +91,26 @@ func TestHashCardToken_IsHexSHA256AndNeverTheToken(t *testing.T) {
 }
 
 func TestOrderStatusAfter(t *testing.T) {
-	require.Equal(t, chargeonce.OrderPaid, chargeonce.OrderStatusAfter(chargeonce.AttemptSucceeded))
-	require.Equal(t, chargeonce.OrderPlaced, chargeonce.OrderStatusAfter(chargeonce.AttemptDeclined))
-	require.Equal(t, chargeonce.OrderPlaced, chargeonce.OrderStatusAfter(chargeonce.AttemptAbandoned))
-	require.Equal(t, chargeonce.OrderPaymentPending, chargeonce.OrderStatusAfter(chargeonce.AttemptFailed))
-	require.Equal(t, chargeonce.OrderPaymentPending, chargeonce.OrderStatusAfter(chargeonce.AttemptOpen))
-	require.False(t, chargeonce.AttemptOpen.Terminal())
-	require.True(t, chargeonce.AttemptAbandoned.Terminal())
+	tests := []struct {
+		attempt  chargeonce.AttemptStatus
+		order    chargeonce.OrderStatus
+		terminal bool
+	}{
+		{chargeonce.AttemptOpen, chargeonce.OrderPaymentPending, false},
+		{chargeonce.AttemptSucceeded, chargeonce.OrderPaid, true},
+		{chargeonce.AttemptDeclined, chargeonce.OrderPlaced, true},
+		{chargeonce.AttemptAbandoned, chargeonce.OrderPlaced, true},
+		{chargeonce.AttemptNotProcessed, chargeonce.OrderPlaced, true},
+		{chargeonce.AttemptFailed, chargeonce.OrderPaymentPending, true},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.attempt), func(t *testing.T) {
+			require.Equal(t, tt.order, chargeonce.OrderStatusAfter(tt.attempt))
+			require.Equal(t, tt.terminal, tt.attempt.Terminal())
+			require.True(t, tt.attempt.Valid())
+		})
+	}
+	require.False(t, chargeonce.AttemptStatus("paid").Valid())
 }
 
 // Every checkout hashes the card token and builds a merchant reference, and

@@ -2,7 +2,8 @@ package chargeonce
 
 // OrderStatus is where an order stands. An order moves placed →
 // payment_pending → paid, and back from payment_pending to placed when its
-// attempt is declined or abandoned, so that another card may be tried.
+// attempt is declined, abandoned or not processed, so that the customer may
+// pay again.
 type OrderStatus string
 
 // The order statuses.
@@ -39,12 +40,17 @@ const (
 	// AttemptFailed: the provider refused the request as a contract violation,
 	// which is a bug on our side and needs a human.
 	AttemptFailed AttemptStatus = "failed"
+	// AttemptNotProcessed: no request of the attempt can have been processed
+	// (none was sent, or the provider answered each with a status that
+	// processes nothing), so no charge exists under its key and none ever
+	// will. Nothing was charged.
+	AttemptNotProcessed AttemptStatus = "not_processed"
 )
 
 // Terminal reports whether s is a final status that nothing may change.
 func (s AttemptStatus) Terminal() bool {
 	switch s {
-	case AttemptSucceeded, AttemptDeclined, AttemptAbandoned, AttemptFailed:
+	case AttemptSucceeded, AttemptDeclined, AttemptAbandoned, AttemptFailed, AttemptNotProcessed:
 		return true
 	}
 	return false
@@ -56,8 +62,9 @@ func (s AttemptStatus) Valid() bool {
 }
 
 // OrderStatusAfter is the status an order takes when its attempt settles
-// with s: paid on success; placed again on decline or abandonment, so that the
-// customer may pay with another card. A failed attempt keeps the order
+// with s: paid on success; placed again on decline, abandonment or nothing
+// processed, so that the customer may pay again, with this card or another,
+// under a new attempt. A failed attempt keeps the order
 // payment_pending: the provider refused our request as a contract violation,
 // so a charge under that key may exist, and only a human may offer the order
 // for payment again.
@@ -65,7 +72,7 @@ func OrderStatusAfter(s AttemptStatus) OrderStatus {
 	switch s {
 	case AttemptSucceeded:
 		return OrderPaid
-	case AttemptDeclined, AttemptAbandoned:
+	case AttemptDeclined, AttemptAbandoned, AttemptNotProcessed:
 		return OrderPlaced
 	default:
 		return OrderPaymentPending

@@ -40,6 +40,14 @@ const (
 	// ErrTypeBreakerOpen: the circuit breaker is open and nothing was sent.
 	// Retryable.
 	ErrTypeBreakerOpen = "ProviderBreakerOpen"
+	// ErrTypeNotProcessed: the charge request certainly was not processed,
+	// so it created no charge (provider.Result.NotProcessed): nothing was
+	// sent (the breaker was open, the connection was refused), or the
+	// provider answered 429, 500 or 503. Charge reports every retryable
+	// outcome of that kind with this type, whatever its cause, so that the
+	// workflow can tell that an attempt charged nothing. Retryable, after
+	// the provider's Retry-After when it sent one.
+	ErrTypeNotProcessed = "ChargeNotProcessed"
 	// ErrTypeContractViolation: the provider and we disagree about the
 	// contract (a 422 for a reused key, a malformed answer). Not retryable:
 	// a human must look.

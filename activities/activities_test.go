@@ -177,16 +177,23 @@ func TestCharge_FailuresAreTypedErrors(t *testing.T) {
 			sent: 1, status: http.StatusUnprocessableEntity,
 		},
 		{
-			name:    "503 from the provider",
+			name:    "503 from the provider processed nothing",
 			opts:    activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}}},
-			errType: activities.ErrTypeUnavailable, retryable: true,
+			errType: activities.ErrTypeNotProcessed, retryable: true,
 			sent: 1, status: http.StatusServiceUnavailable,
 		},
 		{
-			name:    "429 with Retry-After",
+			name:    "429 with Retry-After processed nothing",
 			opts:    activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 1}}},
-			errType: activities.ErrTypeRateLimited, retryable: true, retryDelay: time.Second,
+			errType: activities.ErrTypeNotProcessed, retryable: true, retryDelay: time.Second,
 			sent: 1, status: http.StatusTooManyRequests,
+		},
+		{
+			// A gateway's 504: the provider behind it may have the request.
+			name:    "504 after a dropped request may hide a charge",
+			opts:    activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop, Delay: 50 * time.Millisecond}}},
+			errType: activities.ErrTypeUnavailable, retryable: true,
+			sent: 1, status: http.StatusGatewayTimeout,
 		},
 		{
 			name:    "no card token",
@@ -269,13 +276,17 @@ func TestCharge_OpenBreakerSendsNothing(t *testing.T) {
 	intent := env.NewIntent(t, "tok_visa", amount, time.Now())
 	aenv := newActivityEnv(t, env, 0)
 
-	var types []string
+	var types, messages []string
 	for range 3 {
 		_, err := charge(t, aenv, intent)
-		types = append(types, appError(t, err).Type())
+		appErr := appError(t, err)
+		types = append(types, appErr.Type())
+		messages = append(messages, appErr.Message())
 	}
 
-	require.Equal(t, []string{activities.ErrTypeUnavailable, activities.ErrTypeUnavailable, activities.ErrTypeBreakerOpen}, types)
+	// Two 503s and a request held back: none of them processed anything.
+	require.Equal(t, []string{activities.ErrTypeNotProcessed, activities.ErrTypeNotProcessed, activities.ErrTypeNotProcessed}, types)
+	require.Contains(t, messages[2], string(provider.BreakerOpen))
 	require.Len(t, env.ChargeKeys(), 2)
 	require.Len(t, env.Attempt(t, intent.Key).Requests, 2)
 }

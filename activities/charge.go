@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"chargeonce"
 	"chargeonce/provider"
@@ -59,8 +60,8 @@ var chargeOutcomeLogs = map[provider.Outcome]struct {
 }{
 	provider.InFlight:          {slog.LevelInfo, "provider says the request is still in flight"},
 	provider.RateLimited:       {slog.LevelWarn, "provider rate limited the request"},
-	provider.Unavailable:       {slog.LevelWarn, "provider unavailable, nothing was processed"},
-	provider.TransportError:    {slog.LevelWarn, "connection to the provider failed, the request may have arrived"},
+	provider.Unavailable:       {slog.LevelWarn, "provider answered with a server error"},
+	provider.TransportError:    {slog.LevelWarn, "connection to the provider failed"},
 	provider.Timeout:           {slog.LevelWarn, "no answer from the provider in time, the charge may exist"},
 	provider.BreakerOpen:       {slog.LevelWarn, "circuit breaker open, request not sent"},
 	provider.ContractViolation: {slog.LevelDebug, "provider refused the request as a contract violation, a human must look"},
@@ -75,7 +76,10 @@ var chargeOutcomeLogs = map[provider.Outcome]struct {
 // retryable one when asking again with the same key may tell more (in
 // flight, rate limited, unavailable, transport error, timeout, breaker open),
 // a non-retryable one when it cannot (contract violation, invalid request, no
-// card token).
+// card token). A retryable outcome that certainly processed nothing has the
+// type ErrTypeNotProcessed whatever its cause; the others keep the type of
+// their outcome. A 400 processed nothing too, but it is a bug on our side,
+// and stays ErrTypeInvalidRequest, for a human.
 func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
 	intent := in.Intent
 	log := a.logger().With("key", intent.Key, "order", intent.OrderID, "attempt", activity.GetInfo(ctx).Attempt)
@@ -116,8 +120,14 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 	if !ok {
 		entry = chargeOutcomeLogs[provider.ContractViolation]
 	}
-	log.Log(ctx, entry.level, entry.msg, "detail", res.Detail, "retry_after", res.RetryAfter)
-	return ChargeResult{}, outcomeError(res.Outcome, res.RetryAfter, entry.msg+": "+describe(res))
+	notProcessed := res.NotProcessed()
+	log.Log(ctx, entry.level, entry.msg, "detail", res.Detail, "retry_after", res.RetryAfter, "not_processed", notProcessed)
+	msg := entry.msg + ": " + describe(res)
+	if notProcessed && res.Outcome.Retryable() {
+		return ChargeResult{}, applicationError(msg+"; the request was not processed", ErrTypeNotProcessed,
+			temporal.ApplicationErrorOptions{NextRetryDelay: res.RetryAfter})
+	}
+	return ChargeResult{}, outcomeError(res.Outcome, res.RetryAfter, msg)
 }
 
 // describe is the error text of an outcome: what the provider said, or what

@@ -9,6 +9,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/checkout"
+	"chargeonce/provider"
 	"chargeonce/store"
 )
 
@@ -181,6 +182,11 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 		p := newProblem(kindFailed, "The payment could not be completed because of an error on our side. It is being reviewed; do not pay again.")
 		p.OrderID = id
 		writeProblem(w, log, p)
+	case checkout.OutcomeNotProcessed:
+		w.Header().Set("Retry-After", strconv.Itoa(int(notProcessedRetryAfter/time.Second)))
+		p := newProblem(kindNotProcessed, "The payment provider processed none of the requests, so the card was not charged. The order may be paid again, with this card or another.")
+		p.OrderID = id
+		writeProblem(w, log, p)
 	default:
 		s.fail(w, r, fmt.Errorf("order %d: checkout answered unknown outcome %q", id, res.Outcome))
 	}
@@ -200,6 +206,14 @@ func newCheckoutBody(res checkout.Result, status chargeonce.OrderStatus) checkou
 // noWorkerRetryAfter is when a checkout refused for want of a payment worker
 // may be tried again: about the time a worker takes to start.
 const noWorkerRetryAfter = 5 * time.Second
+
+// notProcessedRetryAfter is when a checkout that the provider processed
+// nothing of may be tried again: the time the worker's circuit breaker stays
+// open once the provider fails. A retry before that most likely finds the
+// breaker still open, sends nothing, and waits its whole charge budget for
+// the same answer; one after it sends the breaker's probe, which tells at
+// once whether the provider is back.
+const notProcessedRetryAfter = provider.DefaultBreakerOpenTimeout
 
 // fail answers err as a problem. It is the one place where errors become
 // statuses; what the client may not see is logged and left out.

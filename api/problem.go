@@ -20,6 +20,7 @@ const (
 	kindNeedsReview      kind = "payment-needs-review"
 	kindUnavailable      kind = "unavailable"
 	kindNoWorker         kind = "no-payment-worker"
+	kindNotProcessed     kind = "provider-unavailable"
 	kindInternal         kind = "internal-error"
 )
 
@@ -44,6 +45,7 @@ var problems = map[kind]struct {
 	kindNeedsReview:      {http.StatusInternalServerError, "A previous payment for this order failed and is being reviewed."},
 	kindUnavailable:      {http.StatusServiceUnavailable, "The service is unavailable."},
 	kindNoWorker:         {http.StatusServiceUnavailable, "No payment worker has started yet; nothing was charged"},
+	kindNotProcessed:     {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was charged."},
 	kindInternal:         {http.StatusInternalServerError, "An internal error occurred."},
 }
 

@@ -215,6 +215,9 @@ const (
 	BehaviourLateExpired  = "retry after key retention, key expired"
 	BehaviourDeclineToken = "decline token"
 	BehaviourServerError  = "retry after a server error during an outage"
+	// BehaviourRetryNotProcessed: the customer pays again after a 503 that
+	// said nothing was charged.
+	BehaviourRetryNotProcessed = "retry after nothing was charged"
 )
 
 // Summary is what a run did and what the checker found.
@@ -272,9 +275,9 @@ func (s Summary) String() string {
 	row("requests with a key past retention", s.LateRequests)
 	row("orders paid / placed / pending", fmt.Sprintf("%d / %d / %d",
 		s.Orders[chargeonce.OrderPaid], s.Orders[chargeonce.OrderPlaced], s.Orders[chargeonce.OrderPaymentPending]))
-	row("attempts succeeded / declined / abandoned / failed / open", fmt.Sprintf("%d / %d / %d / %d / %d",
+	row("attempts succeeded / declined / abandoned / not processed / failed / open", fmt.Sprintf("%d / %d / %d / %d / %d / %d",
 		s.Attempts[chargeonce.AttemptSucceeded], s.Attempts[chargeonce.AttemptDeclined], s.Attempts[chargeonce.AttemptAbandoned],
-		s.Attempts[chargeonce.AttemptFailed], s.Attempts[chargeonce.AttemptOpen]))
+		s.Attempts[chargeonce.AttemptNotProcessed], s.Attempts[chargeonce.AttemptFailed], s.Attempts[chargeonce.AttemptOpen]))
 	row("unexpected answers", len(s.Unexpected))
 	row("invariant violations", len(s.Report.Violations))
 	row("wall time", s.Wall.Round(100*time.Millisecond))

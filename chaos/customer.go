@@ -44,10 +44,18 @@ var currencies = []string{"TRY", "EUR", "JPY", "KWD"}
 type answer struct {
 	status int
 	key    string
-	detail string
+	// problem is the type of a problem answer.
+	problem string
+	detail  string
 	// sent and answered bound the exchange, to tell whether it overlapped
 	// a database outage.
 	sent, answered time.Time
+}
+
+// notProcessed reports whether a says that the provider processed none of
+// the attempt's requests, so that nothing was charged.
+func notProcessed(a answer) bool {
+	return a.status == http.StatusServiceUnavailable && strings.HasSuffix(a.problem, ":provider-unavailable")
 }
 
 // outageAnswer reports whether a is a server error, or no answer, during a
@@ -124,9 +132,10 @@ func (r *run) customer(ctx context.Context, i int) {
 }
 
 // follow reacts to an answer as a customer would: retry with the same card
-// after pending; maybe try another card while pending, which must be
-// refused; and, once the card was declined, maybe pay with another, which
-// must be allowed. A customer who still does not know after the retries
+// after pending, or after a 503 that says nothing was charged, which opens a
+// new attempt; maybe try another card while pending, which must be refused;
+// and, once the card was declined, maybe pay with another, which must be
+// allowed. A customer who still does not know after the retries
 // asks for the order until it settles, as the API tells them to. A server
 // error or no answer during a database outage tells them nothing, so they
 // ask again later with the same card.
@@ -170,6 +179,17 @@ func (r *run) follow(ctx context.Context, rng *rand.Rand, id int64, card string,
 			retries++
 			r.count(r.behave, BehaviourRetry)
 			res = r.checkout(ctx, id, card)
+		case http.StatusServiceUnavailable:
+			if !notProcessed(res) {
+				r.unexpectedf("order %d: checkout answered %d: %s", id, res.status, res.detail)
+				return
+			}
+			if retries == maxRetries || !pause(ctx, rng, 300*time.Millisecond, 2500*time.Millisecond) {
+				return
+			}
+			retries++
+			r.count(r.behave, BehaviourRetryNotProcessed)
+			res = r.checkout(ctx, id, card)
 		default:
 			r.unexpectedf("order %d: checkout answered %d: %s", id, res.status, res.detail)
 			return
@@ -183,8 +203,8 @@ func (r *run) switchAfterDecline(ctx context.Context, id int64) {
 	r.count(r.behave, BehaviourSwitchAfter)
 	r.setCard(id, cardOther)
 	res := r.askAgainLater(ctx, id, cardOther, r.checkout(ctx, id, cardOther))
-	switch res.status {
-	case http.StatusOK, http.StatusAccepted:
+	switch {
+	case res.status == http.StatusOK, res.status == http.StatusAccepted, notProcessed(res):
 	default:
 		r.unexpectedf("order %d: another card after a decline answered %d: %s", id, res.status, res.detail)
 	}
@@ -336,11 +356,13 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	}
 	var body struct {
 		Key    string `json:"idempotencyKey"`
+		Type   string `json:"type"`
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
 	}
 	_ = json.Unmarshal(data, &body)
-	return answer{status: status, key: body.Key, detail: strings.TrimSpace(body.Title + " " + body.Detail), sent: sent, answered: answered}
+	return answer{status: status, key: body.Key, problem: body.Type, detail: strings.TrimSpace(body.Title + " " + body.Detail),
+		sent: sent, answered: answered}
 }
 
 func (r *run) post(ctx context.Context, path, body string) (int, []byte, error) {
@@ -383,8 +405,8 @@ func (r *run) orderStatus(ctx context.Context, id int64) (chargeonce.OrderStatus
 
 // lateRetries retries the oldest orders with their last card once their
 // keys are past the provider's retention. A settled order must answer from
-// the database and send nothing; an order whose attempt was abandoned or
-// declined starts a new attempt with a new key.
+// the database and send nothing; an order whose attempt was abandoned,
+// declined or not processed starts a new attempt with a new key.
 func (r *run) lateRetries(ctx context.Context) error {
 	r.mu.Lock()
 	n := min(r.cfg.LateRetries, len(r.orders))
@@ -420,8 +442,8 @@ func (r *run) lateRetries(ctx context.Context) error {
 			r.count(r.behave, BehaviourLateExpired)
 		}
 		res := r.checkout(ctx, id, card)
-		switch res.status {
-		case http.StatusOK, http.StatusAccepted, http.StatusPaymentRequired:
+		switch {
+		case res.status == http.StatusOK, res.status == http.StatusAccepted, res.status == http.StatusPaymentRequired, notProcessed(res):
 		default:
 			r.unexpectedf("order %d: late retry answered %d: %s", id, res.status, res.detail)
 		}

@@ -72,6 +72,12 @@ const (
 	// OutcomeFailed: the provider refused our request as a contract
 	// violation, which is a bug on our side.
 	OutcomeFailed Outcome = "failed"
+	// OutcomeNotProcessed: the provider processed none of the attempt's
+	// requests, say because it was down and the circuit breaker open, so
+	// nothing was charged. The attempt is settled and the order placed
+	// again: the customer's next checkout, with any card, starts a new
+	// attempt under a new key.
+	OutcomeNotProcessed Outcome = "not_processed"
 )
 
 // Result is the answer of a checkout, with the order and the attempt as the
@@ -205,9 +211,9 @@ func newUUIDv7() (string, error) {
 //
 // It finds or creates the order's payment attempt and stores its key, then
 // asks the attempt's workflow to charge and waits at most the budget for the
-// answer. Paid, declined and failed are final; pending means the outcome is
-// still unknown and will be settled by the workflow, or by a later Checkout
-// with the same card, which re-sends the same key. Errors are ErrNotFound,
+// answer. Paid, declined, failed and not processed are final; pending means
+// the outcome is still unknown and will be settled by the workflow, or by a
+// later Checkout with the same card, which re-sends the same key. Errors are ErrNotFound,
 // ErrConflict, ErrNeedsReview, ErrNoTiming, or a failure of the database.
 func (s *Service) Checkout(ctx context.Context, orderID int64, cardToken string) (Result, error) {
 	if cardToken == "" {
@@ -363,6 +369,8 @@ func (s *Service) result(ctx context.Context, log *slog.Logger, intent chargeonc
 		res.Outcome = OutcomeDeclined
 	case chargeonce.AttemptFailed:
 		res.Outcome = OutcomeFailed
+	case chargeonce.AttemptNotProcessed:
+		res.Outcome = OutcomeNotProcessed
 	case chargeonce.AttemptOpen:
 		res.Outcome = OutcomePending
 	case chargeonce.AttemptAbandoned:

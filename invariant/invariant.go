@@ -1,8 +1,9 @@
 // Package invariant checks the promises of chargeonce against what the
 // provider, the merchant database and Temporal hold after a run: no order
 // charged twice, charges and succeeded attempts one to one, one key per
-// attempt, no attempt left open, amounts that agree, and workflows that
-// neither failed nor diverged from their history.
+// attempt, no attempt left open, amounts that agree, workflows that neither
+// failed nor diverged from their history, and no charge for an attempt that
+// processed nothing.
 //
 // The checker reads; it never changes anything. It is what the end-to-end
 // tests, the fault-injection runs and the benchmark end with, so a run
@@ -27,7 +28,8 @@ import (
 )
 
 // Invariant numbers a promise as docs/design.md numbers it. The first five
-// are about charges; the sixth covers the workflows that carry them out.
+// are about charges; the sixth covers the workflows that carry them out; the
+// seventh holds the customer's answer to "nothing was charged".
 type Invariant int
 
 // The invariants.
@@ -51,6 +53,10 @@ const (
 	// WorkflowsHealthy: no payment workflow failed, was terminated, was
 	// cancelled or timed out, and none hit a nondeterminism error.
 	WorkflowsHealthy Invariant = 6
+	// NothingChargedWhenNotProcessed: an attempt settled not_processed has
+	// no charge at the provider, succeeded or failed, under its key or its
+	// merchant reference.
+	NothingChargedWhenNotProcessed Invariant = 7
 )
 
 // String is the invariant's short name.
@@ -68,6 +74,8 @@ func (i Invariant) String() string {
 		return "amounts agree"
 	case WorkflowsHealthy:
 		return "workflows healthy"
+	case NothingChargedWhenNotProcessed:
+		return "nothing charged when not processed"
 	}
 	return "invariant " + strconv.Itoa(int(i))
 }
@@ -215,6 +223,7 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	c.oneKeyPerAttempt()
 	c.noOverdueAttempt()
 	c.amountsAgree()
+	c.nothingChargedWhenNotProcessed()
 	if err := c.workflowsHealthy(ctx, cfg.Temporal, cfg.HistoryLimit, cfg.VisibilityWait); err != nil {
 		return Report{}, err
 	}
@@ -518,6 +527,25 @@ func (c *checker) amountsAgree() {
 		if ch.Amount != o.Amount.Minor || ch.Currency != o.Amount.Currency {
 			c.add(Violation{Invariant: AmountsAgree, Order: id, Key: ch.IdempotencyKey, ChargeID: ch.ID,
 				Message: fmt.Sprintf("charge of %d %s for an order of %d %s", ch.Amount, ch.Currency, o.Amount.Minor, o.Amount.Currency)})
+		}
+	}
+}
+
+// Invariant 7. It reads the charges taken after the store, which hold every
+// charge an attempt read as settled can have. The provider keeps a charge,
+// with its key and reference, after it forgets the key itself, so the
+// promise is checked past the key's retention too.
+func (c *checker) nothingChargedWhenNotProcessed() {
+	for _, a := range c.sortedAttempts() {
+		if a.Status != chargeonce.AttemptNotProcessed {
+			continue
+		}
+		for _, ch := range c.laterCharges {
+			if ch.IdempotencyKey != a.Key && ch.MerchantReference != a.MerchantReference {
+				continue
+			}
+			c.add(Violation{Invariant: NothingChargedWhenNotProcessed, Order: a.OrderID, Key: a.Key, ChargeID: ch.ID,
+				Message: fmt.Sprintf("attempt marked not_processed has a %s charge at the provider", ch.Status)})
 		}
 	}
 }

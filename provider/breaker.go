@@ -40,6 +40,10 @@ type BreakerConfig struct {
 	HalfOpenProbes uint32
 }
 
+// DefaultBreakerOpenTimeout is how long an open breaker refuses requests when
+// BreakerConfig.OpenTimeout is zero.
+const DefaultBreakerOpenTimeout = 10 * time.Second
+
 // windowBuckets is how finely Window rolls: counts age out a tenth of the
 // window at a time rather than all at once.
 const windowBuckets = 10
@@ -61,7 +65,7 @@ func (b BreakerConfig) settings() (gobreaker.Settings, error) {
 		MaxRequests:  orDefault(b.HalfOpenProbes, 1),
 		Interval:     window,
 		BucketPeriod: window / windowBuckets,
-		Timeout:      orDefault(b.OpenTimeout, 10*time.Second),
+		Timeout:      orDefault(b.OpenTimeout, DefaultBreakerOpenTimeout),
 		ReadyToTrip: func(c gobreaker.Counts) bool {
 			if c.ConsecutiveFailures >= consecutive {
 				return true

@@ -71,10 +71,16 @@ type problem struct {
 	DeclineCode string `json:"declineCode"`
 }
 
+// problemProviderUnavailable ends the problem type of a checkout that the
+// provider processed nothing of.
+const problemProviderUnavailable = "provider-unavailable"
+
 // apiError is an error answer of the API.
 type apiError struct {
 	status  int
 	problem problem
+	// retryAfter is the answer's Retry-After, in seconds, when it has one.
+	retryAfter string
 }
 
 func (e *apiError) Error() string {
@@ -138,7 +144,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (resp
 		return response{}, fmt.Errorf("read the answer of %s %s: %w", method, c.base+path, err)
 	}
 	if resp.StatusCode >= 400 {
-		e := &apiError{status: resp.StatusCode}
+		e := &apiError{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
 		// A body that is not problem+json still leaves the status to report.
 		_ = json.Unmarshal(data, &e.problem)
 		return response{}, e

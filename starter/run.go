@@ -19,6 +19,9 @@ const (
 	exitDeclined = 3
 	exitPending  = 4
 	exitConflict = 5
+	// exitNotProcessed: the provider processed nothing, so nothing was
+	// charged, and the order may be paid again.
+	exitNotProcessed = 6
 )
 
 // defaultAPI is the address of the checkout API when neither --api nor
@@ -52,6 +55,8 @@ Exit codes:
   3  card declined
   4  payment pending: the outcome is not known yet; do not pay again
   5  conflict: a previous payment with another card is still being verified
+  6  not charged: the provider is unavailable and processed nothing; pay
+     again after the Retry-After the API gives (a new attempt, a new key)
 `
 
 // usageError is a mistake in the command line; it exits with exitUsage.

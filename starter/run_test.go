@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,7 +56,7 @@ func TestRun_UsageErrorsExit2WithAReason(t *testing.T) {
 func TestRun_HelpDocumentsTheExitCodes(t *testing.T) {
 	code, stdout, _ := runStarter(t, nil, "--help")
 	require.Equal(t, exitPaid, code)
-	for _, line := range []string{"0  paid", "2  usage error", "3  card declined", "4  payment pending", "5  conflict"} {
+	for _, line := range []string{"0  paid", "2  usage error", "3  card declined", "4  payment pending", "5  conflict", "6  not charged"} {
 		require.Contains(t, stdout, line)
 	}
 }
@@ -85,6 +89,38 @@ func TestRun_DefaultAddressIsLocalhost8080(t *testing.T) {
 	api, err := parseFlags(fs, nil, &opts, func(string) string { return "" })
 	require.NoError(t, err)
 	require.Equal(t, "http://localhost:8080", api.base)
+}
+
+// TestRun_NothingChargedExits6 checks out against an API that answers as
+// chargeonce's does when the provider processed none of the requests.
+func TestRun_NothingChargedExits6(t *testing.T) {
+	order := `{"id": 1001, "status": "placed", "total": "548.90", "currency": "TRY", "attempts": []}`
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/api/orders/1001":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, order)
+		case r.Method == http.MethodPost && r.URL.Path == "/api/orders/1001/checkout":
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.Header().Set("Retry-After", "10")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"type": "urn:chargeonce:problem:provider-unavailable", "title": "The payment provider is unavailable; nothing was charged.", "status": 503, "orderId": 1001}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(api.Close)
+
+	code, stdout, stderr := runStarter(t, nil, "checkout", "--api", api.URL, "--order", "1001", "--card", "tok_visa")
+	require.Equal(t, exitNotProcessed, code, "stderr: %s", stderr)
+	require.Equal(t, "not charged: The payment provider is unavailable; nothing was charged. Pay again in 10s; the next checkout is a new attempt with a new key\n", stdout)
+
+	code, stdout, _ = runStarter(t, nil, "checkout", "--json", "--api", api.URL, "--order", "1001", "--card", "tok_visa")
+	require.Equal(t, exitNotProcessed, code)
+	var res checkoutResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Equal(t, checkoutResult{OrderID: 1001, Outcome: "not_processed", HTTPStatus: http.StatusServiceUnavailable, OrderStatus: "placed",
+		Detail: "The payment provider is unavailable; nothing was charged."}, res)
 }
 
 func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {

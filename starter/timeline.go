@@ -101,7 +101,7 @@ type checkoutRun struct {
 // as is.
 type checkoutResult struct {
 	OrderID           int64    `json:"orderId"`
-	Outcome           string   `json:"outcome"` // paid, declined, pending, conflict, abandoned, failed
+	Outcome           string   `json:"outcome"` // paid, declined, pending, conflict, not_processed, abandoned, failed
 	HTTPStatus        int      `json:"httpStatus"`
 	OrderStatus       string   `json:"orderStatus"`
 	ProviderPaymentID string   `json:"providerPaymentId,omitempty"`
@@ -121,6 +121,8 @@ func (r checkoutResult) exitCode() int {
 		return exitPending
 	case "conflict":
 		return exitConflict
+	case "not_processed":
+		return exitNotProcessed
 	}
 	return exitOther
 }
@@ -170,6 +172,16 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 		case http.StatusConflict:
 			res.Outcome = "conflict"
 			c.out.printf("conflict: %s\n", apiErr.problem.Title)
+		case http.StatusServiceUnavailable:
+			if !strings.HasSuffix(apiErr.problem.Type, ":"+problemProviderUnavailable) {
+				return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, apiErr)
+			}
+			res.Outcome = "not_processed"
+			when := "later"
+			if apiErr.retryAfter != "" {
+				when = "in " + apiErr.retryAfter + "s"
+			}
+			c.out.printf("not charged: %s Pay again %s; the next checkout is a new attempt with a new key\n", apiErr.problem.Title, when)
 		default:
 			return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, apiErr)
 		}
@@ -240,6 +252,9 @@ func (c *checkoutRun) waitSettled(ctx context.Context, res checkoutResult) (chec
 		case last.Status == "declined":
 			res.Outcome = "declined"
 			c.out.printf("declined\n")
+		case last.Status == "not_processed":
+			res.Outcome = last.Status
+			c.out.printf("not charged: the provider processed no request under key %s; the order may be paid again\n", res.IdempotencyKey)
 		default:
 			res.Outcome = last.Status
 			c.out.printf("%s: no charge was found for key %s; the order may be paid again\n", last.Status, res.IdempotencyKey)

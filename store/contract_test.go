@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,43 +101,44 @@ func TestStore_AnotherCardWhileOpenIsAConflict(t *testing.T) {
 	})
 }
 
-func TestStore_SameCardAfterDeclineGetsANewKey(t *testing.T) {
-	eachBackend(t, func(t *testing.T, dsn string) {
-		s := openStore(t, dsn)
-		order := newOrder(t, s)
-		first, _ := checkout(t, s, order.ID, card("visa"), base)
-		require.True(t, settle(t, s, first.Key, chargeonce.AttemptDeclined, "ch_declined"))
+// TestStore_SameCardAfterASettledAttemptGetsANewKey: an attempt that charged
+// nothing returns its order to placed, and the next checkout, even with the
+// same card, starts a new attempt under a new key.
+func TestStore_SameCardAfterASettledAttemptGetsANewKey(t *testing.T) {
+	tests := []struct {
+		status    chargeonce.AttemptStatus
+		paymentID string
+	}{
+		{chargeonce.AttemptDeclined, "ch_declined"},
+		{chargeonce.AttemptAbandoned, ""},
+		{chargeonce.AttemptNotProcessed, ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.status), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, dsn string) {
+				s := openStore(t, dsn)
+				order := newOrder(t, s)
+				first, _ := checkout(t, s, order.ID, card("visa"), base)
+				require.True(t, settle(t, s, first.Key, tt.status, tt.paymentID))
 
-		o, _ := getOrder(t, s, order.ID)
-		require.Equal(t, chargeonce.OrderPlaced, o.Status, "a declined card lets the customer try again")
+				o, attempts := getOrder(t, s, order.ID)
+				require.Equal(t, chargeonce.OrderPlaced, o.Status, "the customer may pay again")
+				require.Empty(t, o.ProviderPaymentID)
+				require.Equal(t, tt.status, attempts[0].Status)
+				require.Equal(t, tt.paymentID, attempts[0].ProviderPaymentID)
 
-		second, d := checkout(t, s, order.ID, card("visa"), base.Add(2*time.Minute))
-		require.Equal(t, store.DecisionCreated, d)
-		require.NotEqual(t, first.Key, second.Key)
+				second, d := checkout(t, s, order.ID, card("visa"), base.Add(2*time.Minute))
+				require.Equal(t, store.DecisionCreated, d)
+				require.NotEqual(t, first.Key, second.Key)
 
-		o, attempts := getOrder(t, s, order.ID)
-		require.Equal(t, chargeonce.OrderPaymentPending, o.Status)
-		require.Equal(t, []string{first.Key, second.Key}, keys(attempts), "oldest first")
-		require.Equal(t, chargeonce.AttemptDeclined, attempts[0].Status)
-		require.Equal(t, "ch_declined", attempts[0].ProviderPaymentID)
-		require.Equal(t, chargeonce.AttemptOpen, attempts[1].Status)
-	})
-}
-
-func TestStore_AbandonedAttemptReturnsTheOrderToPlaced(t *testing.T) {
-	eachBackend(t, func(t *testing.T, dsn string) {
-		s := openStore(t, dsn)
-		order := newOrder(t, s)
-		a, _ := checkout(t, s, order.ID, card("visa"), base)
-
-		require.True(t, settle(t, s, a.Key, chargeonce.AttemptAbandoned, ""))
-
-		o, attempts := getOrder(t, s, order.ID)
-		require.Equal(t, chargeonce.OrderPlaced, o.Status)
-		require.Empty(t, o.ProviderPaymentID)
-		require.Equal(t, chargeonce.AttemptAbandoned, attempts[0].Status)
-		require.Empty(t, attempts[0].ProviderPaymentID)
-	})
+				o, attempts = getOrder(t, s, order.ID)
+				require.Equal(t, chargeonce.OrderPaymentPending, o.Status)
+				require.Equal(t, []string{first.Key, second.Key}, keys(attempts), "oldest first")
+				require.Equal(t, tt.status, attempts[0].Status)
+				require.Equal(t, chargeonce.AttemptOpen, attempts[1].Status)
+			})
+		})
+	}
 }
 
 func TestStore_TerminalStatusIsNeverOverwritten(t *testing.T) {
@@ -145,6 +149,7 @@ func TestStore_TerminalStatusIsNeverOverwritten(t *testing.T) {
 		{chargeonce.AttemptDeclined, ""},
 		{chargeonce.AttemptAbandoned, ""},
 		{chargeonce.AttemptFailed, ""},
+		{chargeonce.AttemptNotProcessed, ""},
 		{chargeonce.AttemptSucceeded, "ch_second"},
 	}
 	eachBackend(t, func(t *testing.T, dsn string) {
@@ -611,5 +616,96 @@ func TestStore_ConcurrentFirstPublicationsAgreeOnOneTiming(t *testing.T) {
 		}
 		require.Regexp(t, `^\{"worker":[0-7]\}$`, string(results[0].Timing))
 		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM payment_timing`))
+	})
+}
+
+// schemaV2 is what TestStore_MigrationAdmitsNotProcessedAndKeepsTheData
+// needs of each dialect to build a database as version 2 of the schema left
+// it, and to inspect the tables that version 3 rebuilds.
+var schemaV2 = map[string]struct {
+	migrationsTable string
+	time            func(time.Time) any
+	// indexes counts the indexes of 0001_init.sql; foreignKeys counts the
+	// references from provider_requests to payment_attempts and from
+	// payment_attempts to orders.
+	indexes, foreignKeys string
+}{
+	"sqlite": {
+		migrationsTable: `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
+		time:            func(t time.Time) any { return t.UnixMicro() },
+		indexes: `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN
+			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted', 'provider_requests_by_key')`,
+		foreignKeys: `SELECT (SELECT count(*) FROM pragma_foreign_key_list('provider_requests') WHERE "table" = 'payment_attempts')
+			+ (SELECT count(*) FROM pragma_foreign_key_list('payment_attempts') WHERE "table" = 'orders')`,
+	},
+	"postgres": {
+		migrationsTable: `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`,
+		time:            func(t time.Time) any { return t },
+		indexes: `SELECT count(*) FROM pg_indexes WHERE indexname IN
+			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted', 'provider_requests_by_key')`,
+		foreignKeys: `SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND
+			((conrelid = 'provider_requests'::regclass AND confrelid = 'payment_attempts'::regclass) OR
+			 (conrelid = 'payment_attempts'::regclass AND confrelid = 'orders'::regclass))`,
+	},
+}
+
+// TestStore_MigrationAdmitsNotProcessedAndKeepsTheData migrates a database
+// of version 2, with an open and a declined attempt and their request logs,
+// to the current schema.
+func TestStore_MigrationAdmitsNotProcessedAndKeepsTheData(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		dialect := "postgres"
+		if strings.HasPrefix(dsn, "sqlite:") {
+			dialect = "sqlite"
+		}
+		d := schemaV2[dialect]
+		at := d.time(base)
+		for _, name := range []string{"0001_init.sql", "0002_payment_timing.sql"} {
+			body, err := os.ReadFile(filepath.Join("migrations", dialect, name))
+			require.NoError(t, err)
+			rawExec(t, dsn, string(body))
+		}
+		rawExec(t, dsn, d.migrationsTable)
+		rawExec(t, dsn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, '0001_init.sql', $1), (2, '0002_payment_timing.sql', $1)`, at)
+		rawExec(t, dsn, `INSERT INTO orders (amount_minor, currency, description, status, created_at, updated_at) VALUES (54890, 'TRY', 'Collected works', 'payment_pending', $1, $1)`, at)
+		const orderID = 1001
+		declined, open := newKey(t), newKey(t)
+		for _, a := range []struct {
+			key, status string
+			paymentID   any
+			settled     any
+		}{
+			{declined, "declined", "ch_declined", at},
+			{open, "open", nil, nil},
+		} {
+			rawExec(t, dsn, `INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, merchant_reference,
+					status, provider_payment_id, workflow_started, created_at, abandon_at, settled_at)
+				VALUES ($1, $2, 54890, 'TRY', $3, $4, $5, $6, true, $7, $7, $8)`,
+				a.key, orderID, card("visa"), chargeonce.MerchantReference("bookstore", orderID, a.key), a.status, a.paymentID, at, a.settled)
+			rawExec(t, dsn, `INSERT INTO provider_requests (idempotency_key, at, status_code, outcome, replayed, duration_us) VALUES ($1, $2, 503, 'unavailable', false, 1500)`,
+				a.key, at)
+		}
+
+		s := openStore(t, dsn)
+
+		require.Equal(t, int64(migrations), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
+		require.Equal(t, int64(4), rawCount(t, dsn, d.indexes), "the indexes are back")
+		require.Equal(t, int64(2), rawCount(t, dsn, d.foreignKeys), "the foreign keys are kept")
+		o, attempts := getOrder(t, s, orderID)
+		require.Equal(t, chargeonce.OrderPaymentPending, o.Status)
+		require.Equal(t, []string{declined, open}, keys(attempts))
+		require.Equal(t, chargeonce.AttemptDeclined, attempts[0].Status)
+		require.Equal(t, "ch_declined", attempts[0].ProviderPaymentID)
+		for _, a := range attempts {
+			require.Equal(t, stored(base), a.CreatedAt)
+			require.Equal(t, []chargeonce.ProviderRequest{{Key: a.Key, At: stored(base), StatusCode: 503, Outcome: "unavailable", Duration: 1500 * time.Microsecond}}, a.Requests)
+		}
+
+		require.True(t, settle(t, s, open, chargeonce.AttemptNotProcessed, ""))
+		o, attempts = getOrder(t, s, orderID)
+		require.Equal(t, chargeonce.OrderPlaced, o.Status)
+		require.Equal(t, chargeonce.AttemptNotProcessed, attempts[1].Status)
+		_, d2 := checkout(t, s, orderID, card("visa"), base.Add(time.Hour))
+		require.Equal(t, store.DecisionCreated, d2, "the one-open-attempt index admits the next attempt")
 	})
 }

@@ -158,6 +158,55 @@ func TestAPI_CheckoutAnswersEveryRowOfTheContract(t *testing.T) {
 	})
 }
 
+// TestAPI_ProviderOutageIs503NothingChargedAndTheNextCheckoutPaysUnderANewKey:
+// a provider that answers every request with 503 processes none of them, so
+// the customer hears at once that nothing was charged, and pays again later
+// under a new key.
+func TestAPI_ProviderOutageIs503NothingChargedAndTheNextCheckoutPaysUnderANewKey(t *testing.T) {
+	timing := apiTableTiming()
+	// At most three requests, at 0s, 0.7s and 1.4s if the timers fire on
+	// time: fewer than the five failures in a row that open the worker's
+	// breaker for 10s, so that the next checkout is not held back by it.
+	timing.RetryInterval = 700 * time.Millisecond
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: timing, Budget: apiTableBudget,
+		Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}})
+	id := s.createOrder(t, "548.90", "TRY")
+
+	res := s.checkout(t, id, "tok_visa")
+
+	require.Equal(t, http.StatusServiceUnavailable, res.status, "body: %s", res.body)
+	require.Equal(t, "10", res.header.Get("Retry-After"))
+	p := problemOf(t, res)
+	require.Equal(t, "urn:chargeonce:problem:provider-unavailable", p.Type)
+	require.Equal(t, "The payment provider is unavailable; nothing was charged.", p.Title)
+	o := s.order(t, id)
+	require.Equal(t, "placed", o.Status, "the order may be paid again")
+	require.Len(t, o.Attempts, 1)
+	first := o.Attempts[0]
+	require.Equal(t, "not_processed", first.Status)
+	require.NotEmpty(t, first.Requests)
+	for _, r := range first.Requests {
+		require.Equal(t, http.StatusServiceUnavailable, *r.Status)
+	}
+	require.Nil(t, first.LastCheckedAt, "the provider is never asked for a charge that cannot exist")
+	require.Empty(t, s.provider.Charges())
+
+	require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+	paid := s.checkout(t, id, "tok_visa")
+	require.Equal(t, http.StatusOK, paid.status, "body: %s", paid.body)
+	var body paidBody
+	require.NoError(t, json.Unmarshal(paid.body, &body))
+	require.NotEqual(t, first.IdempotencyKey, body.IdempotencyKey, "the same card pays under a new key")
+	o = s.order(t, id)
+	require.Equal(t, "paid", o.Status)
+	require.Len(t, o.Attempts, 2)
+	charges := s.provider.Charges()
+	require.Len(t, charges, 1)
+	require.Equal(t, body.IdempotencyKey, charges[0].IdempotencyKey)
+	report := checkInvariants(t, s, s.store, time.Now(), id)
+	require.True(t, report.OK(), "%s", report)
+}
+
 func TestAPI_OrderShowsItsAttemptsAndRequestLog(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	id := s.createOrder(t, "548.90", "TRY")

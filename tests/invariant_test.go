@@ -160,6 +160,31 @@ func TestInvariant_ChargeOfAnotherAmountIsReported(t *testing.T) {
 		Message: "charge of 2501 EUR for an order of 2500 EUR"}, report.Violations[0])
 }
 
+func TestInvariant_ChargeOfANotProcessedAttemptIsReportedAfterItsKeyExpired(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
+	st, a := pastAttempt(t)
+	changed, err := st.SettleAttempt(t.Context(), a.Key, chargeonce.AttemptNotProcessed, "", time.Now())
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.True(t, checkInvariants(t, s, st, time.Now(), a.OrderID).OK(), "nothing charged, nothing broken")
+
+	// A charge under the attempt's key and reference after all, and then
+	// the provider forgets the key.
+	s.postToProvider(t, a.Key, fmt.Sprintf(`{"amount": 2500, "currency": "EUR", "source": "tok_visa", "merchant_reference": %q}`, a.MerchantReference))
+	charge := s.chargeOf(t, a.Key)
+	forgotten, err := s.provider.ExpireKeys(0)
+	require.NoError(t, err)
+	require.Equal(t, 1, forgotten)
+
+	report := checkInvariants(t, s, st, time.Now(), a.OrderID)
+	require.Equal(t, []invariant.Violation{{Invariant: invariant.NothingChargedWhenNotProcessed, Order: a.OrderID, Key: a.Key, ChargeID: charge.ID,
+		Message: "attempt marked not_processed has a succeeded charge at the provider"}}, report.Of(invariant.NothingChargedWhenNotProcessed))
+	require.Equal(t, []invariant.Violation{{Invariant: invariant.ChargesMatchAttempts, Order: a.OrderID, Key: a.Key, ChargeID: charge.ID,
+		Message: "successful charge for an attempt marked not_processed"}}, report.Of(invariant.ChargesMatchAttempts))
+	require.Len(t, report.Violations, 2, "%s", report)
+	require.Contains(t, report.String(), "7 nothing charged when not processed")
+}
+
 func TestInvariant_TerminatedWorkflowIsReported(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget,
 		Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}})

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -54,6 +55,21 @@ const (
 	pacedLookups       workflow.Version = 1
 )
 
+// changeNotProcessed is the workflow.GetVersion change that lets an attempt
+// settle not_processed: each charge request runs as an activity execution of
+// its own, so that the workflow knows whether any request of the charge
+// phase may have been processed, and a run started without a card token
+// settles at once. Before it, the charge phase was one Charge activity that
+// Temporal retried within ChargeBudget, which showed the workflow only its
+// last error, and a tokenless run waited for a customer retry. It is asked
+// only where the two part: when a charge request ends without a definite
+// answer, and when a run starts without a token, so that a payment approved
+// or declined at its first request carries no marker.
+const (
+	changeNotProcessed                   = "not-processed"
+	settlesNotProcessed workflow.Version = 1
+)
+
 // localRecordBudget bounds the local RecordOutcome attempts. Every backoff
 // within it is shorter than the default workflow task timeout, so the worker
 // retries them without a timer in the history. A database away for longer is
@@ -74,8 +90,8 @@ const ErrTypeInvalidInput = "InvalidPaymentInput"
 // PaymentInput is the input of PaymentWorkflow.
 type PaymentInput struct {
 	// Intent is the payment to charge. Its CardToken may be empty when the
-	// outbox sweep starts the workflow; then nothing is sent until a charge
-	// update brings the token.
+	// outbox sweep starts the workflow; then nothing can be sent, and the
+	// attempt settles not_processed at once (see startWithoutToken).
 	Intent chargeonce.PaymentIntent `json:"intent"`
 	// Timing is how long to wait for what; zero fields take DefaultTiming's
 	// values.
@@ -169,9 +185,13 @@ var acts *activities.Activities
 // PaymentWorkflow charges one payment intent exactly once.
 //
 // Charge phase: the Charge activity sends the charge with the intent's key,
-// retried every RetryInterval within ChargeBudget. An approval or a decline
+// one activity execution per request, every RetryInterval (or after the
+// provider's Retry-After) within ChargeBudget. An approval or a decline
 // settles the attempt. A contract violation settles it as failed, for a
-// human. Anything else leaves the outcome unknown.
+// human. When the budget ends and no request can have been processed, it
+// settles as not_processed at once: nothing was charged, and there is
+// nothing to reconcile. Anything else leaves the outcome unknown. A run
+// without a card token settles as not_processed at once.
 //
 // Reconciliation: the attempt is looked up at the provider by its merchant
 // reference on the lookup task queue, at the times of Timing.LookupTimes:
@@ -212,7 +232,9 @@ func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, erro
 			return PaymentResult{}, err
 		}
 	} else if p.token == "" {
-		p.log.Info("payment has no card token, nothing was sent; waiting for a customer retry or the abandon deadline")
+		if err := p.startWithoutToken(ctx); err != nil {
+			return PaymentResult{}, err
+		}
 	}
 	if err := p.reconcile(ctx); err != nil {
 		return PaymentResult{}, err
@@ -325,6 +347,9 @@ func (p *payment) chargePhase(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.Status == chargeonce.AttemptNotProcessed {
+		p.log.Warn("the provider processed no charge request of the attempt: nothing was charged, the attempt is settled not_processed and the order may be paid again", "error", p.status.LastError)
+	}
 	if r.Status.Terminal() {
 		return p.settle(ctx, r)
 	}
@@ -333,9 +358,46 @@ func (p *payment) chargePhase(ctx workflow.Context) error {
 	return nil
 }
 
-// charge runs the Charge activity with the charge phase's options. It
-// returns a definite outcome, a failure for a contract violation, or an open
-// result when the outcome is unknown. Its error is only cancellation.
+// startWithoutToken settles a run that starts without a card token as
+// not_processed. Such a run can send nothing, and nothing was ever sent
+// under its key: the outbox sweep starts a new run only when the key has
+// had none (USE_EXISTING joins a running one, REJECT_DUPLICATE refuses after
+// a closed one), and a run that continues as new carries the token it had.
+// So no charge exists under the key, and none can arrive later. Waiting for
+// a customer retry to bring the token, and looking the attempt up until the
+// abandon deadline, would keep the order payment_pending for nothing;
+// instead the order is placed again at once, and the customer's next
+// checkout opens a new attempt under a new key. A charge update that brings
+// the token before the settlement wins: its resend decides.
+func (p *payment) startWithoutToken(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, changeNotProcessed, workflow.DefaultVersion, settlesNotProcessed) == workflow.DefaultVersion {
+		p.log.Info("payment has no card token, nothing was sent; waiting for a customer retry or the abandon deadline")
+		return nil
+	}
+	if err := p.mu.Lock(ctx); err != nil {
+		return err
+	}
+	defer p.mu.Unlock()
+	if p.token != "" {
+		return nil
+	}
+	p.log.Info("payment has no card token and nothing was ever sent under its key: the attempt is settled not_processed and the order may be paid again")
+	return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptNotProcessed, Message: "no card token: nothing was sent and nothing was charged"})
+}
+
+// charge sends the charge with the intent's key until the provider answers
+// definitely or ChargeBudget, counted from now, ends. It returns a definite
+// outcome, a failure for a contract violation, AttemptNotProcessed when no
+// request can have been processed, or an open result when the outcome is
+// unknown. Its error is only cancellation.
+//
+// Each request is an activity execution of its own, without retries, so
+// that the workflow sees how every request ended. One that ends in anything
+// but ErrTypeNotProcessed (a timeout, a lost answer, a 409, a crashed
+// worker) may have been processed, and then the outcome is unknown however
+// the others ended. A request goes out only while its whole AttemptTimeout
+// fits in the budget: one cut short would be unknown for want of time, and
+// every request ends within the budget, as Timing.lastSendAt counts on.
 func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 	if late := workflow.Now(ctx).After(p.timing.lastSendAt(p.intent.CreatedAt)); late &&
 		workflow.GetVersion(ctx, changeNoLateSends, workflow.DefaultVersion, noLateSends) >= noLateSends {
@@ -349,45 +411,97 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 	}
 	intent := p.intent
 	intent.CardToken = p.token
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    p.timing.AttemptTimeout,
-		ScheduleToCloseTimeout: p.timing.ChargeBudget,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    p.timing.RetryInterval,
-			BackoffCoefficient: 1,
-			NonRetryableErrorTypes: []string{
-				activities.ErrTypeContractViolation,
-				activities.ErrTypeInvalidRequest,
-				activities.ErrTypeNoCardToken,
-			},
-		},
-	})
-	var res activities.ChargeResult
-	err := workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent}).Get(ctx, &res)
-	if err == nil {
-		p.status.LastError = ""
-		r := PaymentResult{Status: res.Status, ProviderPaymentID: res.ProviderPaymentID, DeclineCode: res.DeclineCode}
-		switch res.Status {
-		case chargeonce.AttemptSucceeded:
-			r.Message = "payment approved by the provider"
-		case chargeonce.AttemptDeclined:
-			r.Message = "card declined by the provider: " + res.DeclineCode
+	deadline := workflow.Now(ctx).Add(p.timing.ChargeBudget)
+	mayBeProcessed := false
+	// The first request always fits: AttemptTimeout ≤ ChargeBudget.
+	for wait := time.Duration(0); ; {
+		if wait > 0 {
+			if workflow.Now(ctx).Add(wait + p.timing.AttemptTimeout).After(deadline) {
+				break
+			}
+			timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: "next charge request"})
+			if err := timer.Get(ctx, nil); err != nil {
+				return PaymentResult{}, err
+			}
+			// A timer may fire late, and a task may run late after a
+			// worker died.
+			if workflow.Now(ctx).Add(p.timing.AttemptTimeout).After(deadline) {
+				break
+			}
 		}
-		return r, nil
-	}
-	if temporal.IsCanceledError(err) {
-		return PaymentResult{}, err
-	}
-	p.status.LastError = err.Error()
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		switch appErr.Type() {
-		case activities.ErrTypeContractViolation, activities.ErrTypeInvalidRequest:
-			p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", alert.Attr(alert.ContractViolation), "error", err)
-			return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + appErr.Message()}, nil
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: p.timing.AttemptTimeout,
+			// Bounds the wait for a worker too; it is never shorter than
+			// AttemptTimeout.
+			ScheduleToCloseTimeout: deadline.Sub(workflow.Now(ctx)),
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		var res activities.ChargeResult
+		err := workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent}).Get(ctx, &res)
+		if err == nil {
+			p.status.LastError = ""
+			return definiteOutcome(res), nil
+		}
+		if temporal.IsCanceledError(err) {
+			return PaymentResult{}, err
+		}
+		p.status.LastError = err.Error()
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			switch appErr.Type() {
+			case activities.ErrTypeContractViolation, activities.ErrTypeInvalidRequest:
+				p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", alert.Attr(alert.ContractViolation), "error", err)
+				return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + appErr.Message()}, nil
+			}
+		}
+		if workflow.GetVersion(ctx, changeNotProcessed, workflow.DefaultVersion, settlesNotProcessed) == workflow.DefaultVersion {
+			// A run from before the change, replaying: its one Charge
+			// activity was retried within the budget, and its last error
+			// leaves the outcome unknown.
+			return unknownOutcome(), nil
+		}
+		req := requestFailure(err)
+		if req == nil || req.Type() != activities.ErrTypeNotProcessed {
+			mayBeProcessed = true
+		}
+		wait = p.timing.RetryInterval
+		if req != nil && req.NextRetryDelay() > 0 {
+			wait = req.NextRetryDelay()
 		}
 	}
-	return unknownOutcome(), nil
+	if mayBeProcessed {
+		return unknownOutcome(), nil
+	}
+	return PaymentResult{Status: chargeonce.AttemptNotProcessed, Message: "the provider processed none of the charge requests; nothing was charged"}, nil
+}
+
+// requestFailure is the application error that one charge request failed
+// with: the direct cause of the activity error, and only when the execution
+// made that one attempt. It is nil for a timeout, which may carry an earlier
+// failure as its cause, and for an execution whose retries ran out of time:
+// one scheduled by a run from before changeNotProcessed with Temporal's
+// retries, still retrying when this code took over, whose earlier attempts
+// may have been processed.
+func requestFailure(err error) *temporal.ApplicationError {
+	var actErr *temporal.ActivityError
+	if !errors.As(err, &actErr) || actErr.RetryState() == enumspb.RETRY_STATE_TIMEOUT {
+		return nil
+	}
+	appErr, _ := actErr.Unwrap().(*temporal.ApplicationError)
+	return appErr
+}
+
+// definiteOutcome is the outcome of a charge the provider approved or
+// declined.
+func definiteOutcome(res activities.ChargeResult) PaymentResult {
+	r := PaymentResult{Status: res.Status, ProviderPaymentID: res.ProviderPaymentID, DeclineCode: res.DeclineCode}
+	switch res.Status {
+	case chargeonce.AttemptSucceeded:
+		r.Message = "payment approved by the provider"
+	case chargeonce.AttemptDeclined:
+		r.Message = "card declined by the provider: " + res.DeclineCode
+	}
+	return r
 }
 
 func unknownOutcome() PaymentResult {
@@ -661,7 +775,9 @@ func (p *payment) handleCharge(ctx workflow.Context, req ChargeRequest) (Payment
 		if err != nil {
 			return PaymentResult{}, err
 		}
-		if r.Status.Terminal() {
+		// A resend that processed nothing tells nothing: an earlier
+		// request of the attempt may have been processed.
+		if r.Status.Terminal() && r.Status != chargeonce.AttemptNotProcessed {
 			if err := p.settle(ctx, r); err != nil {
 				return PaymentResult{}, err
 			}

@@ -6,9 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,12 +41,89 @@ var (
 	// createdAt is when every test's attempt is created, and where the
 	// workflow's clock starts.
 	createdAt = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	// failing is a provider that answers every charge with 503.
+	// failing is a provider that answers every charge with 503, which
+	// processes nothing.
 	failing = fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}}
 	// patientBreaker never opens during a test, so that every retry reaches
 	// the provider.
 	patientBreaker = provider.BreakerConfig{ConsecutiveFailures: 1000}
+	// dropping is a provider that never answers a charge, so that its
+	// outcome is unknown, behind a breaker that lets a later request
+	// through.
+	dropping = activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}, Breaker: patientBreaker}
+	// shortCharge gives up on a dropped request and on the charge phase in
+	// well under a second of real time.
+	shortCharge = workflows.Timing{AttemptTimeout: 200 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 100 * time.Millisecond}
 )
+
+// activitiesStarted records the type of every activity the workflow starts.
+func activitiesStarted(wenv *testsuite.TestWorkflowEnvironment) func() []string {
+	var mu sync.Mutex
+	var types []string
+	wenv.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		types = append(types, info.ActivityType.Name)
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), types...)
+	}
+}
+
+// countOf counts the occurrences of v in vs.
+func countOf(vs []string, v string) int {
+	n := 0
+	for _, x := range vs {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+// firstThen500s is a provider whose first charge request is answered by
+// first and every later one with a 500, which processes nothing.
+func firstThen500s(first func(w http.ResponseWriter, r *http.Request, next http.Handler)) activitiestest.Options {
+	var requests atomic.Int32
+	return activitiestest.Options{
+		Breaker: patientBreaker,
+		Middleware: func(_ *fakeprovider.Provider, next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method != http.MethodPost || r.URL.Path != "/v1/charges":
+					next.ServeHTTP(w, r)
+				case requests.Add(1) == 1:
+					first(w, r, next)
+				default:
+					serverError(w, r, next)
+				}
+			})
+		},
+	}
+}
+
+func serverError(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = io.WriteString(w, `{"type": "about:blank", "title": "Internal error", "status": 500}`)
+}
+
+// rateLimited answers 429 with a Retry-After of three seconds.
+func rateLimited(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+	w.Header().Set("Retry-After", "3")
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = io.WriteString(w, `{"type": "about:blank", "title": "Too many requests", "status": 429}`)
+}
+
+// chargedAnswerLost lets the provider charge, and then never answers, so
+// that the request times out with the charge made.
+func chargedAnswerLost(_ http.ResponseWriter, r *http.Request, next http.Handler) {
+	next.ServeHTTP(httptest.NewRecorder(), r)
+	<-r.Context().Done()
+}
 
 func newWorkflowEnv(t *testing.T, env *activitiestest.Env, start time.Time) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
@@ -306,54 +386,131 @@ func TestPaymentWorkflow_422IsNotRetried(t *testing.T) {
 	requireOneError(t, logs.String(), alert.ContractViolation)
 }
 
-func TestPaymentWorkflow_5xxIsRetriedUntilTheBudgetEndsThenReconciled(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+// TestPaymentWorkflow_ATimeoutAmong500sKeepsTheOutcomeUnknown: 500s
+// processed nothing, but the request that timed out may have been processed,
+// and was: the outcome is unknown, a customer retry whose requests get 500s
+// too leaves it so, and reconciliation finds the charge.
+func TestPaymentWorkflow_ATimeoutAmong500sKeepsTheOutcomeUnknown(t *testing.T) {
+	env := activitiestest.New(t, firstThen500s(chargedAnswerLost))
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
-	var charged []string
+	started := activitiesStarted(wenv)
+	retry := &updateCallbacks{t: t}
+	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {
-		for _, r := range env.Fake.ChargeRequests() {
-			charged = append(charged, r.Outcome)
-		}
-		// One of those requests got through after all, and its answer was lost.
-		chargeBehindTheWorkflowsBack(t, env, intent)
-	}, time.Minute)
+		sentBefore = len(env.ChargeKeys())
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry", retry.callbacks(), workflows.ChargeRequest{CardToken: intent.CardToken})
+	}, 30*time.Second)
+	var during workflows.Status
+	wenv.RegisterDelayedCallback(func() { during = queryStatus(t, wenv) }, time.Minute)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: 300 * time.Millisecond}})
 
-	// A request every second within the 10s budget; whether one still goes
-	// out at the budget's very end is the retry policy's business.
-	require.InDelta(t, 10, len(charged), 1)
-	for _, outcome := range charged {
-		require.Equal(t, "injected provider error; nothing processed", outcome)
+	require.NoError(t, retry.rejected)
+	require.NotNil(t, retry.result)
+	require.Equal(t, chargeonce.AttemptOpen, retry.result.Status, "the retry processed nothing, which tells nothing")
+	require.Greater(t, len(env.ChargeKeys()), sentBefore+1, "the retry was sent, and retried within its budget")
+	require.Equal(t, workflows.PhaseReconciling, during.Phase)
+	require.Contains(t, during.LastError, activities.ErrTypeNotProcessed, "the last request got a 500")
+	var outcomes []string
+	for _, r := range env.Attempt(t, intent.Key).Requests {
+		outcomes = append(outcomes, r.Outcome)
 	}
-	requireOneKey(t, env, intent, len(charged)+1)
+	require.Greater(t, sentBefore, 2, "the 500s were retried within the budget")
+	require.Equal(t, string(provider.Timeout), outcomes[0])
+	for _, o := range outcomes[1:] {
+		require.Equal(t, string(provider.Unavailable), o)
+	}
+	requireOneKey(t, env, intent, len(outcomes))
 	charges := env.Fake.Charges()
 	require.Len(t, charges, 1)
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	require.Equal(t, charges[0].ID, res.ProviderPaymentID)
 	// Found by the first lookup, at CreatedAt+MinAge plus the key's jitter.
 	require.Equal(t, lookupTimes(intent)[0], wenv.Now().UTC())
+	require.Equal(t, 1, countOf(started(), "FindCharge"))
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 1}, queryStatus(t, wenv))
 	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
 }
 
-// dropping is a provider that loses every charge request, so that the
-// outcome stays unknown; quickUnknown is a charge phase that gives up on it
-// within a second.
-var (
-	dropping     = activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}}
-	quickUnknown = workflows.Timing{AttemptTimeout: 200 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 100 * time.Millisecond}
-)
+// TestPaymentWorkflow_NothingProcessedSettlesNotProcessedAtOnce: when no
+// request of the charge phase can have been processed, the attempt is
+// settled not_processed within the budget, the order is placed again, and
+// the provider is never asked about a charge that cannot exist.
+func TestPaymentWorkflow_NothingProcessedSettlesNotProcessedAtOnce(t *testing.T) {
+	// A request goes out every second while a whole 2.5s attempt still
+	// fits in the 10s budget: at 0s, 1s, ... 7s.
+	timing := workflows.Timing{AttemptTimeout: 2500 * time.Millisecond}
+	tests := []struct {
+		name string
+		opts activitiestest.Options
+		// openBreaker opens the breaker before the payment starts.
+		openBreaker bool
+		// requests is how many charge requests the workflow makes, and sent
+		// how many of them reach the provider.
+		requests, sent int
+	}{
+		{
+			name:        "the breaker is open from the first request",
+			opts:        activitiestest.Options{Fake: failing, Breaker: provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}},
+			openBreaker: true,
+			requests:    8, sent: 0,
+		},
+		{
+			name:     "503s open the breaker",
+			opts:     activitiestest.Options{Fake: failing, Breaker: provider.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour}},
+			requests: 8, sent: 3,
+		},
+		{
+			name:     "500s",
+			opts:     firstThen500s(serverError),
+			requests: 8, sent: 8,
+		},
+		{
+			// The 3s Retry-After leaves out the requests of 1s and 2s.
+			name:     "a 429 with Retry-After, then 500s",
+			opts:     firstThen500s(rateLimited),
+			requests: 6, sent: 6,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := activitiestest.New(t, tt.opts)
+			intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+			if tt.openBreaker {
+				other := env.NewIntent(t, "tok_visa", amount, createdAt)
+				opened := env.Activities.Provider.Charge(context.Background(), provider.ChargeRequestOf(other))
+				require.Equal(t, http.StatusServiceUnavailable, opened.StatusCode)
+			}
+			sentBefore := len(env.ChargeKeys())
+			wenv := newWorkflowEnv(t, env, createdAt)
+			started := activitiesStarted(wenv)
+
+			res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: timing})
+
+			require.Equal(t, chargeonce.AttemptNotProcessed, res.Status, res.Message)
+			require.Contains(t, res.Message, "nothing was charged")
+			require.LessOrEqual(t, wenv.Now().Sub(createdAt), workflows.DefaultTiming().ChargeBudget, "settled within the charge budget")
+			require.Equal(t, []string{"Charge"}, slices.Compact(started()), "the provider is never asked for the charge")
+			require.Len(t, started(), tt.requests)
+			require.Equal(t, tt.sent, countOf(env.ChargeKeys(), activitiestest.Quoted(intent.Key)))
+			require.Len(t, env.ChargeKeys(), sentBefore+tt.sent)
+			require.Len(t, env.Attempt(t, intent.Key).Requests, tt.sent)
+			require.Empty(t, env.Fake.Charges())
+			require.Equal(t, workflows.PhaseCompleted, queryStatus(t, wenv).Phase)
+			requireSettled(t, env, intent, chargeonce.AttemptNotProcessed, "")
+		})
+	}
+}
 
 func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) {
 	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
-	timing := quickUnknown
+	timing := shortCharge
 
 	started := time.Now()
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: timing})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 	elapsed := time.Since(started)
 
 	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
@@ -402,7 +559,7 @@ func (u *updateCallbacks) callbacks() *testsuite.TestUpdateCallback {
 }
 
 func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
 	first, second := &updateCallbacks{t: t}, &updateCallbacks{t: t}
@@ -417,7 +574,7 @@ func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
 		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry-2", second.callbacks(), workflows.ChargeRequest{})
 	}, 30*time.Second)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	require.Equal(t, workflows.PhaseReconciling, statusBefore.Phase)
 	require.Equal(t, lookupTimes(intent)[0], statusBefore.NextCheckAt)
@@ -439,7 +596,7 @@ func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
 }
 
 func TestPaymentWorkflow_ProviderEventChecksAtOnce(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
 	wenv.RegisterDelayedCallback(func() {
@@ -452,7 +609,7 @@ func TestPaymentWorkflow_ProviderEventChecksAtOnce(t *testing.T) {
 		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: env.Fake.Charges()[0].ID})
 	}, 40*time.Second)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	require.Equal(t, env.Fake.Charges()[0].ID, res.ProviderPaymentID)
@@ -469,10 +626,10 @@ func TestPaymentWorkflow_MismatchingChargeFailsTheAttempt(t *testing.T) {
 		Source: intent.CardToken, MerchantReference: intent.MerchantReference,
 	})
 	require.Equal(t, provider.Approved, other.Outcome)
-	require.NoError(t, env.Fake.SetMode(failing.Mode))
+	require.NoError(t, env.Fake.SetMode(dropping.Fake.Mode))
 	wenv, logs := newLoggedWorkflowEnv(t, env, createdAt)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	require.Equal(t, chargeonce.AttemptFailed, res.Status)
 	require.Equal(t, other.ChargeID, res.ProviderPaymentID)
@@ -482,36 +639,20 @@ func TestPaymentWorkflow_MismatchingChargeFailsTheAttempt(t *testing.T) {
 	requireOneError(t, logs.String(), alert.ChargeMismatch)
 }
 
-func TestPaymentWorkflow_OpenBreakerStopsSending(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{
-		Fake:    failing,
-		Breaker: provider.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour},
-	})
-	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
-	wenv := newWorkflowEnv(t, env, createdAt)
-
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
-
-	// Three failures open the breaker; the rest of the budget sends nothing.
-	requireOneKey(t, env, intent, 3)
-	require.Len(t, env.Attempt(t, intent.Key).Requests, 3)
-	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
-	requireSettled(t, env, intent, chargeonce.AttemptAbandoned, "")
-}
-
 func TestPaymentWorkflow_ContinueAsNewKeepsTheState(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
 	wenv.SetCurrentHistoryLength(200)
 
-	wenv.ExecuteWorkflow(workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, MaxHistoryLength: 100})
+	wenv.ExecuteWorkflow(workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: shortCharge, MaxHistoryLength: 100})
 
 	var canErr *workflow.ContinueAsNewError
 	require.ErrorAs(t, wenv.GetWorkflowError(), &canErr)
 	var next workflows.PaymentInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(canErr.Input, &next))
 	require.Equal(t, intent, next.Intent)
+	require.Equal(t, shortCharge, next.Timing)
 	require.Equal(t, 100, next.MaxHistoryLength)
 	require.Equal(t, &workflows.CarriedState{Checks: 1}, next.Carried)
 	continuedAt := wenv.Now().UTC()
@@ -528,35 +669,29 @@ func TestPaymentWorkflow_ContinueAsNewKeepsTheState(t *testing.T) {
 	requireOneKey(t, env, intent, sent)
 }
 
-func TestPaymentWorkflow_WithoutCardTokenWaitsForTheUpdate(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{})
+func TestPaymentWorkflow_ChargeUpdateOfAnotherCardIsRefused(t *testing.T) {
+	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
-	// The outbox sweep has only the card hash.
-	swept := intent
-	swept.CardToken = ""
 	wenv := newWorkflowEnv(t, env, createdAt)
-	noToken, wrongCard, rightCard := &updateCallbacks{t: t}, &updateCallbacks{t: t}, &updateCallbacks{t: t}
-	var sentBefore []string
+	wrongCard, rightCard := &updateCallbacks{t: t}, &updateCallbacks{t: t}
+	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {
-		sentBefore = env.ChargeKeys()
-		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "no-token", noToken.callbacks(), workflows.ChargeRequest{})
+		sentBefore = len(env.ChargeKeys())
+		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
 		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "wrong-card", wrongCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_mastercard"})
 		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "right-card", rightCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa"})
 	}, 90*time.Second)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: swept})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
-	require.Empty(t, sentBefore)
-	require.ErrorContains(t, noToken.rejected, "no card token yet")
 	require.ErrorContains(t, wrongCard.rejected, "card differs")
-	require.Nil(t, noToken.result)
 	require.Nil(t, wrongCard.result)
 	require.NoError(t, rightCard.rejected)
 	charges := env.Fake.Charges()
 	require.Len(t, charges, 1)
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	require.Equal(t, res, *rightCard.result)
-	requireOneKey(t, env, intent, 1)
+	requireOneKey(t, env, intent, sentBefore+1)
 	require.Equal(t, createdAt.Add(90*time.Second), wenv.Now().UTC())
 	requireSettled(t, env, intent, chargeonce.AttemptSucceeded, charges[0].ID)
 }
@@ -566,44 +701,53 @@ func TestPaymentWorkflow_NoChargeIsSentTooCloseToTheAbandonDeadline(t *testing.T
 	// the deadline's lookup finds nothing: the attempt would be abandoned and
 	// the charge would arrive behind it. So a customer retry that late sends
 	// nothing, and the last lookup decides.
-	env := activitiestest.New(t, activitiestest.Options{})
+	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
-	swept := intent
-	swept.CardToken = ""
 	wenv := newWorkflowEnv(t, env, createdAt)
-	timing := workflows.DefaultTiming()
+	timing := shortCharge.WithDefaults()
 	// The last moment a charge may go out: abandon deadline minus the charge
 	// budget minus the time the provider is given to finish (MinAge).
 	lastSend := timing.AbandonAfter - timing.ChargeBudget - timing.MinAge
 	late := &updateCallbacks{t: t}
+	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {
+		sentBefore = len(env.ChargeKeys())
+		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
 		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "late", late.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa"})
 	}, lastSend+time.Second)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: swept})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	require.NoError(t, late.rejected)
 	require.NotNil(t, late.result)
 	require.Equal(t, chargeonce.AttemptOpen, late.result.Status, "the late retry is answered pending")
-	require.Empty(t, env.ChargeKeys(), "nothing is sent after the last send time")
+	require.Positive(t, sentBefore)
+	require.Len(t, env.ChargeKeys(), sentBefore, "nothing is sent after the last send time")
 	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
 	require.Equal(t, timing.AbandonAfter, wenv.Now().Sub(intent.CreatedAt))
 	require.Empty(t, env.Fake.Charges())
 	requireSettled(t, env, intent, chargeonce.AttemptAbandoned, "")
 }
 
-func TestPaymentWorkflow_WithoutCardTokenIsAbandonedWithoutSending(t *testing.T) {
+// TestPaymentWorkflow_WithoutCardTokenSettlesNotProcessedAtOnce: the outbox
+// sweep starts the workflow of a lost start without the card token. No run
+// of the key can have sent anything, so the attempt settles not_processed
+// at once, and the order may be paid again under a new attempt.
+func TestPaymentWorkflow_WithoutCardTokenSettlesNotProcessedAtOnce(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	intent.CardToken = ""
 	wenv := newWorkflowEnv(t, env, createdAt)
+	started := activitiesStarted(wenv)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
-	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
-	require.Equal(t, 30*time.Minute, wenv.Now().Sub(intent.CreatedAt))
+	require.Equal(t, chargeonce.AttemptNotProcessed, res.Status)
+	require.Equal(t, createdAt, wenv.Now().UTC(), "settled at once")
+	require.Empty(t, started(), "nothing is sent, nothing is looked up")
 	require.Empty(t, env.ChargeKeys())
-	requireSettled(t, env, intent, chargeonce.AttemptAbandoned, "")
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted}, queryStatus(t, wenv))
+	requireSettled(t, env, intent, chargeonce.AttemptNotProcessed, "")
 }
 
 func TestPaymentWorkflow_InvalidInputFailsBeforeSending(t *testing.T) {
@@ -641,7 +785,7 @@ func withToken(intent chargeonce.PaymentIntent, token string) chargeonce.Payment
 // the fake provider always answers lookups, and this is about a provider
 // whose lookups fail.
 func TestPaymentWorkflow_FailingLookupsAreRetriedAtTheNextCheck(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{Fake: failing, Breaker: patientBreaker})
+	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
 	var acts *activities.Activities
@@ -659,7 +803,7 @@ func TestPaymentWorkflow_FailingLookupsAreRetriedAtTheNextCheck(t *testing.T) {
 	// Between the second check, whose three attempts take 3s, and the third.
 	wenv.RegisterDelayedCallback(func() { during = queryStatus(t, wenv) }, times[1].Add(time.Minute).Sub(createdAt))
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	// Two checks of three attempts each failed, the third check found the charge.
 	require.Equal(t, 7, lookups)
@@ -697,10 +841,10 @@ func TestPaymentWorkflow_LookupsRunOnTheLookupQueueOnTheKeysBackoffGrid(t *testi
 	wenv.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: chargeonce.TaskQueue})
 	lookups := recordLookups(wenv)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: quickUnknown})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
-	timing := quickUnknown.WithDefaults()
+	timing := shortCharge.WithDefaults()
 	var times []time.Time
 	for _, l := range *lookups {
 		require.Equal(t, chargeonce.LookupTaskQueue, l.queue)
@@ -727,7 +871,7 @@ func TestPaymentWorkflow_ARunWithoutThePacedLookupsMarkerKeepsItsGridAndQueue(t 
 	wenv.OnGetVersion("paced-lookups", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	lookups := recordLookups(wenv)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: quickUnknown})
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
 	// Every minute from 2m to 30m, on the payment task queue.

@@ -15,9 +15,10 @@ import (
 type Timing struct {
 	// AttemptTimeout bounds one charge request (the activity's StartToClose).
 	AttemptTimeout time.Duration `json:"attemptTimeout"`
-	// ChargeBudget bounds all charge requests of one charge phase together
-	// (the activity's ScheduleToClose); when it runs out, the outcome is
-	// unknown and reconciliation takes over.
+	// ChargeBudget bounds all charge requests of one charge phase together,
+	// from the phase's start; when it runs out, the outcome is unknown and
+	// reconciliation takes over, unless no request can have been processed,
+	// and then the attempt is not_processed.
 	ChargeBudget time.Duration `json:"chargeBudget"`
 	// RetryInterval is the pause between charge requests, unless the
 	// provider's Retry-After asks for another.

@@ -40,11 +40,25 @@ import (
 
 var amount = chargeonce.Money{Minor: 54890, Currency: "TRY"}
 
-// failing answers every charge with 503; its breaker never opens, so every
-// retry reaches the provider.
+// failing answers every charge with 503, which processes nothing; its
+// breaker never opens, so every retry reaches the provider.
 var failing = activitiestest.Options{
 	Fake:    fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}},
 	Breaker: provider.BreakerConfig{ConsecutiveFailures: 1000},
+}
+
+// dropping never answers a charge, so that its outcome is unknown; its
+// breaker never opens, so that a customer retry reaches the provider.
+var dropping = activitiestest.Options{
+	Fake:    fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}},
+	Breaker: provider.BreakerConfig{ConsecutiveFailures: 1000},
+}
+
+// breaking answers every charge with 503 behind a breaker that the first one
+// opens: every later request is held back.
+var breaking = activitiestest.Options{
+	Fake:    fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}},
+	Breaker: provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour},
 }
 
 // shortUnknown makes the charge phase give up within a second.
@@ -54,9 +68,21 @@ var shortUnknown = workflows.Timing{
 	RetryInterval:  200 * time.Millisecond,
 }
 
+// threeRequests sends at 0s, 1s and 2s, and then no more, since a fourth
+// would not end within the 3s budget. Its wait is a whole second because
+// the test server fires shorter timers late, past the budget.
+var threeRequests = workflows.Timing{
+	AttemptTimeout: 200 * time.Millisecond,
+	ChargeBudget:   3 * time.Second,
+	RetryInterval:  time.Second,
+}
+
 type scenario struct {
-	name   string
-	token  string
+	name  string
+	token string
+	// swept starts the workflow without the card token, as the outbox sweep
+	// does.
+	swept  bool
 	opts   activitiestest.Options
 	timing workflows.Timing
 	// during acts on the running payment, as a customer or the provider would.
@@ -82,7 +108,7 @@ func scenarios() []scenario {
 			want:   chargeonce.AttemptSucceeded,
 		},
 		{
-			name: "unknown-reconciled", token: "tok_visa", opts: failing, timing: reconciled,
+			name: "unknown-reconciled", token: "tok_visa", opts: dropping, timing: reconciled,
 			during: func(ctx context.Context, c client.Client, env *activitiestest.Env, intent chargeonce.PaymentIntent) error {
 				if err := waitReconciling(ctx, c, intent.Key); err != nil {
 					return err
@@ -97,7 +123,7 @@ func scenarios() []scenario {
 			want: chargeonce.AttemptAbandoned,
 		},
 		{
-			name: "customer-retry", token: "tok_visa", opts: failing, timing: retried,
+			name: "customer-retry", token: "tok_visa", opts: dropping, timing: retried,
 			during: func(ctx context.Context, c client.Client, env *activitiestest.Env, intent chargeonce.PaymentIntent) error {
 				if err := waitReconciling(ctx, c, intent.Key); err != nil {
 					return err
@@ -125,6 +151,9 @@ func scenarios() []scenario {
 			},
 			want: chargeonce.AttemptSucceeded,
 		},
+		{name: "provider-errors-not-processed", token: "tok_visa", opts: failing, timing: threeRequests, want: chargeonce.AttemptNotProcessed},
+		{name: "breaker-not-processed", token: "tok_visa", opts: breaking, timing: threeRequests, want: chargeonce.AttemptNotProcessed},
+		{name: "no-token-not-processed", token: "tok_visa", swept: true, want: chargeonce.AttemptNotProcessed},
 	}
 }
 
@@ -190,6 +219,9 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 	intent, err := env.CreateIntent(ctx, sc.token, amount, time.Now())
 	if err != nil {
 		return err
+	}
+	if sc.swept {
+		intent.CardToken = ""
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    workflows.WorkflowID(intent.Key),
