@@ -139,3 +139,18 @@ func TestGate_HoldsUntilReleased(t *testing.T) {
 	<-held // closed by the release, not by the hour
 	require.NotNil(t, g.after(time.Nanosecond), "an open gate waits the delay")
 }
+
+func TestPeakPerSecond_CountsTheBusiestSecondAnywhere(t *testing.T) {
+	at := func(ms ...int) []time.Time {
+		var out []time.Time
+		base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		for _, m := range ms {
+			out = append(out, base.Add(time.Duration(m)*time.Millisecond))
+		}
+		return out
+	}
+	require.Zero(t, peakPerSecond(nil))
+	require.Equal(t, 1, peakPerSecond(at(0, 1000, 2000)), "a second is half-open: 0 and 1000 ms are apart")
+	// The busiest window, 900-1899 ms, straddles two calendar seconds.
+	require.Equal(t, 4, peakPerSecond(at(1500, 100, 900, 1100, 1899, 3000)))
+}

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"chargeonce"
@@ -81,19 +84,28 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 		return err
 	}
 	b.gate.hold()
+	phaseStart := time.Now()
 	b.progress.Info("unknown outcomes: starting checkouts against a held provider", "attempts", n)
+	// A checkout whose requests all went out ends pending (202); one whose
+	// requests the open breaker held back ends not processed (503).
+	var pending, notProcessed atomic.Int64
 	p := closedLoop(ctx, min(n, unknownConcurrency), n, time.Hour, func(ctx context.Context, i int) error {
 		res, err := b.st.Checkout().Checkout(ctx, ids[i], cardToken)
 		if err != nil {
 			return err
 		}
-		if res.Outcome != checkout.OutcomePending {
-			return fmt.Errorf("order %d: checkout answered %s, want pending", ids[i], res.Outcome)
+		switch res.Outcome {
+		case checkout.OutcomePending:
+			pending.Add(1)
+		case checkout.OutcomeNotProcessed:
+			notProcessed.Add(1)
+		default:
+			return fmt.Errorf("order %d: checkout answered %s, want pending or not processed", ids[i], res.Outcome)
 		}
 		return nil
 	})
 	if p.failed > 0 {
-		b.progress.Warn("unknown outcomes: some checkouts did not end pending", "failed", p.failed, "error", p.firstErr)
+		b.progress.Warn("unknown outcomes: some checkouts ended neither pending nor not processed", "failed", p.failed, "error", p.firstErr)
 	}
 	openNow, _, err := b.st.Store().OpenAttemptStats(ctx)
 	if err != nil {
@@ -126,7 +138,7 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 	}
 
 	perAttempt := func(delta int64) float64 { return float64(delta) / float64(max(open, 1)) }
-	note := fmt.Sprintf("%d of %d checkouts answered pending in %s; %d attempts open", p.ok, n, p.elapsed.Round(time.Second), open)
+	note := fmt.Sprintf("%d of %d checkouts answered in %s (%d pending, %d nothing charged); %d attempts open", p.ok, n, p.elapsed.Round(time.Second), pending.Load(), notProcessed.Load(), open)
 	b.rep.add(Row{Section: "unknown", Metric: fmt.Sprintf("RSS per open attempt (N=%d)", n), Unit: "bytes",
 		Value: perAttempt(after.rss - before.rss),
 		Note:  note + fmt.Sprintf("; VmRSS %d -> %d MiB, after GC and FreeOSMemory", before.rss>>20, after.rss>>20)})
@@ -143,9 +155,77 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 			unpaid, len(charged), open, benchTiming().LookupDemand(open), b.st.Provider().LookupRate())
 	}
 	b.rep.add(Row{Section: "unknown", Metric: "time to settle all charged attempts after recovery", Unit: "s", Value: settle.Seconds(), Note: settleNote})
-	b.rep.add(Row{Section: "unknown", Metric: "attempts never sent (breaker open)", Unit: "attempts", Value: float64(n - len(charged)),
-		Note: fmt.Sprintf("the provider-charges circuit breaker opened under the timeouts; these have no charge and stay open until abandoned after %s", benchTiming().AbandonAfter)})
+	limit := b.st.Provider().LookupRate()
+	// Each charged attempt is found by its next lookup after the recovery:
+	// at most the longest gap of its backoff grid away, plus the time the
+	// provider's rate takes to serve all of them.
+	settleBound := longestLookupGap(benchTiming()) + time.Duration(float64(len(charged))/limit*float64(time.Second))
+	b.rep.target("unknown: seconds to settle every charged attempt after recovery / (longest lookup gap + charged ÷ rate)", settle.Seconds()/settleBound.Seconds(), 1, false)
+
+	b.rep.add(Row{Section: "unknown", Metric: "checkouts answered 202 pending", Unit: "checkouts", Value: float64(pending.Load()),
+		Note: "at least one request of the attempt may have been processed: reconciliation looks it up"})
+	b.rep.add(Row{Section: "unknown", Metric: "checkouts answered 503 nothing charged", Unit: "checkouts", Value: float64(notProcessed.Load()),
+		Note: "the open breaker held every request of the attempt back: settled not_processed at once, the order placed again"})
+
+	lookups := lookupTimes(b.st.Provider().Requests(), phaseStart)
+	peak := peakPerSecond(lookups)
+	b.rep.add(Row{Section: "unknown", Metric: "peak lookups per second at the provider", Unit: "lookups/s", Value: float64(peak),
+		Note: fmt.Sprintf("the most GET /v1/charges in any 1 s window of the phase; the provider publishes %v", limit)})
+	b.rep.target("unknown: peak lookups per second / published lookup rate", float64(peak)/limit, 1, false)
+	b.rep.add(Row{Section: "unknown", Metric: "lookups per open attempt", Unit: "lookups", Value: float64(len(lookups)) / float64(max(open, 1)),
+		Note: fmt.Sprintf("%d lookups in the phase for %d attempts left open", len(lookups), open)})
+
+	looked, err := b.lookedUpNotProcessed(ctx, ids)
+	if err != nil {
+		return err
+	}
+	b.rep.add(Row{Section: "unknown", Metric: "not_processed attempts looked up", Unit: "attempts", Value: float64(looked),
+		Note: "an attempt that processed nothing has no charge to find; its lastCheckedAt must stay empty"})
+	b.rep.target("unknown: not_processed attempts looked up", float64(looked), 0, false)
 	return b.checkInvariants(ctx, "unknown outcomes")
+}
+
+// lookupTimes returns when each lookup by merchant reference since since
+// reached the provider.
+func lookupTimes(requests []fakeprovider.RequestRecord, since time.Time) []time.Time {
+	var out []time.Time
+	for _, r := range requests {
+		if r.Method == http.MethodGet && r.Path == "/v1/charges" && !r.Time.Before(since) {
+			out = append(out, r.Time)
+		}
+	}
+	return out
+}
+
+// peakPerSecond is the most times that fall within any one second.
+func peakPerSecond(times []time.Time) int {
+	sorted := slices.SortedFunc(slices.Values(times), time.Time.Compare)
+	peak, first := 0, 0
+	for last, t := range sorted {
+		for t.Sub(sorted[first]) >= time.Second {
+			first++
+		}
+		peak = max(peak, last-first+1)
+	}
+	return peak
+}
+
+// lookedUpNotProcessed counts the not_processed attempts of the orders that
+// were ever looked up at the provider.
+func (b *bench) lookedUpNotProcessed(ctx context.Context, ids []int64) (int, error) {
+	looked := 0
+	for _, id := range ids {
+		_, attempts, err := b.st.Store().GetOrder(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		for _, a := range attempts {
+			if a.Status == chargeonce.AttemptNotProcessed && a.LastCheckedAt != nil {
+				looked++
+			}
+		}
+	}
+	return looked, nil
 }
 
 // settleLimit bounds the waits for reconciliation: the longest gap between
