@@ -175,10 +175,12 @@ func (b *bench) unknownOutcomes(ctx context.Context, _ []system) error {
 	b.rep.add(Row{Section: "unknown", Metric: "lookups per open attempt", Unit: "lookups", Value: float64(len(lookups)) / float64(max(open, 1)),
 		Note: fmt.Sprintf("%d lookups in the phase for %d attempts left open", len(lookups), open)})
 
-	looked, err := b.lookedUpNotProcessed(ctx, ids)
+	settled, looked, err := b.notProcessed(ctx, ids)
 	if err != nil {
 		return err
 	}
+	b.rep.add(Row{Section: "unknown", Metric: "attempts settled not_processed", Unit: "attempts", Value: float64(settled),
+		Note: "by the end of the phase; a checkout that ran out of its budget first answered 202, and its workflow settled later"})
 	b.rep.add(Row{Section: "unknown", Metric: "not_processed attempts looked up", Unit: "attempts", Value: float64(looked),
 		Note: "an attempt that processed nothing has no charge to find; its lastCheckedAt must stay empty"})
 	b.rep.target("unknown: not_processed attempts looked up", float64(looked), 0, false)
@@ -210,22 +212,25 @@ func peakPerSecond(times []time.Time) int {
 	return peak
 }
 
-// lookedUpNotProcessed counts the not_processed attempts of the orders that
-// were ever looked up at the provider.
-func (b *bench) lookedUpNotProcessed(ctx context.Context, ids []int64) (int, error) {
-	looked := 0
+// notProcessed counts the not_processed attempts of the orders, and those
+// of them that were ever looked up at the provider.
+func (b *bench) notProcessed(ctx context.Context, ids []int64) (settled, looked int, err error) {
 	for _, id := range ids {
 		_, attempts, err := b.st.Store().GetOrder(ctx, id)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for _, a := range attempts {
-			if a.Status == chargeonce.AttemptNotProcessed && a.LastCheckedAt != nil {
+			if a.Status != chargeonce.AttemptNotProcessed {
+				continue
+			}
+			settled++
+			if a.LastCheckedAt != nil {
 				looked++
 			}
 		}
 	}
-	return looked, nil
+	return settled, looked, nil
 }
 
 // settleLimit bounds the waits for reconciliation: the longest gap between
