@@ -509,15 +509,11 @@ func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) 
 	wenv := newWorkflowEnv(t, env, createdAt)
 	timing := shortCharge
 
-	started := time.Now()
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
-	elapsed := time.Since(started)
 
 	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	// The test environment skipped the 30 minutes of workflow time.
 	require.Equal(t, 30*time.Minute, wenv.Now().Sub(intent.CreatedAt))
-	// 30 minutes of workflow time passed in well under a second of real time
-	// per request; the bound is loose for slow machines.
-	require.Less(t, elapsed, 10*time.Second)
 	// Every lookup of the grid, the last at the deadline.
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: len(timing.WithDefaults().LookupTimes(intent.Key, intent.CreatedAt))}, queryStatus(t, wenv))
 	require.GreaterOrEqual(t, len(env.ChargeKeys()), 2)
