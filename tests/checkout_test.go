@@ -262,11 +262,7 @@ func TestCheckout_UnknownOutcomeIsSettledByReconciliation(t *testing.T) {
 	res := s.checkout(t, id, "tok_visa")
 	require.Equal(t, http.StatusAccepted, res.status, "body: %s", res.body)
 
-	var o orderView
-	require.Eventually(t, func() bool {
-		o = s.order(t, id)
-		return o.Status == "paid"
-	}, 20*time.Second, 100*time.Millisecond)
+	o := s.waitPaid(t, id)
 
 	charges := s.provider.Charges()
 	require.Len(t, charges, 1)
@@ -545,6 +541,18 @@ func errorLinesOf(logs, key string) []string {
 		}
 	}
 	return lines
+}
+
+// waitPaid waits until reconciliation or a retry has paid the order, and
+// returns it.
+func (s *checkoutStack) waitPaid(t *testing.T, id int64) orderView {
+	t.Helper()
+	var o orderView
+	require.Eventually(t, func() bool {
+		o = s.order(t, id)
+		return o.Status == "paid"
+	}, 20*time.Second, 100*time.Millisecond)
+	return o
 }
 
 func (s *checkoutStack) order(t *testing.T, id int64) orderView {

@@ -39,11 +39,7 @@ func TestWorker_LookupsRunOnTheirOwnQueueAtTheRateTheProviderPublishes(t *testin
 
 	res := s.checkout(t, id, "tok_visa")
 	require.Equal(t, http.StatusAccepted, res.status, "body: %s", res.body)
-	var o orderView
-	require.Eventually(t, func() bool {
-		o = s.order(t, id)
-		return o.Status == "paid"
-	}, 20*time.Second, 100*time.Millisecond)
+	o := s.waitPaid(t, id)
 
 	var lookups int
 	for _, e := range historyOf(t, s, workflows.WorkflowID(o.Attempts[0].IdempotencyKey)) {
