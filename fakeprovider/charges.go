@@ -1,7 +1,6 @@
 package fakeprovider
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -87,10 +86,13 @@ const (
 	outcomeDataFileFailed = "data file write failed; nothing changed"
 )
 
-// declineCodes maps the test tokens that decline to their decline code.
+// declineCodes maps the test tokens that decline to their decline code. In
+// the Stripe dialect, pm_card_<name> is tok_<name>.
 var declineCodes = map[string]string{
 	"tok_chargeDeclined":                  "do_not_honor",
 	"tok_chargeDeclinedInsufficientFunds": "insufficient_funds",
+	"tok_chargeDeclinedLostCard":          "lost_card",
+	"tok_chargeDeclinedStolenCard":        "stolen_card",
 }
 
 // keyEntry is what the provider remembers about an idempotency key.
@@ -116,7 +118,7 @@ type storedResponse struct {
 func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
 	key, keyProblem := parseKey(r.Header.Values("Idempotency-Key"))
 	rec.Key = key
-	if p.misbehave(w, r, rec) {
+	if p.misbehave(w, r, rec, ietf) {
 		return
 	}
 	if keyProblem != nil {
@@ -128,7 +130,15 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 		rec.fail(w, outcomeBadRequest, bodyProblem)
 		return
 	}
-	fingerprint := req.fingerprint()
+	p.chargeOnce(w, r, rec, ietf, key, req)
+}
+
+// chargeOnce is the idempotency layer every dialect's charge endpoint runs
+// a valid request through: it replays the stored answer of a finished key,
+// refuses a key in flight or reused with another request, and otherwise
+// processes the charge and answers in d's dialect.
+func (p *Provider) chargeOnce(w http.ResponseWriter, r *http.Request, rec *RequestRecord, d *dialect, key string, req chargeRequest) {
+	fingerprint := req.fingerprint(d.salt)
 	rec.Fingerprint = fingerprint
 
 	p.mu.Lock()
@@ -140,12 +150,12 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 	switch {
 	case seen && entry.fingerprint != fingerprint:
 		p.mu.Unlock()
-		rec.fail(w, outcomeKeyReused, newProblem(codeKeyReused, msgKeyReused))
+		d.fail(w, rec, outcomeKeyReused, newProblem(codeKeyReused, msgKeyReused))
 		return
 	case seen && entry.resp == nil:
 		p.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
-		rec.fail(w, outcomeInFlight, newProblem(codeKeyInFlight, msgKeyInFlight))
+		d.fail(w, rec, outcomeInFlight, newProblem(codeKeyInFlight, msgKeyInFlight))
 		return
 	case seen:
 		p.mu.Unlock()
@@ -157,7 +167,7 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 		return
 	case p.closing:
 		p.mu.Unlock()
-		rec.fail(w, outcomeShuttingDown, newProblem(codeUnavailable, msgShuttingDown))
+		d.fail(w, rec, outcomeShuttingDown, newProblem(codeUnavailable, msgShuttingDown))
 		return
 	}
 	entry = &keyEntry{fingerprint: fingerprint, firstSeen: p.now(), done: make(chan struct{})}
@@ -173,7 +183,7 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 	// The charge is processed apart from the request, so that a client that
 	// disconnects or times out never cancels it: it completes and its result
 	// is stored under the key.
-	go p.process(entry, key, req, delay)
+	go p.process(entry, key, req, delay, d)
 
 	select {
 	case <-entry.done:
@@ -197,11 +207,11 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 	writeBody(w, entry.resp.status, entry.resp.contentType, entry.resp.body)
 }
 
-// process makes the charge after delay and stores the response under its key.
+// process makes the charge after delay and stores d's answer under its key.
 // With a data file the charge exists once it is written there; when that
 // fails it is not made, its key is forgotten so that a retry is processed
 // afresh, and the request is answered 503.
-func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay time.Duration) {
+func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay time.Duration, d *dialect) {
 	if delay > 0 {
 		<-p.after(delay)
 	}
@@ -210,7 +220,7 @@ func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay
 	defer p.finishWorkLocked()
 	defer close(entry.done)
 	charge := Charge{
-		ID:                fmt.Sprintf("ch_%06d", len(p.charges)+1),
+		ID:                fmt.Sprintf("%s%06d", d.idPrefix, len(p.charges)+1),
 		Object:            "charge",
 		Amount:            req.Amount,
 		Currency:          req.Currency,
@@ -220,24 +230,17 @@ func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay
 		IdempotencyKey:    key,
 		Created:           p.now().UTC(),
 	}
-	resp := &storedResponse{status: http.StatusCreated, contentType: contentTypeJSON, chargeID: charge.ID, outcome: outcomeCreated}
 	if code, declined := declineCodes[req.Source]; declined {
 		charge.Status = ChargeFailed
 		charge.DeclineCode = code
-		prob := newProblem(codeCardDeclined, "the card was declined: "+code)
-		prob.DeclineCode = code
-		prob.ChargeID = charge.ID
-		resp.status, resp.contentType, resp.body, resp.outcome = prob.Status, contentTypeProblem, prob.encode(), outcomeDeclined
-	} else {
-		resp.body, _ = json.Marshal(charge)
 	}
-	entry.resp = resp
+	entry.resp = d.answer(charge)
 	if p.file != nil {
 		if err := p.file.saveCharge(len(p.charges)+1, charge, key, entry); err != nil {
 			p.log.Error("data file write failed; charge not made", "key", key, "err", err)
 			delete(p.keys, key)
-			prob := newProblem(codeUnavailable, msgDataFileFailed)
-			entry.resp = &storedResponse{status: prob.Status, contentType: contentTypeProblem, body: prob.encode(), outcome: outcomeDataFileFailed}
+			entry.resp = d.problem(newProblem(codeUnavailable, msgDataFileFailed))
+			entry.resp.outcome = outcomeDataFileFailed
 			return
 		}
 	}
@@ -252,22 +255,23 @@ func (p *Provider) addChargeLocked(c Charge) {
 }
 
 // misbehave applies the chaos modes that stop a request before it reaches
-// the idempotency layer, and reports whether it answered (or dropped) it.
-func (p *Provider) misbehave(w http.ResponseWriter, r *http.Request, rec *RequestRecord) bool {
+// the idempotency layer, answering in d's dialect, and reports whether it
+// answered (or dropped) it.
+func (p *Provider) misbehave(w http.ResponseWriter, r *http.Request, rec *RequestRecord, d *dialect) bool {
 	p.mu.Lock()
 	mode := p.mode
 	hit := (mode.Name == ModeError || mode.Name == ModeRateLimit) && p.chance(mode.Rate)
 	p.mu.Unlock()
 	switch {
 	case mode.Name == ModeDrop:
-		p.drop(w, r, rec, mode.Delay)
+		p.drop(w, r, rec, mode.Delay, d)
 		return true
 	case mode.Name == ModeRateLimit && hit:
 		w.Header().Set("Retry-After", "1")
-		rec.fail(w, outcomeRateLimited, newProblem(codeRateLimited, msgRateLimited))
+		d.fail(w, rec, outcomeRateLimited, newProblem(codeRateLimited, msgRateLimited))
 		return true
 	case mode.Name == ModeError && hit:
-		rec.fail(w, outcomeInjectedError, newProblem(codeUnavailable, msgUnavailable))
+		d.fail(w, rec, outcomeInjectedError, newProblem(codeUnavailable, msgUnavailable))
 		return true
 	}
 	return false
@@ -275,7 +279,7 @@ func (p *Provider) misbehave(w http.ResponseWriter, r *http.Request, rec *Reques
 
 // drop holds a lost request until the client gives up, the provider closes,
 // or delay (when positive) has passed and a 504 is sent.
-func (p *Provider) drop(w http.ResponseWriter, r *http.Request, rec *RequestRecord, delay time.Duration) {
+func (p *Provider) drop(w http.ResponseWriter, r *http.Request, rec *RequestRecord, delay time.Duration, d *dialect) {
 	// net/http notices a client that goes away only once the body has been
 	// read to its end.
 	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxBodyBytes))
@@ -286,7 +290,7 @@ func (p *Provider) drop(w http.ResponseWriter, r *http.Request, rec *RequestReco
 	rec.Outcome = outcomeDropped
 	select {
 	case <-timeout:
-		rec.fail(w, outcomeDroppedTimeout, newProblem(codeTimeout, msgTimeout))
+		d.fail(w, rec, outcomeDroppedTimeout, newProblem(codeTimeout, msgTimeout))
 	case <-r.Context().Done():
 	case <-p.closed:
 		// Returning would send an empty 200; a lost request gets no answer.

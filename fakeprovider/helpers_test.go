@@ -145,6 +145,8 @@ type call struct {
 	contentType string
 	// noContentType sends a body without a Content-Type header.
 	noContentType bool
+	// auth is the Authorization header; empty sends none.
+	auth string
 }
 
 // reply is what came back.
@@ -166,6 +168,9 @@ func (f *fixture) send(ctx context.Context, client *http.Client, c call) (reply,
 	}
 	if c.key != "" {
 		req.Header.Set("Idempotency-Key", c.key)
+	}
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
 	}
 	switch {
 	case c.noContentType:

@@ -16,6 +16,10 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("GET /v1/charges/{id}", p.api(p.getCharge))
 	mux.Handle("GET /v1/idempotency", p.api(p.getIdempotency))
 
+	mux.Handle("POST "+stripeChargePath, p.api(stripeAPI(p.postPaymentIntent)))
+	mux.Handle("GET "+stripeSearchPath, p.api(stripeAPI(p.searchPaymentIntents)))
+	mux.Handle("GET "+stripeChargePath+"/{id}", p.api(stripeAPI(p.getPaymentIntent)))
+
 	mux.Handle("GET /_admin/mode", p.admin(p.getMode))
 	mux.Handle("PUT /_admin/mode", p.admin(p.putMode))
 	mux.Handle("GET /_admin/requests", p.admin(p.listRequests))
@@ -92,11 +96,10 @@ func (p *Provider) logRequest(r *http.Request, rec *RequestRecord, elapsed time.
 	p.log.LogAttrs(r.Context(), level, rec.Outcome, attrs...)
 }
 
-// fail answers with a problem and records why.
+// fail answers with a problem of the IETF dialect, which the admin API
+// speaks too, and records why.
 func (rec *RequestRecord) fail(w http.ResponseWriter, outcome string, p *problem) {
-	rec.Outcome = outcome
-	rec.Detail = p.Detail
-	writeProblem(w, p)
+	ietf.fail(w, rec, outcome, p)
 }
 
 // statusWriter remembers the status sent; 0 means nothing was sent.

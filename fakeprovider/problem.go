@@ -18,6 +18,7 @@ const (
 	codeUnavailable    problemCode = "provider_unavailable"
 	codeTimeout        problemCode = "gateway_timeout"
 	codeNotFound       problemCode = "not_found"
+	codeUnauthorized   problemCode = "unauthorized"
 )
 
 // problemKinds is the single map from code to HTTP status and title.
@@ -34,6 +35,7 @@ var problemKinds = map[problemCode]struct {
 	codeUnavailable:    {http.StatusServiceUnavailable, "Provider unavailable"},
 	codeTimeout:        {http.StatusGatewayTimeout, "Provider timed out"},
 	codeNotFound:       {http.StatusNotFound, "Not found"},
+	codeUnauthorized:   {http.StatusUnauthorized, "Unauthorized"},
 }
 
 // problemTypeBase prefixes every problem type URI. The .invalid top-level
@@ -118,10 +120,6 @@ func writeBody(w http.ResponseWriter, status int, contentType string, body []byt
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-func writeProblem(w http.ResponseWriter, p *problem) {
-	writeBody(w, p.Status, contentTypeProblem, p.encode())
 }
 
 // writeJSON renders v, which is always one of this package's own types and

@@ -4,6 +4,13 @@
 // limits: the key retention and the rate of lookups it serves. It keeps its state in memory, and optionally also in a
 // SQLite file that a restart reads back (Config.DataFile).
 //
+// It speaks Stripe's dialect too, over the same state: POST
+// /v1/payment_intents (form-encoded, confirmed at once, under a plain
+// Idempotency-Key), GET /v1/payment_intents/search by
+// metadata['merchant_reference'] and GET /v1/payment_intents/{id}, with
+// Stripe's error objects and statuses. Stripe's test payment methods
+// pm_card_<name> behave as the test tokens tok_<name>.
+//
 // On demand it misbehaves the way real providers do (slow processing,
 // dropped requests, errors, lost responses, rate limits), so that clients can
 // be tested against the cases that cause double charges. Its state and chaos
@@ -282,12 +289,12 @@ func (p *Provider) Requests() []RequestRecord {
 	return append([]RequestRecord(nil), p.requests...)
 }
 
-// ChargeRequests returns the requests that posted a charge, in the order
-// they finished.
+// ChargeRequests returns the requests that posted a charge, in either
+// dialect, in the order they finished.
 func (p *Provider) ChargeRequests() []RequestRecord {
 	var out []RequestRecord
 	for _, r := range p.Requests() {
-		if r.Method == http.MethodPost && r.Path == "/v1/charges" {
+		if r.Method == http.MethodPost && (r.Path == "/v1/charges" || r.Path == stripeChargePath) {
 			out = append(out, r)
 		}
 	}

@@ -69,10 +69,12 @@ type chargeRequest struct {
 	Source            string `json:"source"`
 }
 
-// fingerprint is the hex SHA-256 of the canonical form of r.
-func (r chargeRequest) fingerprint() string {
+// fingerprint is the hex SHA-256 of salt and the canonical form of r. The
+// salt tells the dialects apart, so that a key first used in one is reused
+// with another request in the other.
+func (r chargeRequest) fingerprint(salt string) string {
 	canonical, _ := json.Marshal(r)
-	sum := sha256.Sum256(canonical)
+	sum := sha256.Sum256(append([]byte(salt), canonical...))
 	return hex.EncodeToString(sum[:])
 }
 

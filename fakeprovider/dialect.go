@@ -1,0 +1,48 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// dialect is how one front door of the provider speaks: the IETF draft's
+// contract at /v1/charges, Stripe's at /v1/payment_intents. Both run the
+// same state machine (keys, fingerprints, requests in flight, charges, chaos
+// modes) and differ only in how they read requests and render answers.
+type dialect struct {
+	// salt tells the dialects' fingerprints apart.
+	salt string
+	// idPrefix starts the ids of the charges made through this door.
+	idPrefix string
+	// answer renders a charge just made, succeeded or declined, as the
+	// answer stored under its key.
+	answer func(Charge) *storedResponse
+	// problem renders an error answer.
+	problem func(*problem) *storedResponse
+}
+
+// fail answers with a problem in d's dialect and records why.
+func (d *dialect) fail(w http.ResponseWriter, rec *RequestRecord, outcome string, p *problem) {
+	rec.Outcome = outcome
+	rec.Detail = p.Detail
+	resp := d.problem(p)
+	writeBody(w, resp.status, resp.contentType, resp.body)
+}
+
+// ietf is the dialect of docs/provider-http.md.
+var ietf = &dialect{
+	idPrefix: "ch_",
+	answer: func(c Charge) *storedResponse {
+		if c.Status == ChargeFailed {
+			prob := newProblem(codeCardDeclined, "the card was declined: "+c.DeclineCode)
+			prob.DeclineCode = c.DeclineCode
+			prob.ChargeID = c.ID
+			return &storedResponse{status: prob.Status, contentType: contentTypeProblem, body: prob.encode(), chargeID: c.ID, outcome: outcomeDeclined}
+		}
+		body, _ := json.Marshal(c)
+		return &storedResponse{status: http.StatusCreated, contentType: contentTypeJSON, body: body, chargeID: c.ID, outcome: outcomeCreated}
+	},
+	problem: func(p *problem) *storedResponse {
+		return &storedResponse{status: p.Status, contentType: contentTypeProblem, body: p.encode()}
+	},
+}

@@ -1,0 +1,342 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// StripeTestKey is a secret key the Stripe dialect accepts, as it accepts
+// any sk_test_… or sk_live_… key: the fake checks the shape of a key, never
+// its value.
+const StripeTestKey = "sk_test_fakeprovider"
+
+// The paths of the Stripe dialect.
+const (
+	stripeChargePath = "/v1/payment_intents"
+	stripeSearchPath = "/v1/payment_intents/search"
+)
+
+// stripeErrors maps each problem to Stripe's error type, code and status.
+// Stripe refuses a key reused with other parameters with a 400
+// idempotency_error, where the draft says 422.
+var stripeErrors = map[problemCode]struct {
+	status  int
+	errType string
+	code    string
+}{
+	codeInvalidKey:     {http.StatusBadRequest, "invalid_request_error", ""},
+	codeInvalidRequest: {http.StatusBadRequest, "invalid_request_error", "parameter_invalid"},
+	codeKeyReused:      {http.StatusBadRequest, "idempotency_error", ""},
+	codeKeyInFlight:    {http.StatusConflict, "idempotency_error", "idempotency_key_in_use"},
+	codeCardDeclined:   {http.StatusPaymentRequired, "card_error", "card_declined"},
+	codeRateLimited:    {http.StatusTooManyRequests, "invalid_request_error", "rate_limit"},
+	codeUnavailable:    {http.StatusServiceUnavailable, "api_error", ""},
+	codeTimeout:        {http.StatusGatewayTimeout, "api_error", ""},
+	codeNotFound:       {http.StatusNotFound, "invalid_request_error", "resource_missing"},
+	codeUnauthorized:   {http.StatusUnauthorized, "invalid_request_error", ""},
+}
+
+// stripeError is the "error" member of Stripe's error answers.
+type stripeError struct {
+	Type          string         `json:"type"`
+	Code          string         `json:"code,omitempty"`
+	DeclineCode   string         `json:"decline_code,omitempty"`
+	Message       string         `json:"message"`
+	Param         string         `json:"param,omitempty"`
+	PaymentIntent *paymentIntent `json:"payment_intent,omitempty"`
+}
+
+func stripeProblem(p *problem) *storedResponse {
+	kind := stripeErrors[p.Code]
+	e := stripeError{Type: kind.errType, Code: kind.code, Message: p.Detail, Param: p.Param}
+	if p.Param != "" && strings.HasSuffix(p.Detail, "is required") {
+		e.Code = "parameter_missing"
+	}
+	return stripeAnswer(kind.status, e)
+}
+
+func stripeAnswer(status int, e stripeError) *storedResponse {
+	body, _ := json.Marshal(struct {
+		Error stripeError `json:"error"`
+	}{e})
+	return &storedResponse{status: status, contentType: contentTypeJSON, body: body}
+}
+
+// stripe is the dialect of Stripe's PaymentIntents API.
+var stripe = &dialect{
+	salt:     "stripe\n",
+	idPrefix: "pi_",
+	answer: func(c Charge) *storedResponse {
+		pi := paymentIntentOf(c)
+		if c.Status == ChargeFailed {
+			resp := stripeAnswer(http.StatusPaymentRequired, stripeError{
+				Type: "card_error", Code: "card_declined", DeclineCode: c.DeclineCode,
+				Message: "the card was declined: " + c.DeclineCode, PaymentIntent: &pi,
+			})
+			resp.chargeID, resp.outcome = c.ID, outcomeDeclined
+			return resp
+		}
+		body, _ := json.Marshal(pi)
+		return &storedResponse{status: http.StatusOK, contentType: contentTypeJSON, body: body, chargeID: c.ID, outcome: outcomeCreated}
+	},
+	problem: stripeProblem,
+}
+
+// paymentIntent is the part of Stripe's PaymentIntent object the fake keeps.
+type paymentIntent struct {
+	ID               string            `json:"id"`
+	Object           string            `json:"object"`
+	Amount           int64             `json:"amount"`
+	AmountReceived   int64             `json:"amount_received"`
+	Currency         string            `json:"currency"`
+	Status           string            `json:"status"`
+	Created          int64             `json:"created"`
+	Description      *string           `json:"description"`
+	Metadata         map[string]string `json:"metadata"`
+	CaptureMethod    string            `json:"capture_method"`
+	Livemode         bool              `json:"livemode"`
+	LastPaymentError *stripeError      `json:"last_payment_error"`
+}
+
+// paymentIntentOf is a charge of the Stripe dialect as a PaymentIntent: a
+// declined one waits for another payment method, as at Stripe.
+func paymentIntentOf(c Charge) paymentIntent {
+	pi := paymentIntent{
+		ID:            c.ID,
+		Object:        "payment_intent",
+		Amount:        c.Amount,
+		Currency:      strings.ToLower(c.Currency),
+		Status:        "succeeded",
+		Created:       c.Created.Unix(),
+		Metadata:      map[string]string{stripeReference: c.MerchantReference},
+		CaptureMethod: "automatic",
+	}
+	if c.Description != "" {
+		pi.Description = &c.Description
+	}
+	if c.Status == ChargeFailed {
+		pi.Status = "requires_payment_method"
+		pi.LastPaymentError = &stripeError{Type: "card_error", Code: "card_declined", DeclineCode: c.DeclineCode, Message: "the card was declined: " + c.DeclineCode}
+	} else {
+		pi.AmountReceived = c.Amount
+	}
+	return pi
+}
+
+// stripeReference is the metadata key the merchant reference travels in.
+const stripeReference = "merchant_reference"
+
+// Outcomes and details of the Stripe dialect, beside those it shares.
+const (
+	outcomeUnauthorized    = "rejected request without a secret key"
+	msgUnauthorized        = "a secret key sk_test_… or sk_live_… is required, as a Bearer token or as the user of Basic authentication"
+	msgStripeKeyMissing    = "the fake provider needs an Idempotency-Key on every PaymentIntent it creates"
+	msgFormContentType     = "Content-Type must be application/x-www-form-urlencoded"
+	msgFormUnreadable      = "the request body is not a readable form"
+	msgConfirm             = "the fake provider only creates PaymentIntents confirmed at once: confirm must be true"
+	msgPaymentMethod       = "payment_method must be a test payment method such as pm_card_visa, or a test token such as tok_visa"
+	msgSearchQuery         = "query must be metadata['merchant_reference']:'…', the only search the fake provider understands"
+	msgNoSuchPaymentIntent = "no PaymentIntent has this id"
+)
+
+// authorized checks the secret key the way Stripe reads it: as a Bearer
+// token, or as the user of Basic authentication.
+func authorized(r *http.Request) bool {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		key, _, ok = r.BasicAuth()
+	}
+	return ok && (strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "sk_live_"))
+}
+
+// stripeAPI wraps a handler of the Stripe dialect: a request without a
+// secret key is refused before anything else, as at Stripe.
+func stripeAPI(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+		if !authorized(r) {
+			stripe.fail(w, rec, outcomeUnauthorized, newProblem(codeUnauthorized, msgUnauthorized))
+			return
+		}
+		h(w, r, rec)
+	}
+}
+
+// postPaymentIntent serves POST /v1/payment_intents: a PaymentIntent
+// created and confirmed at once, under the Idempotency-Key, through the same
+// idempotency layer and chaos modes as POST /v1/charges.
+func (p *Provider) postPaymentIntent(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	key := r.Header.Get("Idempotency-Key")
+	rec.Key = key
+	if p.misbehave(w, r, rec, stripe) {
+		return
+	}
+	switch {
+	case key == "":
+		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgStripeKeyMissing))
+		return
+	case len(key) > maxKeyLength:
+		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgKeyTooLong))
+		return
+	}
+	req, prob := decodePaymentIntent(w, r)
+	if prob != nil {
+		stripe.fail(w, rec, outcomeBadRequest, prob)
+		return
+	}
+	p.chargeOnce(w, r, rec, stripe, key, req)
+}
+
+// decodePaymentIntent reads the form of a PaymentIntent creation as a
+// charge request. Stripe's test payment methods pm_card_<name> stand for
+// the test tokens tok_<name>, whose outcomes the fake knows, and the tokens
+// themselves are accepted too.
+func decodePaymentIntent(w http.ResponseWriter, r *http.Request) (chargeRequest, *problem) {
+	if mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mediaType != "application/x-www-form-urlencoded" {
+		return chargeRequest{}, newProblem(codeInvalidRequest, msgFormContentType)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return chargeRequest{}, newProblem(codeInvalidRequest, msgBodyTooLarge)
+		}
+		return chargeRequest{}, newProblem(codeInvalidRequest, msgFormUnreadable)
+	}
+	form := r.PostForm
+	for name := range form {
+		if !knownPaymentIntentParam(name) {
+			return chargeRequest{}, invalidField(name, "received unknown parameter: "+name)
+		}
+	}
+	if form.Get("confirm") != "true" {
+		return chargeRequest{}, invalidField("confirm", msgConfirm)
+	}
+	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
+	if err != nil {
+		return chargeRequest{}, invalidField("amount", msgAmount)
+	}
+	source := form.Get("payment_method")
+	if name, ok := strings.CutPrefix(source, "pm_card_"); ok {
+		source = "tok_" + name
+	}
+	req := chargeRequest{
+		Amount:            amount,
+		Currency:          strings.ToUpper(form.Get("currency")),
+		Description:       form.Get("description"),
+		MerchantReference: form.Get("metadata[" + stripeReference + "]"),
+		Source:            source,
+	}
+	if p := req.validate(); p != nil {
+		return chargeRequest{}, stripeField(p)
+	}
+	return req, nil
+}
+
+// stripeField renames the field of a validation problem to Stripe's
+// parameter.
+func stripeField(p *problem) *problem {
+	switch p.Param {
+	case "source":
+		p.Param, p.Detail = "payment_method", msgPaymentMethod
+	case "merchant_reference":
+		p.Param = "metadata[" + stripeReference + "]"
+	}
+	return p
+}
+
+// knownPaymentIntentParam reports whether name is a parameter the fake
+// reads, or one that does not change what it does.
+func knownPaymentIntentParam(name string) bool {
+	switch name {
+	case "amount", "currency", "confirm", "payment_method", "description", "error_on_requires_action", "payment_method_types[]":
+		return true
+	}
+	return strings.HasPrefix(name, "metadata[") || strings.HasPrefix(name, "payment_method_types[")
+}
+
+// searchPaymentIntents serves GET /v1/payment_intents/search for the one
+// query the fake understands, metadata['merchant_reference']:'…'. Its
+// search reads the books at once, with no consistency delay. Like the
+// lookups of the IETF dialect, every request counts against the lookup
+// rate.
+func (p *Provider) searchPaymentIntents(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	if !p.lookups.AllowN(p.now(), 1) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, math.Ceil(1/p.LookupRate())))))
+		stripe.fail(w, rec, outcomeLookupLimited, newProblem(codeRateLimited, msgLookupLimited))
+		return
+	}
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	var ref string
+	ok := err == nil && len(query["query"]) == 1
+	if ok {
+		ref, ok = referenceQuery(query.Get("query"))
+	}
+	if !ok {
+		stripe.fail(w, rec, outcomeBadRequest, invalidField("query", msgSearchQuery))
+		return
+	}
+	p.mu.Lock()
+	data := []paymentIntent{}
+	for _, i := range p.byRef[ref] {
+		if c := p.charges[i]; strings.HasPrefix(c.ID, stripe.idPrefix) {
+			data = append(data, paymentIntentOf(c))
+		}
+	}
+	p.mu.Unlock()
+	rec.Outcome = outcomeChargesListed
+	writeJSON(w, http.StatusOK, struct {
+		Object  string          `json:"object"`
+		URL     string          `json:"url"`
+		HasMore bool            `json:"has_more"`
+		Data    []paymentIntent `json:"data"`
+	}{"search_result", stripeSearchPath, false, data})
+}
+
+// referenceQuery reads metadata['merchant_reference']:'REF', where a
+// backslash escapes the next character of REF.
+func referenceQuery(q string) (string, bool) {
+	quoted, ok := strings.CutPrefix(strings.TrimSpace(q), "metadata['"+stripeReference+"']:'")
+	if !ok {
+		return "", false
+	}
+	var ref strings.Builder
+	for i := 0; i < len(quoted); i++ {
+		switch c := quoted[i]; {
+		case c == '\\' && i+1 < len(quoted):
+			i++
+			ref.WriteByte(quoted[i])
+		case c == '\'':
+			return ref.String(), i == len(quoted)-1 && ref.Len() > 0
+		default:
+			ref.WriteByte(c)
+		}
+	}
+	return "", false
+}
+
+// getPaymentIntent serves GET /v1/payment_intents/{id}.
+func (p *Provider) getPaymentIntent(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	id := r.PathValue("id")
+	p.mu.Lock()
+	i, ok := p.byID[id]
+	var charge Charge
+	if ok {
+		charge = p.charges[i]
+	}
+	p.mu.Unlock()
+	if !ok || !strings.HasPrefix(id, stripe.idPrefix) {
+		prob := newProblem(codeNotFound, msgNoSuchPaymentIntent)
+		prob.Param = "id"
+		stripe.fail(w, rec, outcomeChargeNotFound, prob)
+		return
+	}
+	rec.Outcome = outcomeChargeFound
+	rec.ChargeID = charge.ID
+	writeJSON(w, http.StatusOK, paymentIntentOf(charge))
+}
