@@ -127,8 +127,8 @@ type Store interface {
 // Activities holds the dependencies of the payment activities. Register it
 // with a worker as a struct: each exported method becomes an activity.
 type Activities struct {
-	// Provider is the card provider's client.
-	Provider *provider.Client
+	// Provider is the card provider, behind its breaker.
+	Provider provider.Port
 	// Store is the merchant's database.
 	Store Store
 	// Now reads the clock for the request log and settlement times; nil

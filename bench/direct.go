@@ -26,7 +26,7 @@ const referencePrefix = "benchdirect"
 // reconciliation.
 type direct struct {
 	store    store.Store
-	provider *provider.Client
+	provider provider.Port
 	timing   workflows.Timing
 }
 

@@ -20,7 +20,7 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
 	"chargeonce/invariant"
-	"chargeonce/provider"
+	"chargeonce/provider/dialect"
 	"chargeonce/stack"
 	"chargeonce/workflows"
 )
@@ -187,7 +187,7 @@ func (b *bench) start(ctx context.Context) (func(), error) {
 	}
 	// The same client settings as the stack's worker, so that the direct
 	// loop pays the same HTTP costs.
-	pc, err := provider.New(provider.Config{BaseURL: st.ProviderURL(), HTTPClient: &http.Client{Timeout: time.Minute}, Logger: b.log})
+	pc, err := dialect.New(dialect.Config{BaseURL: st.ProviderURL(), HTTPClient: &http.Client{Timeout: time.Minute}, Logger: b.log})
 	if err != nil {
 		b.bare.stop()
 		stop()

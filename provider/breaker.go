@@ -85,8 +85,9 @@ func orDefault[T comparable](v, def T) T {
 	return v
 }
 
-// breaker is a two-step breaker: the request helper asks before sending and
-// reports after reading, with a verdict computed from the whole exchange.
+// breaker is a two-step breaker: Breaker asks before the adapter sends and
+// reports after it has read the answer, with a verdict computed from the
+// whole exchange.
 type breaker = gobreaker.TwoStepCircuitBreaker[struct{}]
 
 func newBreaker(name string, st gobreaker.Settings, log *slog.Logger) *breaker {
@@ -102,31 +103,123 @@ func newBreaker(name string, st gobreaker.Settings, log *slog.Logger) *breaker {
 	return gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
 }
 
+// Breaker is a Port behind circuit breakers: while its provider is failing it
+// refuses requests with BreakerOpen and sends nothing. Charges and lookups
+// have a breaker each, so that a lookup never becomes the half-open probe
+// that decides whether charges flow again: each endpoint proves its own
+// health. It is the one breaker of every adapter.
+type Breaker struct {
+	port    Port
+	charges *breaker
+	lookups *breaker
+}
+
+// NewBreaker puts port behind breakers configured by cfg, which log their
+// state changes to log (nil means slog.Default()).
+func NewBreaker(port Port, cfg BreakerConfig, log *slog.Logger) (*Breaker, error) {
+	if port == nil {
+		return nil, errors.New("provider: NewBreaker needs a port")
+	}
+	settings, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Breaker{
+		port:    port,
+		charges: newBreaker("provider-charges", settings, log),
+		lookups: newBreaker("provider-lookups", settings, log),
+	}, nil
+}
+
+// Charge sends req through the port unless the charge breaker is open.
+func (b *Breaker) Charge(ctx context.Context, req ChargeRequest) Result {
+	if err := ctx.Err(); err != nil {
+		return Result{Outcome: Timeout, Detail: "not sent: " + err.Error()}
+	}
+	done, err := b.charges.Allow()
+	if err != nil {
+		return Result{Outcome: BreakerOpen, Detail: refusal(b.charges)}
+	}
+	res := b.port.Charge(ctx, req)
+	done(breakerVerdict(ctx, res.Outcome, res.Sent))
+	return res
+}
+
+// FindCharges looks the reference up through the port unless the lookup
+// breaker is open.
+func (b *Breaker) FindCharges(ctx context.Context, merchantReference string) ([]Charge, error) {
+	const op = "find charges"
+	var charges []Charge
+	err := b.lookup(ctx, op, func() error {
+		var err error
+		charges, err = b.port.FindCharges(ctx, merchantReference)
+		return err
+	})
+	return charges, err
+}
+
+// Limits reads the limits through the port unless the lookup breaker is
+// open.
+func (b *Breaker) Limits(ctx context.Context) (Limits, error) {
+	const op = "limits"
+	var limits Limits
+	err := b.lookup(ctx, op, func() error {
+		var err error
+		limits, err = b.port.Limits(ctx)
+		return err
+	})
+	return limits, err
+}
+
+func (b *Breaker) lookup(ctx context.Context, op string, call func() error) error {
+	if err := ctx.Err(); err != nil {
+		return &Error{Op: op, Outcome: Timeout, Detail: "not sent: " + err.Error()}
+	}
+	done, err := b.lookups.Allow()
+	if err != nil {
+		return &Error{Op: op, Outcome: BreakerOpen, Detail: refusal(b.lookups)}
+	}
+	err = call()
+	var perr *Error
+	switch {
+	case err == nil:
+		done(nil)
+	case errors.As(err, &perr):
+		done(breakerVerdict(ctx, perr.Outcome, perr.StatusCode != 0))
+	default:
+		done(errNoHealthSignal)
+	}
+	return err
+}
+
+func refusal(br *breaker) string {
+	return "not sent: circuit breaker " + br.Name() + " is " + br.State().String()
+}
+
 var (
 	errProviderFailure = errors.New("provider failure")
 	errNoHealthSignal  = errors.New("no provider health signal")
 )
 
-// breakerVerdict says what one exchange tells about the provider's health:
-// nil for healthy, errProviderFailure, or errNoHealthSignal to count it as
-// neither.
+// breakerVerdict says what one exchange, read as outcome, tells about the
+// provider's health: nil for healthy, errProviderFailure, or
+// errNoHealthSignal to count it as neither.
 //
-// Only signs that the provider cannot serve us are failures: a server error
-// (500, 502, 503, 504), a broken connection, and a deadline passed while
-// waiting for it. Every deliberate answer is a success, whatever it says: a
-// decline, a 409 for a key in flight, a 422 or 400 about our request, even an
-// answer that breaks the contract, because a breaker cannot fix any of them
-// and opening it would only turn a correct answer into a refusal.
+// Only signs that the provider cannot serve us are failures: a server error,
+// a broken or refused connection, and a deadline passed while waiting for
+// it. Every deliberate answer is a success, whatever it says: a decline, a
+// 409 for a key in flight, a refusal of our request, even an answer that
+// breaks the contract, because a breaker cannot fix any of them and opening
+// it would only turn a correct answer into a refusal.
 //
 // Neither counts: a 429, since the provider is healthy and its Retry-After
 // already paces the caller, while opening the breaker would stop every
-// payment for a quota signal; and a caller that cancelled, which says nothing
-// about the provider.
-func breakerVerdict(ctx context.Context, ex exchange) error {
-	outcome := ex.failed
-	if outcome == "" {
-		outcome = statusOutcome(ex.status)
-	}
+// payment for a quota signal; a caller that cancelled, which says nothing
+// about the provider; and a request the adapter refused to send.
+func breakerVerdict(ctx context.Context, outcome Outcome, sent bool) error {
 	switch outcome {
 	case Unavailable, TransportError:
 		return errProviderFailure
@@ -137,6 +230,10 @@ func breakerVerdict(ctx context.Context, ex exchange) error {
 		return errProviderFailure
 	case RateLimited:
 		return errNoHealthSignal
+	case InvalidRequest:
+		if !sent {
+			return errNoHealthSignal
+		}
 	}
 	return nil
 }

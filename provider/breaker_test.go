@@ -3,8 +3,6 @@ package provider_test
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,193 +11,80 @@ import (
 	"chargeonce/provider"
 )
 
-// withBreaker configures the breaker and sends its logs to logs, if any.
-func withBreaker(b provider.BreakerConfig, logs *logBuffer) func(*provider.Config) {
-	return func(cfg *provider.Config) {
-		cfg.Breaker = b
-		if logs != nil {
-			cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-		}
-	}
+// port answers every call with its canned result and counts the calls.
+type port struct {
+	result provider.Result
+	err    error
+	calls  int
 }
 
-func TestClient_BreakerOpensOnProviderFailuresAndSendsNothing(t *testing.T) {
+func (p *port) Charge(context.Context, provider.ChargeRequest) provider.Result {
+	p.calls++
+	return p.result
+}
+
+func (p *port) FindCharges(context.Context, string) ([]provider.Charge, error) {
+	p.calls++
+	return nil, p.err
+}
+
+func (p *port) Limits(context.Context) (provider.Limits, error) {
+	p.calls++
+	return provider.Limits{}, p.err
+}
+
+// The breaker judges outcomes, not a dialect's statuses, so it stands in
+// front of any adapter the same way.
+func TestBreaker_OpensOnOutcomesOfAnyPort(t *testing.T) {
 	cases := []struct {
-		name    string
-		handler http.Handler
-		want    provider.Outcome
+		name   string
+		result provider.Result
+		opens  bool
 	}{
-		{"503", reply{status: http.StatusServiceUnavailable}, provider.Unavailable},
-		{"500", reply{status: http.StatusInternalServerError}, provider.Unavailable},
-		{"timeout", http.HandlerFunc(blockUntilClientGivesUp), provider.Timeout},
-		{"dropped connection", http.HandlerFunc(dropConnection), provider.TransportError},
+		{"unknown 5xx", provider.Result{Outcome: provider.Unavailable, Sent: true, StatusCode: 502}, true},
+		{"refused connection", provider.Result{Outcome: provider.TransportError}, true},
+		{"timeout", provider.Result{Outcome: provider.Timeout, Sent: true}, true},
+		{"rate limited", provider.Result{Outcome: provider.RateLimited, Sent: true, Refused: true, StatusCode: 429}, false},
+		{"in flight", provider.Result{Outcome: provider.InFlight, Sent: true, StatusCode: 409}, false},
+		{"key reused", provider.Result{Outcome: provider.ContractViolation, Sent: true, StatusCode: 400}, false},
+		{"refused before sending", provider.Result{Outcome: provider.InvalidRequest}, false},
+		{"declined", provider.Result{Outcome: provider.Declined, Sent: true, StatusCode: 402}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t, tc.handler)
-			logs := &logBuffer{}
-			c := newClient(t, srv.URL, withBreaker(provider.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour}, logs))
-			charge := func() provider.Result {
-				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-				defer cancel()
-				return c.Charge(ctx, testCharge())
-			}
+			p := &port{result: tc.result}
+			b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
 
-			for range 3 {
-				require.Equal(t, tc.want, charge().Outcome)
+			for range 2 {
+				require.Equal(t, tc.result, b.Charge(context.Background(), provider.ChargeRequest{}))
 			}
-			res := charge()
+			res := b.Charge(context.Background(), provider.ChargeRequest{})
 
-			require.Equal(t, provider.BreakerOpen, res.Outcome)
-			require.True(t, res.Outcome.Retryable())
-			require.False(t, res.Sent)
-			require.Zero(t, res.StatusCode)
-			require.Zero(t, res.Duration)
-			require.Contains(t, res.Detail, "provider-charges is open")
-			require.EqualValues(t, 3, srv.hits.Load(), "an open breaker sends nothing")
-			require.Contains(t, logs.String(), "breaker=provider-charges from=closed to=open")
+			if tc.opens {
+				require.Equal(t, provider.BreakerOpen, res.Outcome)
+				require.True(t, res.NotProcessed())
+				require.Equal(t, 2, p.calls, "an open breaker calls nothing")
+			} else {
+				require.Equal(t, tc.result, res)
+				require.Equal(t, 3, p.calls)
+			}
 		})
 	}
 }
 
-func TestClient_BreakerIgnoresAnswersThatAreNotProviderFailures(t *testing.T) {
-	cases := []struct {
-		name  string
-		reply reply
-		want  provider.Outcome
-	}{
-		{"decline", reply{status: 402, body: `{"code":"card_declined","decline_code":"do_not_honor","charge_id":"ch_1"}`}, provider.Declined},
-		{"409 in flight", reply{status: 409, header: map[string]string{"Retry-After": "1"}}, provider.InFlight},
-		{"422 key reused", reply{status: 422}, provider.ContractViolation},
-		{"400 invalid", reply{status: 400}, provider.InvalidRequest},
-		{"429 rate limited", reply{status: 429, header: map[string]string{"Retry-After": "1"}}, provider.RateLimited},
-		{"2xx that breaks the contract", reply{status: 201, body: `{}`}, provider.ContractViolation},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t, tc.reply)
-			c := newClient(t, srv.URL, withBreaker(provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Hour}, nil))
-
-			for range 6 {
-				require.Equal(t, tc.want, c.Charge(context.Background(), testCharge()).Outcome)
-			}
-
-			require.EqualValues(t, 6, srv.hits.Load())
-		})
-	}
-}
-
-func TestClient_BreakerProbesAfterTheOpenTimeoutAndClosesOnSuccess(t *testing.T) {
-	var healthy atomic.Bool
-	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !healthy.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		reply{status: http.StatusCreated, body: chargeObject(t, nil)}.ServeHTTP(w, r)
-	}))
-	logs := &logBuffer{}
-	c := newClient(t, srv.URL, withBreaker(provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: 20 * time.Millisecond}, logs))
-	for range 2 {
-		require.Equal(t, provider.Unavailable, c.Charge(context.Background(), testCharge()).Outcome)
-	}
-	require.Contains(t, logs.String(), "to=open")
-
-	healthy.Store(true)
-	require.Eventually(t, func() bool {
-		return c.Charge(context.Background(), testCharge()).Outcome == provider.Approved
-	}, 5*time.Second, 5*time.Millisecond)
-	require.EqualValues(t, 3, srv.hits.Load(), "one probe, and nothing sent while open")
-
-	for range 3 {
-		require.Equal(t, provider.Approved, c.Charge(context.Background(), testCharge()).Outcome)
-	}
-	require.EqualValues(t, 6, srv.hits.Load())
-	require.Contains(t, logs.String(), "from=open to=half-open")
-	require.Contains(t, logs.String(), "from=half-open to=closed")
-}
-
-func TestClient_BreakerReopensWhenTheProbeFails(t *testing.T) {
-	srv := newServer(t, reply{status: http.StatusServiceUnavailable})
-	logs := &logBuffer{}
-	c := newClient(t, srv.URL, withBreaker(provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: 20 * time.Millisecond}, logs))
-	for range 2 {
-		require.Equal(t, provider.Unavailable, c.Charge(context.Background(), testCharge()).Outcome)
-	}
-
-	require.Eventually(t, func() bool {
-		return c.Charge(context.Background(), testCharge()).Outcome == provider.Unavailable
-	}, 5*time.Second, 5*time.Millisecond)
-
-	require.EqualValues(t, 3, srv.hits.Load())
-	require.Contains(t, logs.String(), "from=half-open to=open")
-}
-
-func TestClient_BreakerOpensOnTheFailureRatio(t *testing.T) {
-	var n atomic.Int64
-	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1)%2 == 0 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		reply{status: http.StatusCreated, body: chargeObject(t, nil)}.ServeHTTP(w, r)
-	}))
-	c := newClient(t, srv.URL, withBreaker(provider.BreakerConfig{
-		ConsecutiveFailures: 100, FailureRatio: 0.5, MinRequests: 4, OpenTimeout: time.Hour,
-	}, nil))
-
-	var outcomes []provider.Outcome
-	for range 5 {
-		outcomes = append(outcomes, c.Charge(context.Background(), testCharge()).Outcome)
-	}
-
-	require.Equal(t, []provider.Outcome{
-		provider.Approved, provider.Unavailable, provider.Approved, provider.Unavailable, provider.BreakerOpen,
-	}, outcomes, "half of four answered requests failed")
-	require.EqualValues(t, 4, srv.hits.Load())
-}
-
-func TestClient_BreakerIgnoresACallerThatCancels(t *testing.T) {
-	arrived := make(chan struct{})
-	var answer atomic.Bool
-	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if answer.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		close(arrived)
-		blockUntilClientGivesUp(w, r)
-	}))
-	c := newClient(t, srv.URL, withBreaker(provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-arrived
-		cancel()
-	}()
-
-	require.Equal(t, provider.Timeout, c.Charge(ctx, testCharge()).Outcome)
-	answer.Store(true)
-	res := c.Charge(context.Background(), testCharge())
-
-	require.Equal(t, provider.Unavailable, res.Outcome, "a cancelled call is no provider failure")
-	require.EqualValues(t, 2, srv.hits.Load())
-}
-
-func TestClient_LookupsHaveTheirOwnBreaker(t *testing.T) {
-	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		reply{status: http.StatusOK, body: `{"data":[]}`}.ServeHTTP(w, r)
-	}))
-	c := newClient(t, srv.URL, withBreaker(provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, nil))
-	require.Equal(t, provider.Unavailable, c.Charge(context.Background(), testCharge()).Outcome)
-	require.Equal(t, provider.BreakerOpen, c.Charge(context.Background(), testCharge()).Outcome)
-
-	charges, err := c.FindCharges(context.Background(), testCharge().MerchantReference)
-
+func TestBreaker_LookupsOpenOnTheirOwn(t *testing.T) {
+	p := &port{err: &provider.Error{Op: "find charges", Outcome: provider.Unavailable, StatusCode: 503}, result: provider.Result{Outcome: provider.Approved, Sent: true}}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	require.Empty(t, charges)
-	require.EqualValues(t, 2, srv.hits.Load())
+
+	_, err = b.FindCharges(context.Background(), "ref")
+	require.ErrorContains(t, err, "HTTP 503")
+	_, err = b.Limits(context.Background())
+	var perr *provider.Error
+	require.ErrorAs(t, err, &perr)
+	require.Equal(t, provider.BreakerOpen, perr.Outcome)
+
+	require.Equal(t, provider.Approved, b.Charge(context.Background(), provider.ChargeRequest{}).Outcome, "charges have their own breaker")
+	require.Equal(t, 2, p.calls)
 }

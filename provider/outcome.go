@@ -24,10 +24,11 @@ const (
 	// unknown; asking again with the same key later returns the result.
 	InFlight Outcome = "in_flight"
 	// ContractViolation: the provider and this client disagree about the
-	// contract. A 422 means the key was reused with another body, a bug on
-	// our side; a 2xx whose charge does not match what was sent, an
-	// unreadable body or an unexpected status means the provider broke the
-	// contract. Either way a retry cannot fix it and a human must look.
+	// contract. The key reused with another body (the draft's 422, Stripe's
+	// 400 idempotency_error) is a bug on our side; a 2xx whose charge does
+	// not match what was sent, an unreadable body or an unexpected status
+	// means the provider broke the contract. Either way a retry cannot fix
+	// it and a human must look.
 	ContractViolation Outcome = "contract_violation"
 	// InvalidRequest: the request was refused as malformed (400), or was
 	// found malformed here and never sent. Retrying the same request cannot
@@ -37,8 +38,9 @@ const (
 	// (429). Retrying after RetryAfter is safe.
 	RateLimited Outcome = "rate_limited"
 	// Unavailable: the provider answered with a server error (500, 502, 503,
-	// 504). The contract says nothing was processed, but a gateway error may
-	// hide a request that did arrive, so the caller retries with the same key.
+	// 504). Whether anything was processed is the dialect's to say
+	// (Result.Refused); a gateway error may hide a request that did arrive,
+	// so the caller retries with the same key.
 	Unavailable Outcome = "unavailable"
 	// TransportError: the connection failed (refused, reset, closed without
 	// an answer). The request may or may not have been processed.

@@ -33,7 +33,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
-	"chargeonce/provider"
+	"chargeonce/provider/dialect"
 	"chargeonce/store"
 	"chargeonce/temporalclient"
 	"chargeonce/temporalserver"
@@ -80,6 +80,9 @@ type Config struct {
 	CheckoutBudget time.Duration
 	// Provider configures the fake provider (chaos mode, retention).
 	Provider fakeprovider.Config
+	// ProviderAPI is the dialect the worker speaks to the fake provider,
+	// dialect.IETF or dialect.Stripe; empty means IETF.
+	ProviderAPI string
 	// SweepEvery is the outbox sweep's period; zero means the default.
 	SweepEvery time.Duration
 	// ExternalWorkers leaves the payment worker, and with it the outbox
@@ -398,10 +401,17 @@ func (s *Stack) startCheckout() error {
 }
 
 func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) error {
-	pc, err := provider.New(provider.Config{
-		BaseURL:    s.providerS.URL(),
-		HTTPClient: &http.Client{Timeout: time.Minute},
-		Logger:     s.cfg.Logger,
+	var stripeKey string
+	if s.cfg.ProviderAPI == dialect.Stripe {
+		stripeKey = fakeprovider.StripeTestKey
+	}
+	// The fake's search reads its books at once: no lookup delay.
+	pc, err := dialect.New(dialect.Config{
+		API:          s.cfg.ProviderAPI,
+		BaseURL:      s.providerS.URL(),
+		HTTPClient:   &http.Client{Timeout: time.Minute},
+		StripeAPIKey: stripeKey,
+		Logger:       s.cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("stack: provider client: %w", err)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/codec"
-	"chargeonce/provider"
+	"chargeonce/provider/dialect"
 	"chargeonce/stack"
 	"chargeonce/worker"
 	"chargeonce/workflows"
@@ -52,7 +52,7 @@ func TestCheckout_RunsWithTheTimingThePaymentWorkerPublished(t *testing.T) {
 
 	timing := articleTiming()
 	timing.AbandonAfter = 17 * time.Minute
-	pc, err := provider.New(provider.Config{BaseURL: st.ProviderURL(), HTTPClient: &http.Client{Timeout: time.Minute}, Logger: logger})
+	pc, err := dialect.New(dialect.Config{BaseURL: st.ProviderURL(), HTTPClient: &http.Client{Timeout: time.Minute}, Logger: logger})
 	require.NoError(t, err)
 	w, err := worker.Start(ctx, worker.Deps{Client: st.Client(), Provider: pc, Store: st.Store(), Checkout: st.Checkout(), Timing: timing, Logger: logger})
 	require.NoError(t, err)

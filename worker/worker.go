@@ -43,8 +43,8 @@ const DefaultSweepEvery = 30 * time.Second
 type Deps struct {
 	// Client is connected to Temporal with the encrypting data converter.
 	Client client.Client
-	// Provider is the card provider's client.
-	Provider *provider.Client
+	// Provider is the card provider, behind its breaker.
+	Provider provider.Port
 	// Store is the merchant database.
 	Store store.Store
 	// Checkout runs the outbox sweep, whose workflows start with the
@@ -156,11 +156,13 @@ func (w *Worker) Stop() {
 }
 
 // CheckLimits reads the limits that the provider publishes and refuses a
-// timing whose abandon deadline is not below its key retention. After
+// timing whose abandon deadline is not below its key retention, or whose
+// first lookup does not come after the lookups' consistency delay. After
 // retention the provider forgets the key, and a late retry with it would
-// charge the card a second time. It returns the limits, whose lookup rate
-// paces the lookups.
-func CheckLimits(ctx context.Context, p *provider.Client, t workflows.Timing) (provider.Limits, error) {
+// charge the card a second time; a lookup before the delay may miss a charge
+// that exists, and the attempt would be settled as never charged. It returns
+// the limits, whose lookup rate paces the lookups.
+func CheckLimits(ctx context.Context, p provider.Port, t workflows.Timing) (provider.Limits, error) {
 	if err := t.Validate(); err != nil {
 		return provider.Limits{}, fmt.Errorf("worker: timing: %w", err)
 	}
@@ -171,6 +173,10 @@ func CheckLimits(ctx context.Context, p *provider.Client, t workflows.Timing) (p
 	if t.AbandonAfter >= limits.KeyRetention {
 		return provider.Limits{}, fmt.Errorf("worker: abandon-after %v must be shorter than the provider's key retention %v: "+
 			"a retry after the provider forgot the key would charge the card again", t.AbandonAfter, limits.KeyRetention)
+	}
+	if t.MinAge <= limits.LookupDelay {
+		return provider.Limits{}, fmt.Errorf("worker: reconcile-min-age %v must exceed the %v the provider's lookups may lag behind a new charge: "+
+			"an earlier lookup could miss a charge that exists", t.MinAge, limits.LookupDelay)
 	}
 	return limits, nil
 }

@@ -17,23 +17,25 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/provider"
+	"chargeonce/provider/ietf"
+	"chargeonce/provider/stripe"
 	"chargeonce/store"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )
 
-func providerWithLimits(t *testing.T, retention time.Duration, lookupRate float64) *provider.Client {
+func providerWithLimits(t *testing.T, retention time.Duration, lookupRate float64) provider.Port {
 	t.Helper()
 	fake, err := fakeprovider.New(fakeprovider.Config{Retention: retention, LookupRate: lookupRate})
 	require.NoError(t, err)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	c, err := provider.New(provider.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	c, err := ietf.New(ietf.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Timeout: 5 * time.Second}})
 	require.NoError(t, err)
 	return c
 }
 
-func providerWithRetention(t *testing.T, retention time.Duration) *provider.Client {
+func providerWithRetention(t *testing.T, retention time.Duration) provider.Port {
 	t.Helper()
 	return providerWithLimits(t, retention, 0)
 }
@@ -66,7 +68,7 @@ func TestCheckLimits_RefusesInvalidTiming(t *testing.T) {
 }
 
 func TestCheckLimits_ReportsAnUnreachableProvider(t *testing.T) {
-	c, err := provider.New(provider.Config{BaseURL: "http://127.0.0.1:1", HTTPClient: &http.Client{Timeout: time.Second}})
+	c, err := ietf.New(ietf.Config{BaseURL: "http://127.0.0.1:1", HTTPClient: &http.Client{Timeout: time.Second}})
 	require.NoError(t, err)
 	_, err = worker.CheckLimits(context.Background(), c, workflows.DefaultTiming())
 	require.ErrorContains(t, err, "read the provider's published limits")
@@ -208,4 +210,18 @@ func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T)
 	require.Nil(t, w)
 	got, _ := published(t, st)
 	require.Equal(t, running, got)
+}
+
+func TestCheckLimits_RefusesAFirstLookupBeforeStripesSearchCatchesUp(t *testing.T) {
+	c, err := stripe.New(stripe.Config{APIKey: "sk_test_123", HTTPClient: &http.Client{Timeout: time.Second}, LookupDelay: stripe.SearchDelay})
+	require.NoError(t, err)
+	timing := workflows.DefaultTiming() // first lookup after 2 minutes
+
+	limits, err := worker.CheckLimits(context.Background(), c, timing)
+	require.NoError(t, err)
+	require.Equal(t, 24*time.Hour, limits.KeyRetention)
+
+	timing.MinAge = stripe.SearchDelay
+	_, err = worker.CheckLimits(context.Background(), c, timing)
+	require.ErrorContains(t, err, "reconcile-min-age 1m0s must exceed the 1m0s the provider's lookups may lag behind a new charge")
 }

@@ -25,6 +25,7 @@ import (
 	"chargeonce/activities"
 	"chargeonce/fakeprovider"
 	"chargeonce/provider"
+	"chargeonce/provider/dialect"
 	"chargeonce/store"
 )
 
@@ -38,6 +39,9 @@ type Options struct {
 	// Breaker configures the provider clients' circuit breakers; the zero
 	// value is the client's default.
 	Breaker provider.BreakerConfig
+	// API is the dialect the clients speak to the fake, dialect.IETF or
+	// dialect.Stripe; empty means IETF.
+	API string
 	// Middleware, when set, wraps the fake's handler, for tests that act
 	// between a request's arrival and its answer.
 	Middleware func(fake *fakeprovider.Provider, next http.Handler) http.Handler
@@ -93,7 +97,7 @@ type Env struct {
 	Fake *fakeprovider.Provider
 	// Client is a provider client of the fake, separate from the one the
 	// activities use, for acting on the provider directly.
-	Client *provider.Client
+	Client provider.Port
 	// Store is the SQLite store the activities write to.
 	Store store.Store
 	// Activities are the activities under test.
@@ -144,17 +148,23 @@ func Start(ctx context.Context, opts Options, dir string) (*Env, error) {
 		handler = opts.Middleware(fake, handler)
 	}
 	e.srv = httptest.NewServer(e.recordKeys(handler))
-	clients := make([]*provider.Client, 2)
+	var stripeKey string
+	if opts.API == dialect.Stripe {
+		stripeKey = fakeprovider.StripeTestKey
+	}
+	clients := make([]provider.Port, 2)
 	for i := range clients {
 		// Each client has its own connections, so that what is done through
 		// Client never shares a connection with the activities.
 		transport := &http.Transport{}
 		e.transports = append(e.transports, transport)
-		clients[i], err = provider.New(provider.Config{
-			BaseURL:    e.srv.URL,
-			HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: transport},
-			Breaker:    opts.Breaker,
-			Logger:     logger,
+		clients[i], err = dialect.New(dialect.Config{
+			API:          opts.API,
+			BaseURL:      e.srv.URL,
+			HTTPClient:   &http.Client{Timeout: 10 * time.Second, Transport: transport},
+			StripeAPIKey: stripeKey,
+			Breaker:      opts.Breaker,
+			Logger:       logger,
 		})
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("provider client: %w", err), e.Close(ctx))

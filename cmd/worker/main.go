@@ -5,6 +5,9 @@
 // It serves /healthz, /metrics, and the payload codec for the Temporal Web
 // UI under /codec on --listen.
 //
+// --provider chooses the API the card provider speaks: ietf (the default,
+// docs/provider-http.md) or stripe, with --stripe-api-key.
+//
 // The worker owns the payment timing (--attempt-timeout … --abandon-after):
 // it checks --abandon-after against the provider's key retention and
 // publishes the timing in the merchant database, where every checkout reads
@@ -19,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"chargeonce"
 	"chargeonce/alert"
@@ -28,7 +30,6 @@ import (
 	"chargeonce/internal/cli"
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
-	"chargeonce/provider"
 	"chargeonce/worker"
 )
 
@@ -42,18 +43,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	backend := cli.Backend(fs)
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
-	providerURL := fs.String("provider-url", "http://localhost:8099", "card provider base `URL`")
-	providerTimeout := fs.Duration("provider-timeout", 30*time.Second, "upper bound of any one HTTP exchange with the provider (charges are bounded by --attempt-timeout)")
+	providerFlags := providerFlagsOf(fs)
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
 	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if *sweepEvery <= 0 || *providerTimeout <= 0 {
-		return cli.UsageError{Err: errors.New("--sweep-every and --provider-timeout must be positive")}
+	if *sweepEvery <= 0 {
+		return cli.UsageError{Err: errors.New("--sweep-every must be positive")}
 	}
 	logger, err := logFlags.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	pc, providerURL, err := providerFlags.port(logger)
 	if err != nil {
 		return err
 	}
@@ -73,10 +77,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	pc, err := provider.New(provider.Config{BaseURL: *providerURL, HTTPClient: &http.Client{Timeout: *providerTimeout}, Logger: logger})
-	if err != nil {
-		return cli.UsageError{Err: err}
-	}
 	// The sweep starts the workflows of stored attempts and creates none,
 	// so it needs no reference prefix.
 	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Logger: logger})
@@ -102,6 +102,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		fmt.Fprintln(rw, "ok")
 	})
 	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, *uiOrigin)))
-	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "provider", *providerURL)
+	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "provider", providerURL, "provider_api", *providerFlags.api)
 	return serve.Run(ctx, ln, mux)
 }

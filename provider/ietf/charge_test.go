@@ -1,4 +1,4 @@
-package provider_test
+package ietf_test
 
 import (
 	"context"
@@ -230,7 +230,7 @@ func TestClient_ChargeWithoutAnAnswerIsUnknown(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, tc.handler)
-			c := newClient(t, srv.URL, func(cfg *provider.Config) { cfg.HTTPClient = tc.client })
+			c := newClient(t, srv.URL, func(cfg *testConfig) { cfg.HTTPClient = tc.client })
 			ctx, cancel := tc.ctx()
 			defer cancel()
 

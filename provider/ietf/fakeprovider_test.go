@@ -1,4 +1,4 @@
-package provider_test
+package ietf_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // newFake starts the fake provider behind a real HTTP server and returns it
 // with a client of it.
-func newFake(t *testing.T, cfg fakeprovider.Config) (*fakeprovider.Provider, *provider.Client) {
+func newFake(t *testing.T, cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port) {
 	t.Helper()
 	fp, err := fakeprovider.New(cfg)
 	require.NoError(t, err)

@@ -1,12 +1,13 @@
-package provider
+package ietf
 
 import (
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/provider"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -20,13 +21,13 @@ func TestParseRetryAfter(t *testing.T) {
 		{"1", time.Second, true},
 		{" 120 ", 2 * time.Minute, true},
 		{"300", 5 * time.Minute, true},
-		{"301", maxRetryAfter, true},
-		{"99999999999999999999999", maxRetryAfter, true},
+		{"301", provider.MaxRetryAfter, true},
+		{"99999999999999999999999", provider.MaxRetryAfter, true},
 		{"Mon, 30 Nov 2026 10:00:42 GMT", 42 * time.Second, true},
 		{"Monday, 30-Nov-26 10:00:42 GMT", 42 * time.Second, true},
 		{"Mon Nov 30 10:00:42 2026", 42 * time.Second, true},
 		{"Mon, 30 Nov 2026 09:00:00 GMT", 0, true},
-		{"Tue, 01 Dec 2026 10:00:00 GMT", maxRetryAfter, true},
+		{"Tue, 01 Dec 2026 10:00:00 GMT", provider.MaxRetryAfter, true},
 		{"", 0, false},
 		{"-1", 0, false},
 		{"+5", 0, false},
@@ -41,21 +42,8 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestBreakerConfig_ZeroValueDefaults(t *testing.T) {
-	st, err := BreakerConfig{}.settings()
-
-	require.NoError(t, err)
-	require.EqualValues(t, 1, st.MaxRequests, "one probe in half-open")
-	require.Equal(t, 10*time.Second, st.Timeout)
-	require.Equal(t, time.Minute, st.Interval)
-	require.False(t, st.ReadyToTrip(gobreaker.Counts{Requests: 4, TotalFailures: 4, ConsecutiveFailures: 4}))
-	require.True(t, st.ReadyToTrip(gobreaker.Counts{Requests: 5, TotalFailures: 5, ConsecutiveFailures: 5}))
-	require.False(t, st.ReadyToTrip(gobreaker.Counts{Requests: 100, TotalSuccesses: 10, TotalFailures: 90, ConsecutiveFailures: 4}),
-		"the ratio rule is off by default")
-}
-
 func BenchmarkClassifyCharge(b *testing.B) {
-	req := ChargeRequest{
+	req := provider.ChargeRequest{
 		Key: "01a1d96c-e23d-77bf-801e-9df969c1d378", Amount: 54890, Currency: "TRY", Source: "tok_visa",
 		Description: "Bookstore order 1001", MerchantReference: "bookstore-1001-01a1d96ce23d77bf801e9df969c1d378",
 	}
@@ -65,15 +53,15 @@ func BenchmarkClassifyCharge(b *testing.B) {
 		status int
 		header http.Header
 		body   string
-		want   Outcome
+		want   provider.Outcome
 	}{
 		{"approved", 201, json, `{"id":"ch_000001","object":"charge","amount":54890,"currency":"TRY","status":"succeeded",` +
 			`"merchant_reference":"bookstore-1001-01a1d96ce23d77bf801e9df969c1d378",` +
-			`"idempotency_key":"01a1d96c-e23d-77bf-801e-9df969c1d378","created":"2026-11-30T10:00:00Z"}`, Approved},
+			`"idempotency_key":"01a1d96c-e23d-77bf-801e-9df969c1d378","created":"2026-11-30T10:00:00Z"}`, provider.Approved},
 		{"declined", 402, json, `{"type":"about:blank","title":"Payment Required","status":402,"detail":"The card was declined.",` +
-			`"code":"card_declined","decline_code":"do_not_honor","charge_id":"ch_000002"}`, Declined},
-		{"in_flight", 409, http.Header{"Retry-After": {"1"}}, `{"title":"Conflict","status":409}`, InFlight},
-		{"unavailable", 503, http.Header{}, ``, Unavailable},
+			`"code":"card_declined","decline_code":"do_not_honor","charge_id":"ch_000002"}`, provider.Declined},
+		{"in_flight", 409, http.Header{"Retry-After": {"1"}}, `{"title":"Conflict","status":409}`, provider.InFlight},
+		{"unavailable", 503, http.Header{}, ``, provider.Unavailable},
 	}
 	now := time.Now()
 	for _, tc := range cases {

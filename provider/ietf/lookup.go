@@ -1,4 +1,4 @@
-package provider
+package ietf
 
 import (
 	"context"
@@ -9,16 +9,18 @@ import (
 	"net/url"
 	"slices"
 	"time"
+
+	"chargeonce/provider"
 )
 
 // FindCharges returns every charge the provider holds for merchantReference,
 // oldest first; none is an empty list, not an error. It is how an attempt
 // whose every answer was lost learns whether the card was charged. Errors are
-// *Error, whose Outcome says whether asking again may help.
-func (c *Client) FindCharges(ctx context.Context, merchantReference string) ([]Charge, error) {
+// *provider.Error, whose Outcome says whether asking again may help.
+func (c *Client) FindCharges(ctx context.Context, merchantReference string) ([]provider.Charge, error) {
 	const op = "find charges"
 	if merchantReference == "" {
-		return nil, &Error{Op: op, Outcome: InvalidRequest, Detail: "not sent: merchant reference is empty"}
+		return nil, &provider.Error{Op: op, Outcome: provider.InvalidRequest, Detail: "not sent: merchant reference is empty"}
 	}
 	var list struct {
 		Data []wireCharge `json:"data"`
@@ -27,88 +29,74 @@ func (c *Client) FindCharges(ctx context.Context, merchantReference string) ([]C
 		return nil, err
 	}
 	if list.Data == nil {
-		return nil, &Error{Op: op, Outcome: ContractViolation, StatusCode: http.StatusOK, Detail: `the list has no "data" array`}
+		return nil, &provider.Error{Op: op, Outcome: provider.ContractViolation, StatusCode: http.StatusOK, Detail: `the list has no "data" array`}
 	}
-	charges := make([]Charge, 0, len(list.Data))
+	charges := make([]provider.Charge, 0, len(list.Data))
 	for _, w := range list.Data {
 		ch, err := w.charge()
 		if err == nil && ch.MerchantReference != merchantReference {
 			err = fmt.Errorf("charge %s has merchant_reference %q, want %q", ch.ID, ch.MerchantReference, merchantReference)
 		}
 		if err != nil {
-			return nil, &Error{Op: op, Outcome: ContractViolation, StatusCode: http.StatusOK, Detail: err.Error()}
+			return nil, &provider.Error{Op: op, Outcome: provider.ContractViolation, StatusCode: http.StatusOK, Detail: err.Error()}
 		}
 		charges = append(charges, ch)
 	}
 	// The contract lists oldest first; sorting keeps that promise for the
 	// caller even if the provider does not, and the stable sort keeps the
 	// provider's order among charges created in the same instant.
-	slices.SortStableFunc(charges, func(a, b Charge) int { return a.Created.Compare(b.Created) })
+	slices.SortStableFunc(charges, func(a, b provider.Charge) int { return a.Created.Compare(b.Created) })
 	return charges, nil
-}
-
-// Limits are what the provider publishes about how it may be used, at
-// GET /v1/idempotency.
-type Limits struct {
-	// KeyRetention is how long the provider remembers an idempotency key.
-	// After that, the same key creates a new charge, so every retry and
-	// every reconciliation of an attempt must end well within it; the
-	// worker checks its configuration against this at start.
-	KeyRetention time.Duration
-	// LookupsPerSecond is how many lookups by merchant reference the
-	// provider serves a second, from all its clients together; past it, it
-	// answers 429. The workers pace their lookups to stay under it.
-	LookupsPerSecond float64
 }
 
 // Limits reads the limits the provider publishes. A provider that publishes
 // no positive retention or no positive lookup rate is an error: no safe
 // abandon deadline, or no lookup pace, can be derived from it.
-func (c *Client) Limits(ctx context.Context) (Limits, error) {
+func (c *Client) Limits(ctx context.Context) (provider.Limits, error) {
 	const op = "limits"
 	var policy struct {
 		Seconds          *int64   `json:"key_retention_seconds"`
 		LookupsPerSecond *float64 `json:"lookups_per_second"`
 	}
 	if err := c.get(ctx, op, "/v1/idempotency", nil, &policy); err != nil {
-		return Limits{}, err
+		return provider.Limits{}, err
 	}
 	violation := func(detail string) error {
-		return &Error{Op: op, Outcome: ContractViolation, StatusCode: http.StatusOK, Detail: detail}
+		return &provider.Error{Op: op, Outcome: provider.ContractViolation, StatusCode: http.StatusOK, Detail: detail}
 	}
 	switch {
 	case policy.Seconds == nil:
-		return Limits{}, violation("key_retention_seconds is missing")
+		return provider.Limits{}, violation("key_retention_seconds is missing")
 	case *policy.Seconds <= 0 || *policy.Seconds > math.MaxInt64/int64(time.Second):
-		return Limits{}, violation(fmt.Sprintf("key_retention_seconds %d is not a positive duration", *policy.Seconds))
+		return provider.Limits{}, violation(fmt.Sprintf("key_retention_seconds %d is not a positive duration", *policy.Seconds))
 	case policy.LookupsPerSecond == nil:
-		return Limits{}, violation("lookups_per_second is missing")
+		return provider.Limits{}, violation("lookups_per_second is missing")
 	case *policy.LookupsPerSecond <= 0:
-		return Limits{}, violation(fmt.Sprintf("lookups_per_second %v is not a positive rate", *policy.LookupsPerSecond))
+		return provider.Limits{}, violation(fmt.Sprintf("lookups_per_second %v is not a positive rate", *policy.LookupsPerSecond))
 	}
-	return Limits{
+	return provider.Limits{
 		KeyRetention:     time.Duration(*policy.Seconds) * time.Second,
 		LookupsPerSecond: *policy.LookupsPerSecond,
 	}, nil
 }
 
 // get sends a lookup and decodes a 200 answer into v. Any other answer, or
-// none, is an *Error.
+// none, is a *provider.Error.
 func (c *Client) get(ctx context.Context, op, path string, query url.Values, v any) error {
-	ex := c.send(ctx, c.lookups, http.MethodGet, path, query, nil, nil)
+	ex := c.send(ctx, http.MethodGet, path, query, nil, nil)
 	if ex.failed != "" {
-		return &Error{Op: op, Outcome: ex.failed, StatusCode: ex.status, Detail: ex.detail}
+		return &provider.Error{Op: op, Outcome: ex.failed, StatusCode: ex.status, Detail: ex.detail}
 	}
 	if ex.status != http.StatusOK {
 		outcome := statusOutcome(ex.status)
 		if ex.status == http.StatusNotFound {
-			outcome = NotFound
+			outcome = provider.NotFound
 		}
 		delay, note := retryAfter(ex.header, time.Now())
-		return &Error{Op: op, Outcome: outcome, StatusCode: ex.status, RetryAfter: delay, Detail: joinNote(describe(ex.status, ex.body), note)}
+		return &provider.Error{Op: op, Outcome: outcome, StatusCode: ex.status, RetryAfter: delay, Detail: joinNote(describe(ex.status, ex.body), note)}
 	}
 	if err := json.Unmarshal(ex.body, v); err != nil {
-		return &Error{Op: op, Outcome: ContractViolation, StatusCode: ex.status, Detail: "decoding the answer: " + err.Error()}
+		return &provider.Error{Op: op, Outcome: provider.ContractViolation, StatusCode: ex.status, Detail: "decoding the answer: " + err.Error()}
 	}
 	return nil
 }

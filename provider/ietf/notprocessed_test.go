@@ -1,4 +1,4 @@
-package provider_test
+package ietf_test
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestResult_NotProcessedOnlyWhereNoChargeCanExist(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.handler)
-			c := newClient(t, srv.URL, func(cfg *provider.Config) { cfg.HTTPClient = &http.Client{Timeout: 300 * time.Millisecond} })
+			c := newClient(t, srv.URL, func(cfg *testConfig) { cfg.HTTPClient = &http.Client{Timeout: 300 * time.Millisecond} })
 
 			res := c.Charge(context.Background(), testCharge())
 
@@ -66,7 +66,7 @@ func TestResult_NotProcessedWhenNothingLeft(t *testing.T) {
 
 	// The breaker opens on a 503 and then holds requests back.
 	srv := newServer(t, reply{status: http.StatusServiceUnavailable})
-	c := newClient(t, srv.URL, func(cfg *provider.Config) {
+	c := newClient(t, srv.URL, func(cfg *testConfig) {
 		cfg.Breaker = provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Minute}
 	})
 	require.True(t, c.Charge(context.Background(), testCharge()).NotProcessed())

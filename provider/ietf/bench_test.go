@@ -1,4 +1,4 @@
-package provider_test
+package ietf_test
 
 import (
 	"context"

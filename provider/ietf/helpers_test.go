@@ -1,4 +1,4 @@
-package provider_test
+package ietf_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/provider"
+	"chargeonce/provider/ietf"
 )
 
 const testKey = "01a1d96c-e23d-77bf-801e-9df969c1d378"
@@ -82,22 +83,31 @@ func newServer(t testing.TB, h http.Handler) *server {
 	return s
 }
 
-// newClient returns a client of baseURL with a short timeout and a breaker
-// that stays closed unless a test configures one.
-func newClient(t testing.TB, baseURL string, configure ...func(*provider.Config)) *provider.Client {
+// testConfig is the client's configuration with the breaker in front of it,
+// as the worker runs it.
+type testConfig struct {
+	ietf.Config
+	Breaker provider.BreakerConfig
+	Logger  *slog.Logger
+}
+
+// newClient returns a client of baseURL with a short timeout, behind a
+// breaker that stays closed unless a test configures one.
+func newClient(t testing.TB, baseURL string, configure ...func(*testConfig)) provider.Port {
 	t.Helper()
-	cfg := provider.Config{
-		BaseURL:    baseURL,
-		HTTPClient: &http.Client{Timeout: 5 * time.Second},
-		Breaker:    provider.BreakerConfig{ConsecutiveFailures: 1000},
-		Logger:     slog.New(slog.DiscardHandler),
+	cfg := testConfig{
+		Config:  ietf.Config{BaseURL: baseURL, HTTPClient: &http.Client{Timeout: 5 * time.Second}},
+		Breaker: provider.BreakerConfig{ConsecutiveFailures: 1000},
+		Logger:  slog.New(slog.DiscardHandler),
 	}
 	for _, c := range configure {
 		c(&cfg)
 	}
-	c, err := provider.New(cfg)
+	c, err := ietf.New(cfg.Config)
 	require.NoError(t, err)
-	return c
+	b, err := provider.NewBreaker(c, cfg.Breaker, cfg.Logger)
+	require.NoError(t, err)
+	return b
 }
 
 // logBuffer collects log output from concurrent goroutines.

@@ -1,0 +1,172 @@
+// Package provider is the port through which payments reach a card
+// provider: a charge under an idempotency key read as a typed Outcome, a
+// lookup of the charges of a merchant reference, and the limits the
+// provider publishes. The activities depend on Port alone.
+//
+// Adapters live in packages of their own, one per provider dialect:
+// provider/ietf speaks the IETF draft's contract (docs/provider-http.md),
+// provider/stripe speaks Stripe's PaymentIntents API. Each reads every
+// answer of its provider, or the lack of one, as an Outcome, so that callers
+// decide on "approved", "declined", "unknown, retry with the same key" or
+// "our bug, stop" rather than on a dialect's status codes. Breaker wraps any
+// adapter in the circuit breakers, so that every dialect stops sending in
+// the same way while its provider is failing.
+//
+// docs/provider-adapters.md says what a new adapter must do.
+package provider
+
+import (
+	"context"
+	"time"
+
+	"chargeonce"
+)
+
+// Port is what the payment activities need of a card provider. An
+// implementation is safe for concurrent use.
+type Port interface {
+	// Charge sends one charge request, exactly one request on the wire or
+	// none, and reads the answer. It never fails: everything that can
+	// happen, from a decline to a lost connection, is an Outcome in the
+	// Result.
+	Charge(ctx context.Context, req ChargeRequest) Result
+	// FindCharges returns every charge the provider holds for the merchant
+	// reference, oldest first; none is an empty list. Errors are *Error.
+	FindCharges(ctx context.Context, merchantReference string) ([]Charge, error)
+	// Limits returns what the provider publishes, or documents, about how
+	// it may be used. Errors are *Error.
+	Limits(ctx context.Context) (Limits, error)
+}
+
+// ChargeRequest is one charge to send.
+type ChargeRequest struct {
+	// Key is the idempotency key; every retry of the same payment sends the
+	// same one.
+	Key string
+	// Amount is in minor units of Currency.
+	Amount int64
+	// Currency is the ISO 4217 code, such as "TRY".
+	Currency string
+	// Source is the card token or payment method.
+	Source string
+	// Description is shown on the provider's dashboard; it may be empty.
+	Description string
+	// MerchantReference is how the charge is found again when the outcome
+	// of every request was lost.
+	MerchantReference string
+}
+
+// ChargeRequestOf is the charge of a payment intent: the same fields on every
+// request under its key, so that the provider never sees one key with two
+// bodies.
+func ChargeRequestOf(p chargeonce.PaymentIntent) ChargeRequest {
+	return ChargeRequest{
+		Key:               p.Key,
+		Amount:            p.Amount.Minor,
+		Currency:          p.Amount.Currency,
+		Source:            p.CardToken,
+		Description:       p.Description,
+		MerchantReference: p.MerchantReference,
+	}
+}
+
+// Charge is a charge as the provider holds it.
+type Charge struct {
+	// ID is the provider's id of the payment, such as "ch_000001" or
+	// "pi_3Mtw…".
+	ID string
+	// Status is StatusSucceeded or StatusFailed (a declined card).
+	Status string
+	// Currency is the ISO 4217 code of Amount, in upper case.
+	Currency string
+	// MerchantReference is the reference sent with the charge.
+	MerchantReference string
+	// IdempotencyKey is the key the charge was created under, when the
+	// provider tells it; empty otherwise.
+	IdempotencyKey string
+	// Amount is in minor units of Currency.
+	Amount int64
+	// Created is when the provider created the charge.
+	Created time.Time
+}
+
+// The statuses of a charge at the provider.
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Succeeded reports whether the charge took the money, as opposed to a
+// declined card.
+func (c Charge) Succeeded() bool { return c.Status == StatusSucceeded }
+
+// Result is how one charge request ended.
+type Result struct {
+	// Outcome is how the exchange was read; callers decide on it alone.
+	Outcome Outcome
+	// StatusCode is the HTTP status, or 0 when no response arrived.
+	StatusCode int
+	// Replayed reports that the provider answered from its idempotency
+	// store. It is for logs and metrics only: a replayed answer means
+	// exactly what the first one meant.
+	Replayed bool
+	// Sent is false when nothing went on the wire (the breaker was open, the
+	// context had ended, the request was invalid, the connection was
+	// refused): such a request cannot have charged anything. When true, the
+	// request may have reached the provider.
+	Sent bool
+	// Refused is set by the adapter when the provider's answer is one its
+	// dialect documents as processing nothing and storing nothing under the
+	// key, such as a 429 from a rate limiter in front of the idempotency
+	// layer. Which answers qualify differs between providers.
+	Refused bool
+	// Duration is how long the exchange took, 0 when nothing was sent.
+	Duration time.Duration
+	// Charge is the provider's charge, on Approved.
+	Charge *Charge
+	// ChargeID is the provider's charge id on Approved and Declined.
+	ChargeID string
+	// DeclineCode is the provider's reason on Declined, such as
+	// "insufficient_funds".
+	DeclineCode string
+	// RetryAfter is the provider's Retry-After, 0 when absent or unreadable,
+	// and at most MaxRetryAfter.
+	RetryAfter time.Duration
+	// Detail is the problem detail or the transport error text, for logs.
+	Detail string
+}
+
+// NotProcessed reports whether the provider certainly did not process the
+// request, so that no charge can exist for it: nothing was sent, or the
+// provider refused it before processing (Refused). Anything else may hide a
+// charge: a timeout, a connection lost after the request was written, a
+// request still in flight, a gateway error.
+func (r Result) NotProcessed() bool {
+	return !r.Sent || r.Refused
+}
+
+// MaxRetryAfter caps a provider's Retry-After. A provider asking to wait
+// longer than this is down or its header is broken; honouring it would park a
+// payment for hours, while the caller's own budget and the reconciliation of
+// unknown outcomes already cover a long outage.
+const MaxRetryAfter = 5 * time.Minute
+
+// Limits are what the provider publishes about how it may be used.
+type Limits struct {
+	// KeyRetention is how long the provider remembers an idempotency key.
+	// After that, the same key creates a new charge, so every retry and
+	// every reconciliation of an attempt must end well within it; the
+	// worker checks its configuration against this at start.
+	KeyRetention time.Duration
+	// LookupsPerSecond is how many lookups by merchant reference the
+	// provider serves a second, from all its clients together; past it, it
+	// answers 429. The workers pace their lookups to stay under it.
+	LookupsPerSecond float64
+	// LookupDelay is how long after a charge is created a lookup by its
+	// merchant reference may still miss it: zero for a provider whose
+	// lookups read its books, about a minute for a search index that is
+	// eventually consistent. The first lookup of an attempt must come later
+	// than this, or a charge would be taken for absent; the worker checks
+	// its configuration against it at start.
+	LookupDelay time.Duration
+}

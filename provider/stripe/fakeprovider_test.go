@@ -1,0 +1,177 @@
+package stripe_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/fakeprovider"
+	"chargeonce/provider"
+	"chargeonce/provider/stripe"
+)
+
+// These tests run the adapter against the fake provider's Stripe dialect,
+// which implements the wire format on its own: a mistake on either side
+// shows up here instead of agreeing with itself.
+
+func newFake(t *testing.T, cfg fakeprovider.Config) (*fakeprovider.Provider, *stripe.Client) {
+	t.Helper()
+	fp, err := fakeprovider.New(cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(fp)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, fp.Close(ctx))
+	})
+	c, err := stripe.New(stripe.Config{APIKey: fakeprovider.StripeTestKey, BaseURL: srv.URL, HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	require.NoError(t, err)
+	return fp, c
+}
+
+func chargeFor(key, source string) provider.ChargeRequest {
+	req := testCharge()
+	req.Key, req.Source = key, source
+	req.MerchantReference = "bookstore-1001-" + key
+	return req
+}
+
+func TestClient_FakeProviderApprovesAndFindsThePaymentIntent(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	req := testCharge()
+
+	res := c.Charge(context.Background(), req)
+	replay := c.Charge(context.Background(), req)
+	found, err := c.FindCharges(context.Background(), req.MerchantReference)
+
+	require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Regexp(t, `^pi_\d{6}$`, res.ChargeID)
+	require.Equal(t, provider.Approved, replay.Outcome, replay.Detail)
+	require.True(t, replay.Replayed)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.Equal(t, res.ChargeID, found[0].ID)
+	require.True(t, found[0].Succeeded())
+	require.Equal(t, req.Amount, found[0].Amount)
+	require.Equal(t, "TRY", found[0].Currency)
+	require.Len(t, fp.Charges(), 1)
+	require.Len(t, fp.ChargeRequests(), 2)
+}
+
+func TestClient_FakeProviderDeclinesStripesTestCardsAndOurTokens(t *testing.T) {
+	cases := []struct{ source, decline string }{
+		{"pm_card_chargeDeclined", "do_not_honor"},
+		{"pm_card_chargeDeclinedInsufficientFunds", "insufficient_funds"},
+		{"pm_card_chargeDeclinedStolenCard", "stolen_card"},
+		{"tok_chargeDeclinedInsufficientFunds", "insufficient_funds"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.source, func(t *testing.T) {
+			_, c := newFake(t, fakeprovider.Config{})
+			req := chargeFor("key-"+tc.source, tc.source)
+
+			res := c.Charge(context.Background(), req)
+			found, err := c.FindCharges(context.Background(), req.MerchantReference)
+
+			require.Equal(t, provider.Declined, res.Outcome, res.Detail)
+			require.Equal(t, http.StatusPaymentRequired, res.StatusCode)
+			require.Equal(t, tc.decline, res.DeclineCode)
+			require.NoError(t, err)
+			require.Len(t, found, 1)
+			require.Equal(t, res.ChargeID, found[0].ID)
+			require.Equal(t, provider.StatusFailed, found[0].Status)
+		})
+	}
+}
+
+func TestClient_FakeProviderRefusesTheKeyWithAnotherAmountAsOurBug(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	require.Equal(t, provider.Approved, c.Charge(context.Background(), testCharge()).Outcome)
+	other := testCharge()
+	other.Amount++
+
+	res := c.Charge(context.Background(), other)
+
+	require.Equal(t, provider.ContractViolation, res.Outcome, res.Detail)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.Contains(t, res.Detail, "idempotency_error")
+	require.False(t, res.Outcome.Retryable())
+	require.Len(t, fp.Charges(), 1)
+}
+
+func TestClient_FakeProviderSaysInFlightWhileSlowThenReplays(t *testing.T) {
+	processing := make(chan struct{}, 1)
+	finish := make(chan time.Time)
+	fp, c := newFake(t, fakeprovider.Config{
+		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Minute},
+		After: func(time.Duration) <-chan time.Time {
+			processing <- struct{}{}
+			return finish
+		},
+	})
+	firstDone := make(chan provider.Result, 1)
+	go func() { firstDone <- c.Charge(context.Background(), testCharge()) }()
+	<-processing
+
+	second := c.Charge(context.Background(), testCharge())
+	close(finish)
+	first := <-firstDone
+	third := c.Charge(context.Background(), testCharge())
+
+	require.Equal(t, provider.InFlight, second.Outcome, second.Detail)
+	require.Equal(t, http.StatusConflict, second.StatusCode)
+	require.Contains(t, second.Detail, "idempotency_key_in_use")
+	require.False(t, second.NotProcessed())
+	require.Equal(t, provider.Approved, first.Outcome, first.Detail)
+	require.Equal(t, provider.Approved, third.Outcome, third.Detail)
+	require.True(t, third.Replayed)
+	require.Equal(t, first.ChargeID, third.ChargeID)
+	require.Len(t, fp.Charges(), 1)
+}
+
+func TestClient_FakeProviderChaosModes(t *testing.T) {
+	cases := []struct {
+		mode         fakeprovider.Mode
+		want         provider.Outcome
+		notProcessed bool
+	}{
+		{fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 1}, provider.RateLimited, true},
+		// Stripe says nothing of what a 5xx processed: unknown.
+		{fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}, provider.Unavailable, false},
+		{fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}, provider.TransportError, false},
+		{fakeprovider.Mode{Name: fakeprovider.ModeDrop}, provider.Timeout, false},
+		{fakeprovider.Mode{Name: fakeprovider.ModeDrop, Delay: 10 * time.Millisecond}, provider.Unavailable, false},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.mode.Name), func(t *testing.T) {
+			fp, c := newFake(t, fakeprovider.Config{Mode: tc.mode})
+
+			res := c.Charge(context.Background(), testCharge())
+
+			require.Equal(t, tc.want, res.Outcome, res.Detail)
+			require.True(t, res.Sent)
+			require.Equal(t, tc.notProcessed, res.NotProcessed())
+			if tc.mode.Name != fakeprovider.ModeLostResponse {
+				require.Empty(t, fp.Charges())
+			}
+		})
+	}
+}
+
+func TestClient_FakeProviderSearchPastItsRateIsRateLimited(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{LookupRate: 1})
+
+	_, first := c.FindCharges(context.Background(), "ref")
+	_, second := c.FindCharges(context.Background(), "ref")
+
+	require.NoError(t, first)
+	var perr *provider.Error
+	require.ErrorAs(t, second, &perr)
+	require.Equal(t, provider.RateLimited, perr.Outcome)
+}

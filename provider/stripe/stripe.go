@@ -1,0 +1,346 @@
+// Package stripe is the provider adapter of Stripe's PaymentIntents API, on
+// the official library, github.com/stripe/stripe-go.
+//
+// A charge is a PaymentIntent created with confirm=true, the card's
+// payment_method and metadata[merchant_reference], under the attempt's
+// idempotency key. A charge whose outcome was lost is found again through
+// the Search API by that metadata. The library's own network retries are
+// off: one activity attempt is one request, and Temporal's retry policy,
+// with the same key, is the only retry. Like every adapter it has no circuit
+// breaker of its own: provider.Breaker stands in front of it.
+//
+// Stripe's answers map to the port's outcomes as follows:
+//
+//   - 200 with a succeeded PaymentIntent that matches the request: Approved;
+//   - 402 card_error: Declined, with the decline_code (or the error code,
+//     such as expired_card, when Stripe sends no decline code);
+//   - 409 idempotency_key_in_use: InFlight, an earlier request with the key
+//     is still being processed;
+//   - 400 idempotency_error: ContractViolation, the key was reused with other
+//     parameters, a bug on our side that no retry can fix;
+//   - any other 400, and 401, 403: InvalidRequest, nothing processed;
+//   - 429: RateLimited, nothing processed, since Stripe's rate limiter runs
+//     before its idempotency layer;
+//   - 5xx: Unavailable, the outcome unknown: Stripe may have processed the
+//     request, and says so only to a retry with the same key;
+//   - a refused connection: TransportError, nothing sent;
+//   - a timeout or a connection lost after sending: Timeout or
+//     TransportError, the outcome unknown.
+package stripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	stripeapi "github.com/stripe/stripe-go/v84"
+
+	"chargeonce"
+	"chargeonce/provider"
+)
+
+// KeyRetention is how long Stripe keeps an idempotency key: keys may be
+// pruned once they are 24 hours old, and a request with a pruned key is a
+// new request.
+const KeyRetention = 24 * time.Hour
+
+// SearchDelay is how long after a PaymentIntent is created Stripe's Search
+// API may still miss it. Stripe documents search as eventually consistent,
+// typically within a minute, and not guaranteed during an outage; this is
+// the one place that says so.
+const SearchDelay = time.Minute
+
+// DefaultLookupsPerSecond is how many searches a second the lookups are paced
+// to when Config.LookupsPerSecond is zero: Stripe's search rate limit in live
+// mode, shared by every client of the account.
+const DefaultLookupsPerSecond = 20
+
+// DefaultBaseURL is Stripe's API.
+const DefaultBaseURL = stripeapi.APIURL
+
+// maxKeyLength is the longest idempotency key Stripe accepts.
+const maxKeyLength = 255
+
+// metadataReference is the metadata key under which the merchant reference
+// travels and is searched for.
+const metadataReference = "merchant_reference"
+
+// Config configures a Client.
+type Config struct {
+	// APIKey is the secret key, sk_test_… for test mode or sk_live_….
+	APIKey string
+	// BaseURL is the API's root; empty means DefaultBaseURL. Point it at a
+	// stand-in (stripe-mock, the fake provider's Stripe dialect) in tests.
+	BaseURL string
+	// HTTPClient sends the requests; it must have a positive Timeout. The
+	// Client never follows redirects.
+	HTTPClient *http.Client
+	// LookupsPerSecond paces the lookups; zero means
+	// DefaultLookupsPerSecond.
+	LookupsPerSecond float64
+	// LookupDelay is how long search may lag behind a new PaymentIntent:
+	// SearchDelay against Stripe; zero for a stand-in whose search reads
+	// its books at once.
+	LookupDelay time.Duration
+}
+
+// Client speaks Stripe's PaymentIntents API; it implements provider.Port.
+// It is safe for concurrent use.
+type Client struct {
+	api    *stripeapi.Client
+	limits provider.Limits
+}
+
+// New checks cfg and builds a Client.
+func New(cfg Config) (*Client, error) {
+	if !strings.HasPrefix(cfg.APIKey, "sk_test_") && !strings.HasPrefix(cfg.APIKey, "sk_live_") {
+		return nil, errors.New("stripe: the API key must be a secret key, sk_test_… or sk_live_…")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	base, err := provider.CheckHTTP(cfg.BaseURL, cfg.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: %w", err)
+	}
+	switch {
+	case cfg.LookupsPerSecond < 0:
+		return nil, fmt.Errorf("stripe: Config.LookupsPerSecond %v is negative", cfg.LookupsPerSecond)
+	case cfg.LookupDelay < 0:
+		return nil, fmt.Errorf("stripe: Config.LookupDelay %v is negative", cfg.LookupDelay)
+	}
+	rate := cfg.LookupsPerSecond
+	if rate == 0 {
+		rate = DefaultLookupsPerSecond
+	}
+	hc := *cfg.HTTPClient
+	hc.Transport = &recorder{next: transportOf(cfg.HTTPClient)}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	backend := stripeapi.GetBackendWithConfig(stripeapi.APIBackend, &stripeapi.BackendConfig{
+		URL:               stripeapi.String(strings.TrimSuffix(base.String(), "/")),
+		HTTPClient:        &hc,
+		MaxNetworkRetries: stripeapi.Int64(0),
+		// The activities log every exchange with its outcome; the library's
+		// own lines would tell each one twice.
+		LeveledLogger: &stripeapi.LeveledLogger{Level: stripeapi.LevelNull},
+	})
+	api := stripeapi.NewClient(cfg.APIKey, stripeapi.WithBackends(&stripeapi.Backends{
+		API: backend, Connect: backend, Uploads: backend, MeterEvents: backend,
+	}))
+	return &Client{
+		api:    api,
+		limits: provider.Limits{KeyRetention: KeyRetention, LookupsPerSecond: rate, LookupDelay: cfg.LookupDelay},
+	}, nil
+}
+
+func transportOf(hc *http.Client) http.RoundTripper {
+	if hc.Transport == nil {
+		return http.DefaultTransport
+	}
+	return hc.Transport
+}
+
+// Limits returns Stripe's documented limits; it sends nothing, since Stripe
+// publishes them in its documentation rather than through its API.
+func (c *Client) Limits(context.Context) (provider.Limits, error) {
+	return c.limits, nil
+}
+
+// Charge creates and confirms a PaymentIntent for req under its key and
+// reads the answer. It never returns an error: every answer, and the lack
+// of one, is an Outcome in the Result.
+func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provider.Result {
+	if err := check(req); err != nil {
+		return provider.Result{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
+	}
+	if err := ctx.Err(); err != nil {
+		return provider.Result{Outcome: provider.Timeout, Detail: "not sent: " + err.Error()}
+	}
+	params := &stripeapi.PaymentIntentCreateParams{
+		Amount:        stripeapi.Int64(req.Amount),
+		Currency:      stripeapi.String(strings.ToLower(req.Currency)),
+		Confirm:       stripeapi.Bool(true),
+		PaymentMethod: stripeapi.String(req.Source),
+		// A card charged from the server, with no customer present: a card
+		// that asks for authentication is declined rather than left
+		// waiting for a customer who will not come.
+		PaymentMethodTypes:    []*string{stripeapi.String("card")},
+		ErrorOnRequiresAction: stripeapi.Bool(true),
+		Metadata:              map[string]string{metadataReference: req.MerchantReference},
+	}
+	if req.Description != "" {
+		params.Description = stripeapi.String(req.Description)
+	}
+	params.SetIdempotencyKey(req.Key)
+
+	ctx, ex := record(ctx)
+	start := time.Now()
+	pi, err := c.api.V1PaymentIntents.Create(ctx, params)
+	r := classifyCharge(ctx, req, ex, pi, err)
+	r.Sent = ex.sent
+	if r.Sent {
+		r.Duration = time.Since(start)
+	}
+	return r
+}
+
+// check refuses, before anything is sent, a request Stripe would refuse: a
+// bug on our side is then a clear InvalidRequest with Sent false.
+func check(req provider.ChargeRequest) error {
+	switch {
+	case req.Key == "":
+		return errors.New("idempotency key is empty")
+	case len(req.Key) > maxKeyLength:
+		return fmt.Errorf("idempotency key has %d characters, more than %d", len(req.Key), maxKeyLength)
+	case req.Source == "":
+		return errors.New("payment method (card token) is empty")
+	case req.MerchantReference == "":
+		return errors.New("merchant reference is empty")
+	}
+	_, err := chargeonce.NewMoney(req.Amount, req.Currency)
+	return err
+}
+
+// classifyCharge reads the answer to a PaymentIntent creation.
+func classifyCharge(ctx context.Context, req provider.ChargeRequest, ex *exchange, pi *stripeapi.PaymentIntent, err error) provider.Result {
+	r := provider.Result{StatusCode: ex.status, Replayed: ex.replayed()}
+	var serr *stripeapi.Error
+	switch {
+	case err == nil:
+		ch, cerr := approved(req, pi)
+		if cerr != nil {
+			r.Outcome, r.Detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a PaymentIntent that is not the charge requested: %v", ex.status, cerr)
+			break
+		}
+		r.Outcome, r.Charge, r.ChargeID = provider.Approved, &ch, ch.ID
+	case errors.As(err, &serr):
+		r.StatusCode = serr.HTTPStatusCode
+		r.Outcome, r.Refused = errorOutcome(serr)
+		r.Detail = describe(serr)
+		if r.Outcome == provider.Declined {
+			r.DeclineCode = string(serr.DeclineCode)
+			if r.DeclineCode == "" {
+				r.DeclineCode = string(serr.Code)
+			}
+			if serr.PaymentIntent != nil {
+				r.ChargeID = serr.PaymentIntent.ID
+			}
+			if r.DeclineCode == "" || r.ChargeID == "" {
+				r.Detail = fmt.Sprintf("HTTP 402 card_error needs a decline code and a payment_intent; got decline code %q, payment_intent %q: %s", r.DeclineCode, r.ChargeID, r.Detail)
+				r.Outcome, r.DeclineCode, r.ChargeID = provider.ContractViolation, "", ""
+			}
+		}
+	case ex.status != 0:
+		// An answer arrived but the library could not read it: an HTML
+		// page from a gateway, a body cut short.
+		r.Outcome, r.Detail = statusOutcome(ex.status), fmt.Sprintf("HTTP %d without a readable Stripe answer: %v", ex.status, err)
+	default:
+		r.Outcome, r.Detail = provider.TransportOutcome(ctx, err), err.Error()
+	}
+	return r
+}
+
+// errorOutcome reads one of Stripe's error answers, and whether Stripe
+// documents it as processing nothing.
+func errorOutcome(e *stripeapi.Error) (outcome provider.Outcome, refused bool) {
+	switch {
+	case e.HTTPStatusCode == http.StatusPaymentRequired && e.Type == stripeapi.ErrorTypeCard:
+		return provider.Declined, false
+	case e.HTTPStatusCode == http.StatusConflict:
+		return provider.InFlight, false
+	case e.HTTPStatusCode == http.StatusBadRequest && e.Type == stripeapi.ErrorTypeIdempotency:
+		return provider.ContractViolation, false
+	}
+	outcome = statusOutcome(e.HTTPStatusCode)
+	return outcome, outcome == provider.InvalidRequest || outcome == provider.RateLimited
+}
+
+// statusOutcome reads a status whose meaning does not depend on the body.
+func statusOutcome(status int) provider.Outcome {
+	switch {
+	case status == http.StatusBadRequest, status == http.StatusUnauthorized, status == http.StatusForbidden:
+		return provider.InvalidRequest
+	case status == http.StatusNotFound:
+		return provider.NotFound
+	case status == http.StatusTooManyRequests:
+		return provider.RateLimited
+	case status >= 500 && status <= 599:
+		return provider.Unavailable
+	}
+	return provider.ContractViolation
+}
+
+// describe summarises an error answer for logs.
+func describe(e *stripeapi.Error) string {
+	msg := fmt.Sprintf("HTTP %d %s", e.HTTPStatusCode, e.Type)
+	if e.Code != "" {
+		msg += " " + string(e.Code)
+	}
+	if e.DeclineCode != "" {
+		msg += " (" + string(e.DeclineCode) + ")"
+	}
+	if e.Msg != "" {
+		msg += ": " + e.Msg
+	}
+	return msg
+}
+
+// approved checks that a PaymentIntent is the succeeded charge that was
+// asked for: a success for another amount or another reference would settle
+// the payment on a charge that is not ours.
+func approved(req provider.ChargeRequest, pi *stripeapi.PaymentIntent) (provider.Charge, error) {
+	ch, err := charge(pi)
+	switch {
+	case err != nil:
+		return provider.Charge{}, err
+	case ch.Status != provider.StatusSucceeded:
+		return provider.Charge{}, fmt.Errorf("PaymentIntent %s has status %q, want %q", pi.ID, pi.Status, stripeapi.PaymentIntentStatusSucceeded)
+	case ch.Amount != req.Amount || ch.Currency != req.Currency:
+		return provider.Charge{}, fmt.Errorf("amount %d %s, want %d %s", ch.Amount, ch.Currency, req.Amount, req.Currency)
+	case ch.MerchantReference != req.MerchantReference:
+		return provider.Charge{}, fmt.Errorf("metadata[%s] %q, want %q", metadataReference, ch.MerchantReference, req.MerchantReference)
+	}
+	ch.IdempotencyKey = req.Key
+	return ch, nil
+}
+
+// errInFlight marks a PaymentIntent that is still processing: whether it
+// succeeds is not known yet.
+var errInFlight = errors.New("still processing")
+
+// charge reads a PaymentIntent as a charge. A PaymentIntent that is still
+// processing is errInFlight; one in a state that a confirmed card payment of
+// this adapter never reaches is an error.
+func charge(pi *stripeapi.PaymentIntent) (provider.Charge, error) {
+	if pi == nil || pi.ID == "" {
+		return provider.Charge{}, errors.New("PaymentIntent without an id")
+	}
+	var status string
+	switch pi.Status {
+	case stripeapi.PaymentIntentStatusSucceeded:
+		status = provider.StatusSucceeded
+	case stripeapi.PaymentIntentStatusRequiresPaymentMethod, stripeapi.PaymentIntentStatusCanceled:
+		// A confirmation that failed leaves the PaymentIntent waiting for
+		// another payment method; this adapter never sends one, so the
+		// charge has failed for good.
+		status = provider.StatusFailed
+	case stripeapi.PaymentIntentStatusProcessing:
+		return provider.Charge{}, fmt.Errorf("PaymentIntent %s: %w", pi.ID, errInFlight)
+	default:
+		return provider.Charge{}, fmt.Errorf("PaymentIntent %s has status %q, which a confirmed card payment without customer action never has", pi.ID, pi.Status)
+	}
+	if pi.Amount <= 0 || pi.Currency == "" {
+		return provider.Charge{}, fmt.Errorf("PaymentIntent %s: amount %d %q is not a positive amount in a currency", pi.ID, pi.Amount, pi.Currency)
+	}
+	return provider.Charge{
+		ID:                pi.ID,
+		Status:            status,
+		Currency:          strings.ToUpper(string(pi.Currency)),
+		MerchantReference: pi.Metadata[metadataReference],
+		Amount:            pi.Amount,
+		Created:           time.Unix(pi.Created, 0).UTC(),
+	}, nil
+}
