@@ -20,6 +20,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/envflag"
+	"chargeonce/provider/dialect"
 	"chargeonce/stack"
 	"chargeonce/temporalserver"
 )
@@ -70,6 +71,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.Float64Var(&cfg.Provider.Mode.Rate, "provider-rate", 0, "probability (0 to 1) that a request misbehaves in the error, lost_response and rate_limit modes")
 	fs.Uint64Var(&cfg.Provider.Mode.Seed, "provider-seed", 1, "seed of the fake provider's chaos, so that a run can be repeated")
 	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
+	fs.StringVar(&cfg.ProviderAPI, "provider-api", dialect.IETF, "`API` the worker speaks to the fake provider, which serves both: "+dialect.Names)
 	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default 30s)")
 	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current); default: a key file in the data directory")
@@ -88,6 +90,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 		}
 	}
 	cfg.Timing, cfg.ReplaceTiming = timing.Timing, timing.Replace
+	if err := dialect.Check(cfg.ProviderAPI); err != nil {
+		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("--provider-api: %w", err)}
+	}
 	if err := cfg.Provider.Validate(); err != nil {
 		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("fake provider: %w", err)}
 	}
@@ -110,7 +115,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if cfg.Provider.DataFile != "" {
 		books = "books in " + cfg.Provider.DataFile
 	}
-	fmt.Fprintf(w, "  fake provider    %s (mode %s, %s)\n", s.ProviderURL(), s.Provider().Mode().Name, books)
+	fmt.Fprintf(w, "  fake provider    %s (mode %s, %s, worker speaks %s)\n", s.ProviderURL(), s.Provider().Mode().Name, books, cfg.ProviderAPI)
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}

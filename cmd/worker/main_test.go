@@ -102,3 +102,27 @@ func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
 	// Before any alert, so that the alert rules see 0 rather than nothing.
 	require.Contains(t, string(body), alert.MetricName+`{alert="`+string(alert.ContractViolation)+`"} 0`)
 }
+
+func TestRun_RefusesProviderFlagsNoAdapterCanUse(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown API", []string{"--provider", "adyen"}, `worker: --provider: unknown API "adyen": want ietf or stripe (see --help)`},
+		{"Stripe without a key", []string{"--provider", "stripe"}, "worker: --provider stripe needs --stripe-api-key (sk_test_… for test mode) (see --help)"},
+		{"publishable key", []string{"--provider", "stripe", "--stripe-api-key", "pk_test_1"}, "worker: stripe: the API key must be a secret key, sk_test_… or sk_live_… (see --help)"},
+		{"Stripe key for the IETF API", []string{"--stripe-api-key", "sk_test_1"}, "worker: --stripe-api-key and --stripe-search-delay need --provider stripe (see --help)"},
+		{"no timeout", []string{"--provider-timeout", "0s"}, "worker: --provider-timeout must be positive (see --help)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr, report bytes.Buffer
+
+			err := run(context.Background(), tc.args, noEnv, &stdout, &stderr)
+
+			require.Equal(t, 2, cli.ExitCode(&report, "worker", err))
+			require.Equal(t, tc.want+"\n", report.String())
+		})
+	}
+}

@@ -48,10 +48,10 @@ func (f *providerFlags) port(logger *slog.Logger) (*provider.Breaker, string, er
 	if *f.timeout <= 0 {
 		return nil, "", cli.UsageError{Err: errors.New("--provider-timeout must be positive")}
 	}
-	stripeOnly := envflag.AnyGiven(f.fs, "stripe-api-key", "stripe-search-delay")
-	switch {
-	case *f.api != dialect.IETF && *f.api != dialect.Stripe:
-		return nil, "", cli.UsageError{Err: fmt.Errorf("--provider %q: want %s", *f.api, dialect.Names)}
+	if err := dialect.Check(*f.api); err != nil {
+		return nil, "", cli.UsageError{Err: fmt.Errorf("--provider: %w", err)}
+	}
+	switch stripeOnly := envflag.AnyGiven(f.fs, "stripe-api-key", "stripe-search-delay"); {
 	case *f.api == dialect.IETF && stripeOnly:
 		return nil, "", cli.UsageError{Err: errors.New("--stripe-api-key and --stripe-search-delay need --provider stripe")}
 	case *f.api == dialect.Stripe && *f.stripeKey == "":

@@ -25,6 +25,14 @@ const (
 // Names lists the APIs, for flag help and errors.
 const Names = IETF + " or " + Stripe
 
+// Check refuses an API name that is not one of the APIs.
+func Check(api string) error {
+	if api != IETF && api != Stripe {
+		return fmt.Errorf("unknown API %q: want %s", api, Names)
+	}
+	return nil
+}
+
 // Config configures the port.
 type Config struct {
 	// API is IETF or Stripe; empty means IETF.
@@ -66,7 +74,7 @@ func New(cfg Config) (*provider.Breaker, error) {
 			LookupDelay: cfg.StripeLookupDelay,
 		})
 	default:
-		return nil, fmt.Errorf("provider: unknown API %q: want %s", cfg.API, Names)
+		return nil, fmt.Errorf("provider: %w", Check(cfg.API))
 	}
 	if err != nil {
 		return nil, err
