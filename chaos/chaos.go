@@ -50,6 +50,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/pgdb"
 	"chargeonce/invariant"
+	"chargeonce/provider/dialect"
 	"chargeonce/stack"
 	"chargeonce/temporalserver"
 	"chargeonce/workflows"
@@ -117,6 +118,9 @@ type Config struct {
 	// CheckoutBudget is how long a checkout waits before answering pending
 	// (the charge budget plus 500ms).
 	CheckoutBudget time.Duration
+	// ProviderAPI is the dialect the worker processes speak to the fake
+	// provider, dialect.IETF or dialect.Stripe; empty means IETF.
+	ProviderAPI string
 	// SettleTimeout bounds the wait for every attempt to settle at the end
 	// (AbandonAfter plus a minute).
 	SettleTimeout time.Duration
@@ -190,6 +194,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("chaos: retention %v must exceed abandon-after %v", c.Retention, c.Timing.AbandonAfter)
 	case c.CheckoutBudget <= 0 || c.SettleTimeout <= 0:
 		return errors.New("chaos: checkout budget and settle timeout must be positive")
+	case c.ProviderAPI != "" && dialect.Check(c.ProviderAPI) != nil:
+		return fmt.Errorf("chaos: provider %w", dialect.Check(c.ProviderAPI))
 	}
 	return c.Timing.Validate()
 }
@@ -419,7 +425,7 @@ func newKeyring() (string, error) {
 
 func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
 	t := cfg.Timing
-	return []string{
+	args := []string{
 		"--temporal-address", st.TemporalAddress(),
 		"--temporal-namespace", temporalserver.DefaultNamespace,
 		"--database-url", st.DatabaseURL(),
@@ -435,6 +441,11 @@ func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
 		"--reconcile-interval", t.Interval.String(),
 		"--abandon-after", t.AbandonAfter.String(),
 	}
+	if cfg.ProviderAPI == dialect.Stripe {
+		// The fake's search reads its books at once.
+		args = append(args, "--provider", dialect.Stripe, "--stripe-api-key", fakeprovider.StripeTestKey, "--stripe-search-delay", "0s")
+	}
+	return args
 }
 
 // timingTimeout bounds the wait for the first worker to publish its timing.

@@ -66,7 +66,7 @@ func chargeRequests(records []fakeprovider.RequestRecord, retention time.Duratio
 	first := map[string]time.Time{}
 	var sent []fakeprovider.RequestRecord
 	for _, rec := range records {
-		if rec.Method != http.MethodPost || rec.Path != "/v1/charges" {
+		if !rec.IsCharge() {
 			continue
 		}
 		all++

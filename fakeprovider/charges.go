@@ -62,6 +62,11 @@ type RequestRecord struct {
 	ChargeID string `json:"charge_id,omitempty"`
 }
 
+// IsCharge reports whether r posted a charge, in either dialect.
+func (r RequestRecord) IsCharge() bool {
+	return r.Method == http.MethodPost && (r.Path == "/v1/charges" || r.Path == stripeChargePath)
+}
+
 // Outcomes: the messages of the request log lines and RequestRecord.Outcome.
 const (
 	outcomeCreated        = "charge created"

@@ -294,7 +294,7 @@ func (p *Provider) Requests() []RequestRecord {
 func (p *Provider) ChargeRequests() []RequestRecord {
 	var out []RequestRecord
 	for _, r := range p.Requests() {
-		if r.Method == http.MethodPost && (r.Path == "/v1/charges" || r.Path == stripeChargePath) {
+		if r.IsCharge() {
 			out = append(out, r)
 		}
 	}

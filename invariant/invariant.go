@@ -265,7 +265,7 @@ func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderStat
 		charges:  ps.Charges,
 	}
 	for _, r := range ps.Requests {
-		if r.Method == "POST" && r.Path == "/v1/charges" {
+		if r.IsCharge() {
 			w.requests = append(w.requests, r)
 		}
 	}

@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	restartCommand := fs.String("postgres-restart-command", "", "`command` that restarts PostgreSQL and returns once it accepts connections, split at spaces (default: pg_ctlcluster VERSION main restart, with the newest installed VERSION)")
 	fs.DurationVar(&cfg.Retention, "retention", chaos.DefaultRetention, "the provider's key retention; must exceed the abandon deadline")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the customers' choices and the provider's chance")
+	fs.StringVar(&cfg.ProviderAPI, "provider-api", "", "`API` the workers speak to the fake provider: ietf (default) or stripe")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "keep the databases and the worker logs here (default: a temporary directory, removed)")
 	stackLog := fs.String("stack-log", "", "write the stack's logs to this `file` (default: discarded)")
 	logFlags := cli.Logging(fs)
