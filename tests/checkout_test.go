@@ -414,6 +414,9 @@ type checkoutStackConfig struct {
 	LookupRate float64
 	// Logs receives the logs of the checkout, worker and API; nil discards.
 	Logs io.Writer
+	// API is the dialect the worker speaks to the fake provider; empty
+	// means the IETF draft's.
+	API string
 }
 
 // checkoutResponse is one answer of the checkout API.
@@ -613,6 +616,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		Timing:         cfg.Timing,
 		CheckoutBudget: cfg.Budget,
 		Provider:       fakeprovider.Config{Mode: cfg.Mode, LookupRate: cfg.LookupRate},
+		ProviderAPI:    cfg.API,
 		Logger:         logger,
 	})
 	require.NoError(t, err)
