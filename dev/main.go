@@ -115,7 +115,10 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if cfg.Provider.DataFile != "" {
 		books = "books in " + cfg.Provider.DataFile
 	}
-	fmt.Fprintf(w, "  fake provider    %s (mode %s, %s, worker speaks %s)\n", s.ProviderURL(), s.Provider().Mode().Name, books, cfg.ProviderAPI)
+	if cfg.ProviderAPI == dialect.Stripe {
+		books += ", the worker speaks Stripe's dialect"
+	}
+	fmt.Fprintf(w, "  fake provider    %s (mode %s, %s)\n", s.ProviderURL(), s.Provider().Mode().Name, books)
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}

@@ -3,7 +3,6 @@ package ietf_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"chargeonce/fakeprovider"
 	"chargeonce/provider"
+	"chargeonce/provider/providertest"
 )
 
 // These tests run the client against the real fake provider, which
@@ -21,24 +21,8 @@ import (
 // with a client of it.
 func newFake(t *testing.T, cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port) {
 	t.Helper()
-	fp, err := fakeprovider.New(cfg)
-	require.NoError(t, err)
-	srv := httptest.NewServer(fp)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, fp.Close(ctx))
-	})
-	return fp, newClient(t, srv.URL)
-}
-
-// chargeFor is testCharge with its own key, reference and card.
-func chargeFor(key, source string) provider.ChargeRequest {
-	req := testCharge()
-	req.Key, req.Source = key, source
-	req.MerchantReference = "bookstore-1001-" + key
-	return req
+	fp, url := providertest.Serve(t, cfg)
+	return fp, newClient(t, url)
 }
 
 func TestClient_FakeProviderApprovesAndFindsTheCharge(t *testing.T) {
@@ -71,7 +55,7 @@ func TestClient_FakeProviderDeclines(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.source, func(t *testing.T) {
 			_, c := newFake(t, fakeprovider.Config{})
-			req := chargeFor("0199a1d9-6e23-7d77-b801-9df969c1d378", tc.source)
+			req := providertest.Another(testCharge(), "0199a1d9-6e23-7d77-b801-9df969c1d378", tc.source)
 
 			res := c.Charge(context.Background(), req)
 
@@ -115,32 +99,12 @@ func TestClient_FakeProviderRefusesTheKeyWithAnotherAmount(t *testing.T) {
 }
 
 func TestClient_FakeProviderSaysInFlightWhileSlow(t *testing.T) {
-	processing := make(chan struct{}, 1)
-	finish := make(chan time.Time)
-	fp, c := newFake(t, fakeprovider.Config{
-		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Minute},
-		After: func(time.Duration) <-chan time.Time {
-			processing <- struct{}{}
-			return finish
-		},
-	})
-	firstDone := make(chan provider.Result, 1)
-	go func() { firstDone <- c.Charge(context.Background(), testCharge()) }()
-	<-processing
+	second, _ := providertest.SlowCharge(t, func(cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port) {
+		return newFake(t, cfg)
+	}, testCharge())
 
-	second := c.Charge(context.Background(), testCharge())
-	close(finish)
-	first := <-firstDone
-	third := c.Charge(context.Background(), testCharge())
-
-	require.Equal(t, provider.InFlight, second.Outcome, second.Detail)
 	require.Equal(t, http.StatusConflict, second.StatusCode)
 	require.Equal(t, time.Second, second.RetryAfter)
-	require.Equal(t, provider.Approved, first.Outcome, first.Detail)
-	require.Equal(t, provider.Approved, third.Outcome, third.Detail)
-	require.True(t, third.Replayed)
-	require.Equal(t, first.ChargeID, third.ChargeID)
-	require.Len(t, fp.Charges(), 1)
 }
 
 func TestClient_FakeProviderLostResponseIsLearnedByRetrying(t *testing.T) {

@@ -3,7 +3,6 @@ package stripe_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"chargeonce/fakeprovider"
 	"chargeonce/provider"
+	"chargeonce/provider/providertest"
 	"chargeonce/provider/stripe"
 )
 
@@ -20,25 +20,10 @@ import (
 
 func newFake(t *testing.T, cfg fakeprovider.Config) (*fakeprovider.Provider, *stripe.Client) {
 	t.Helper()
-	fp, err := fakeprovider.New(cfg)
-	require.NoError(t, err)
-	srv := httptest.NewServer(fp)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, fp.Close(ctx))
-	})
-	c, err := stripe.New(stripe.Config{APIKey: fakeprovider.StripeTestKey, BaseURL: srv.URL, HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	fp, url := providertest.Serve(t, cfg)
+	c, err := stripe.New(stripe.Config{APIKey: fakeprovider.StripeTestKey, BaseURL: url, HTTPClient: &http.Client{Timeout: 2 * time.Second}})
 	require.NoError(t, err)
 	return fp, c
-}
-
-func chargeFor(key, source string) provider.ChargeRequest {
-	req := testCharge()
-	req.Key, req.Source = key, source
-	req.MerchantReference = "bookstore-1001-" + key
-	return req
 }
 
 func TestClient_FakeProviderApprovesAndFindsThePaymentIntent(t *testing.T) {
@@ -74,7 +59,7 @@ func TestClient_FakeProviderDeclinesStripesTestCardsAndOurTokens(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.source, func(t *testing.T) {
 			_, c := newFake(t, fakeprovider.Config{})
-			req := chargeFor("key-"+tc.source, tc.source)
+			req := providertest.Another(testCharge(), "key-"+tc.source, tc.source)
 
 			res := c.Charge(context.Background(), req)
 			found, err := c.FindCharges(context.Background(), req.MerchantReference)
@@ -106,33 +91,13 @@ func TestClient_FakeProviderRefusesTheKeyWithAnotherAmountAsOurBug(t *testing.T)
 }
 
 func TestClient_FakeProviderSaysInFlightWhileSlowThenReplays(t *testing.T) {
-	processing := make(chan struct{}, 1)
-	finish := make(chan time.Time)
-	fp, c := newFake(t, fakeprovider.Config{
-		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: time.Minute},
-		After: func(time.Duration) <-chan time.Time {
-			processing <- struct{}{}
-			return finish
-		},
-	})
-	firstDone := make(chan provider.Result, 1)
-	go func() { firstDone <- c.Charge(context.Background(), testCharge()) }()
-	<-processing
+	second, third := providertest.SlowCharge(t, func(cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port) {
+		return newFake(t, cfg)
+	}, testCharge())
 
-	second := c.Charge(context.Background(), testCharge())
-	close(finish)
-	first := <-firstDone
-	third := c.Charge(context.Background(), testCharge())
-
-	require.Equal(t, provider.InFlight, second.Outcome, second.Detail)
 	require.Equal(t, http.StatusConflict, second.StatusCode)
 	require.Contains(t, second.Detail, "idempotency_key_in_use")
-	require.False(t, second.NotProcessed())
-	require.Equal(t, provider.Approved, first.Outcome, first.Detail)
-	require.Equal(t, provider.Approved, third.Outcome, third.Detail)
-	require.True(t, third.Replayed)
-	require.Equal(t, first.ChargeID, third.ChargeID)
-	require.Len(t, fp.Charges(), 1)
+	require.Equal(t, http.StatusOK, third.StatusCode)
 }
 
 func TestClient_FakeProviderChaosModes(t *testing.T) {
