@@ -54,11 +54,7 @@ type stripeError struct {
 
 func stripeProblem(p *problem) *storedResponse {
 	kind := stripeErrors[p.Code]
-	e := stripeError{Type: kind.errType, Code: kind.code, Message: p.Detail, Param: p.Param}
-	if p.Param != "" && strings.HasSuffix(p.Detail, "is required") {
-		e.Code = "parameter_missing"
-	}
-	return stripeAnswer(kind.status, e)
+	return stripeAnswer(kind.status, stripeError{Type: kind.errType, Code: kind.code, Message: p.Detail, Param: p.Param})
 }
 
 func stripeAnswer(status int, e stripeError) *storedResponse {
