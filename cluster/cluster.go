@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -189,11 +190,6 @@ func (c *Cluster) build(ctx context.Context) error {
 			return fmt.Errorf("cluster: build %s: %w\n%s", part.Package, err, out)
 		}
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(c.layout.Bin(), "temporal-sql-tool"), SQLToolPackage)
-	cmd.Dir = c.layout.Repo
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("cluster: build %s: %w\n%s", SQLToolPackage, err, out)
-	}
 	c.log.Info("binaries built", "dir", c.layout.Bin(), "took", time.Since(began).Round(time.Second))
 	return nil
 }
@@ -262,11 +258,19 @@ func (c *Cluster) process(part Part, name string, i int) (*Process, error) {
 	switch part.Service {
 	case "postgresql":
 		return c.postgresProcess(env, logFile)
-	case "temporal-schema":
-		script := filepath.Join(c.layout.Repo, strings.TrimPrefix(part.Command[0], "/"))
-		return newProcess(name, part.Binary, []string{script}, env, logFile), nil
 	}
-	p := newProcess(name, filepath.Join(c.layout.Bin(), part.Binary), part.Command[1:], env, logFile)
+	// What compose runs inside its image, the cluster runs from the bin
+	// directory, and the files compose mounts at /deploy from the module.
+	argv := append(slices.Clone(part.Entrypoint), part.Command...)
+	for i, a := range argv {
+		if strings.HasPrefix(a, "/deploy/") {
+			argv[i] = filepath.Join(c.layout.Repo, a)
+		}
+	}
+	if len(part.Entrypoint) == 0 {
+		argv[0] = filepath.Join(c.layout.Bin(), argv[0])
+	}
+	p := newProcess(name, argv[0], argv[1:], env, logFile)
 	p.dir = c.layout.Dir
 	return p, nil
 }

@@ -42,12 +42,13 @@ type Part struct {
 	// Package is the Go package the binary is built from: a command of this
 	// module (chargeonce/cmd/worker) or of a Temporal module.
 	Package string
-	// Binary is the file name the part runs, from the cluster's bin
-	// directory, or a program on PATH for PostgreSQL and the schema script.
+	// Binary is the file name Package is built to, in the cluster's bin
+	// directory; for PostgreSQL, the server in Debian's binaries.
 	Binary string
-	// Command is the compose service's command, in the same words: the
-	// binary, or the script run by /bin/sh for the schema job.
-	Command []string
+	// Entrypoint and Command are the compose service's, in the same words.
+	// A Command that starts with /deploy/ is a file of the module's deploy
+	// directory, which compose mounts there.
+	Entrypoint, Command []string
 	// Env is the environment the compose service sets, with the values
 	// that fit one machine. Every name is one compose sets too.
 	Env map[string]string
@@ -150,8 +151,8 @@ func Parts(p Ports, l Layout, codecKeys string) []Part {
 			Local: map[string]string{"PGDATA": l.Postgres(), "PGPORT": pg},
 		},
 		{
-			Service: "temporal-schema", Replicas: 1, Job: true, Binary: "/bin/sh",
-			Command: []string{"/deploy/temporal-schema.sh"},
+			Service: "temporal-schema", Replicas: 1, Job: true, Package: SQLToolPackage, Binary: "temporal-sql-tool",
+			Entrypoint: []string{"/bin/sh"}, Command: []string{"/deploy/temporal-schema.sh"},
 			Local: map[string]string{
 				"POSTGRES_SEEDS": Host, "DB_PORT": pg,
 				"SCHEMA_DIR": l.Schema(), "PATH": l.Bin() + ":/usr/bin:/bin",
