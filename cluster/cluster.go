@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -71,6 +72,10 @@ type Config struct {
 	DataDir string
 	// Ports are the loopback ports; zero means DefaultPorts.
 	Ports Ports
+	// Env adds variables to, or replaces them in, the environment of the
+	// named services, such as a chaos run's short payment timing for
+	// "worker".
+	Env map[string]map[string]string
 	// Logger tells the start's progress; nil discards.
 	Logger *slog.Logger
 }
@@ -79,6 +84,7 @@ type Config struct {
 type Cluster struct {
 	layout    Layout
 	ports     Ports
+	env       map[string]map[string]string
 	codecKeys string
 	log       *slog.Logger
 	// procs are the long-running processes in start order.
@@ -116,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{layout: layout, ports: cfg.Ports, log: cfg.Logger, byName: map[string]*Process{}}
+	c := &Cluster{layout: layout, ports: cfg.Ports, env: cfg.Env, log: cfg.Logger, byName: map[string]*Process{}}
 	for _, dir := range []string{layout.Bin(), layout.Logs(), filepath.Join(layout.UI(), "config")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
@@ -254,6 +260,7 @@ func (c *Cluster) startParts(ctx context.Context) error {
 // process prepares the process of replica i of part.
 func (c *Cluster) process(part Part, name string, i int) (*Process, error) {
 	env := replicaEnv(part, c.ports, i)
+	maps.Copy(env, c.env[part.Service])
 	logFile := filepath.Join(c.layout.Logs(), name+".log")
 	switch part.Service {
 	case "postgresql":
@@ -387,6 +394,11 @@ func (c *Cluster) initdb(bin, data string, env map[string]string, cred *syscall.
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	if cred != nil {
+		if err := reachable(filepath.Dir(data)); err != nil {
+			return err
+		}
+	}
 	pwfile := filepath.Join(data, "..", "postgres.pw")
 	if err := os.WriteFile(pwfile, []byte(env["POSTGRES_PASSWORD"]+"\n"), 0o600); err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -408,6 +420,26 @@ func (c *Cluster) initdb(bin, data string, env map[string]string, cred *syscall.
 	}
 	c.log.Info("PostgreSQL initialised", "dir", data)
 	return nil
+}
+
+// reachable checks that another user can reach dir, as PostgreSQL's user
+// must reach its data directory; the cluster's own directory is opened up.
+func reachable(dir string) error {
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		if info.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("cluster: PostgreSQL runs as the postgres user, who cannot enter %s (mode %v); put the data directory elsewhere", d, info.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // initPostgres connects as the superuser, and runs deploy/postgres-init.sql
@@ -479,23 +511,22 @@ func (c *Cluster) Process(name string) *Process { return c.byName[name] }
 // Processes are the long-running processes in start order.
 func (c *Cluster) Processes() []*Process { return c.procs }
 
-// Restart kills the named process with SIGKILL, or stops it cleanly, then
-// starts it again and waits until it answers.
-func (c *Cluster) Restart(ctx context.Context, name string, kill bool) error {
+// Kill kills the named process with SIGKILL, as a crash does.
+func (c *Cluster) Kill(name string) error {
 	p := c.byName[name]
 	if p == nil {
 		return fmt.Errorf("cluster: no process %q", name)
 	}
-	var err error
-	if kill {
-		err = p.Kill()
-	} else {
-		err = p.Stop(stopTimeout)
+	return p.Kill()
+}
+
+// StopProcess stops the named process cleanly.
+func (c *Cluster) StopProcess(name string) error {
+	p := c.byName[name]
+	if p == nil {
+		return fmt.Errorf("cluster: no process %q", name)
 	}
-	if err != nil {
-		return err
-	}
-	return c.StartAgain(ctx, name)
+	return p.Stop(stopTimeout)
 }
 
 // StartAgain starts the named process, stopped or killed before, and waits
