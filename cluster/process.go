@@ -82,6 +82,23 @@ func (p *Process) Start() error {
 	return nil
 }
 
+// Pid is the process's id, or 0 when it is not running. The process leads
+// its own process group, which holds its children too (PostgreSQL's
+// backends).
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	select {
+	case <-p.done:
+		return 0
+	default:
+		return p.cmd.Process.Pid
+	}
+}
+
 // Running reports whether the process is running.
 func (p *Process) Running() bool {
 	p.mu.Lock()
