@@ -166,6 +166,9 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
 		return Summary{}, errors.New("chaos: process faults on an external stack need its processes")
 	}
+	if (cfg.WorkerKills > 0 && ext.Workers < 1) || (cfg.APIKills > 0 && ext.APIs < 1) {
+		return Summary{}, errors.New("chaos: worker and API kills need the number of workers and APIs the external stack runs")
+	}
 	cfg = cfg.withDefaults()
 	began := time.Now()
 	keyring, err := codec.ParseKeyring(ext.CodecKeys)

@@ -318,13 +318,13 @@ func (c *Cluster) awaitReady(ctx context.Context, part Part, p *Process, i int) 
 	case "temporal":
 		return probe(c.temporalServes)
 	case "temporal-ui":
-		return probe(httpOK(url(c.ports.UI) + "/healthz"))
+		return probe(httpOK(httpURL(c.ports.UI) + "/healthz"))
 	case "fakeprovider":
-		return probe(httpOK(url(c.ports.Provider) + "/_admin/mode"))
+		return probe(httpOK(httpURL(c.ports.Provider) + "/_admin/mode"))
 	case "worker":
-		return probe(httpOK(url(c.ports.Workers[i]) + "/healthz"))
+		return probe(httpOK(httpURL(c.ports.Workers[i]) + "/healthz"))
 	case "api":
-		return probe(httpOK(url(c.ports.APIs[i]) + "/healthz"))
+		return probe(httpOK(httpURL(c.ports.APIs[i]) + "/healthz"))
 	}
 	return nil
 }
@@ -553,7 +553,7 @@ func (c *Cluster) StartAgain(ctx context.Context, name string) error {
 // server's services have joined and the namespace is loaded; before the
 // first setup the namespace may be missing, which is an answer too.
 func (c *Cluster) temporalServes(ctx context.Context) error {
-	target := url(c.ports.TemporalInternal[0]) + "/api/v1/namespaces/default"
+	target := httpURL(c.ports.TemporalInternal[0]) + "/api/v1/namespaces/default"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return err
@@ -579,18 +579,20 @@ func (c *Cluster) Ports() Ports { return c.ports }
 func (c *Cluster) CodecKeys() string { return c.codecKeys }
 
 // APIURLs are the base URLs of the checkout APIs.
-func (c *Cluster) APIURLs() []string { return []string{url(c.ports.APIs[0]), url(c.ports.APIs[1])} }
+func (c *Cluster) APIURLs() []string {
+	return []string{httpURL(c.ports.APIs[0]), httpURL(c.ports.APIs[1])}
+}
 
 // WorkerURLs are the base URLs of the workers' /healthz, /metrics and codec.
 func (c *Cluster) WorkerURLs() []string {
-	return []string{url(c.ports.Workers[0]), url(c.ports.Workers[1])}
+	return []string{httpURL(c.ports.Workers[0]), httpURL(c.ports.Workers[1])}
 }
 
 // ProviderURL is the fake provider's base URL.
-func (c *Cluster) ProviderURL() string { return url(c.ports.Provider) }
+func (c *Cluster) ProviderURL() string { return httpURL(c.ports.Provider) }
 
 // UIURL is the Temporal Web UI's base URL.
-func (c *Cluster) UIURL() string { return url(c.ports.UI) }
+func (c *Cluster) UIURL() string { return httpURL(c.ports.UI) }
 
 // TemporalAddress is the Temporal frontend's host:port.
 func (c *Cluster) TemporalAddress() string { return addr(c.ports.Temporal) }

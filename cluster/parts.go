@@ -117,7 +117,7 @@ const Host = "127.0.0.1"
 
 func addr(port int) string { return net.JoinHostPort(Host, strconv.Itoa(port)) }
 
-func url(port int) string { return "http://" + addr(port) }
+func httpURL(port int) string { return "http://" + addr(port) }
 
 // Database credentials, as docker-compose.yml and deploy/postgres-init.sql
 // set them.
@@ -126,8 +126,8 @@ const (
 	appURLFormat = "postgres://chargeonce:chargeonce@%s/chargeonce?sslmode=disable"
 )
 
-// Parts are the cluster's parts in start order. paths are where the
-// cluster keeps its files: see Layout.
+// Parts are the cluster's parts in start order, on the ports p, with their
+// files where l says, and the payload keyring codecKeys.
 func Parts(p Ports, l Layout, codecKeys string) []Part {
 	pg := strconv.Itoa(p.Postgres)
 	backend := func(extra map[string]string) map[string]string {
@@ -183,7 +183,7 @@ func Parts(p Ports, l Layout, codecKeys string) []Part {
 			Service: "temporal-ui", Replicas: 1, Package: UIPackage, Binary: "temporal-ui-server",
 			Command: []string{"temporal-ui-server", "--root", l.UI(), "--env", "docker", "start"},
 			Env: map[string]string{
-				"TEMPORAL_ADDRESS": addr(p.Temporal), "TEMPORAL_CODEC_ENDPOINT": url(p.Workers[0]) + "/codec",
+				"TEMPORAL_ADDRESS": addr(p.Temporal), "TEMPORAL_CODEC_ENDPOINT": httpURL(p.Workers[0]) + "/codec",
 				"TEMPORAL_UI_PORT": strconv.Itoa(p.UI), "TEMPORAL_CSRF_COOKIE_INSECURE": "true",
 			},
 		},
@@ -199,8 +199,8 @@ func Parts(p Ports, l Layout, codecKeys string) []Part {
 			Service: "worker", Replicas: 2, Package: "chargeonce/cmd/worker", Binary: "worker",
 			Command: []string{"worker"},
 			Env: backend(map[string]string{
-				"CHARGEONCE_PROVIDER_URL": url(p.Provider), "CHARGEONCE_LISTEN": addr(p.Workers[0]),
-				"CHARGEONCE_CODEC_CORS_ORIGIN": url(p.UI),
+				"CHARGEONCE_PROVIDER_URL": httpURL(p.Provider), "CHARGEONCE_LISTEN": addr(p.Workers[0]),
+				"CHARGEONCE_CODEC_CORS_ORIGIN": httpURL(p.UI),
 			}),
 		},
 		{
