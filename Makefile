@@ -10,6 +10,11 @@ WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 dev:
 	$(GO) run ./dev
 
+.PHONY: cluster
+## cluster: run the production shape from real parts, each its own process (PostgreSQL, Temporal server and Web UI, 2 workers, 2 APIs, fake provider)
+cluster:
+	$(GO) run ./deploy/cluster
+
 # Packages that link the embedded Temporal server. The race detector makes
 # the server several times slower to build and run, so `make test` runs
 # their tests without it; `make check` runs everything with it.

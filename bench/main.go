@@ -42,6 +42,9 @@ type options struct {
 	// SQLite database instead of a file.
 	memoryTemporal bool
 	logLevel       string
+	// cluster runs on the local cluster (package cluster) instead of the
+	// embedded stack.
+	cluster bool
 }
 
 // Defaults of a full run and of a --quick run.
@@ -69,6 +72,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "concurrent workflow and activity task executions of each worker (0: SDK default)")
 	fs.BoolVar(&o.memoryTemporal, "memory-temporal", false, "run the embedded Temporal server on in-memory SQLite instead of a file")
 	fs.StringVar(&o.logLevel, "log-level", defaultLogLvl, "level of the stack's logs on stderr: debug, info, warn or error")
+	fs.BoolVar(&o.cluster, "cluster", false, "measure the local cluster instead (go run ./deploy/cluster): checkouts through its two API processes beside the bare workflow on its Temporal server, with two workers and with one")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -145,7 +149,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 
-	rep, err := runBench(ctx, o, log, progress)
+	runner := runBench
+	if o.cluster {
+		runner = runCluster
+	}
+	rep, err := runner(ctx, o, log, progress)
 	if err != nil {
 		progress.Error("benchmark failed", "error", err)
 		return 1

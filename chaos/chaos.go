@@ -52,6 +52,7 @@ import (
 	"chargeonce/invariant"
 	"chargeonce/provider/dialect"
 	"chargeonce/stack"
+	"chargeonce/store"
 	"chargeonce/temporalserver"
 	"chargeonce/workflows"
 )
@@ -95,6 +96,10 @@ type Config struct {
 	// LateRetries is how many paid or settled orders are retried after
 	// their key's retention has passed.
 	LateRetries int
+	// APIKills is how many times an API instance is killed with SIGKILL
+	// while checkouts run through it; only on an external stack
+	// (RunExternal), whose API instances are processes.
+	APIKills int
 	// DatabaseURL, a postgres:// URL, runs the merchant database on
 	// PostgreSQL: the run creates a fresh database there with the URL's
 	// role, which needs CREATEDB, and drops it at the end. Empty means a
@@ -182,7 +187,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.Checkouts < 1 || c.Clients < 1:
 		return fmt.Errorf("chaos: checkouts (%d) and clients (%d) must be positive; DefaultConfig sizes a CI run", c.Checkouts, c.Clients)
-	case c.WorkerKills < 0 || c.ServerRestarts < 0 || c.ModeSwitches < 0 || c.LateRetries < 0 || c.PostgresRestarts < 0:
+	case c.WorkerKills < 0 || c.ServerRestarts < 0 || c.ModeSwitches < 0 || c.LateRetries < 0 || c.PostgresRestarts < 0 || c.APIKills < 0:
 		return errors.New("chaos: fault counts must not be negative")
 	case c.DatabaseURL != "" && !isPostgresURL(c.DatabaseURL):
 		return errors.New("chaos: the database URL must start with postgres:// or postgresql://; leave it empty to run on SQLite")
@@ -305,6 +310,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.WorkerBinary == "" {
 		return Summary{}, errors.New("chaos: the worker binary is required; build it with BuildWorker")
 	}
+	if cfg.APIKills > 0 {
+		return Summary{}, errors.New("chaos: API kills need an external stack (RunExternal): the stack's API runs in this process")
+	}
 	cfg = cfg.withDefaults()
 	began := time.Now()
 	dir := cfg.DataDir
@@ -388,24 +396,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 
-	lost, closeLost, err := lostStartCheckout(st)
+	lost, closeLost, err := lostStartCheckout(st.Store())
 	if err != nil {
 		return Summary{}, err
 	}
 	defer closeLost()
 
-	r := &run{
-		cfg:      cfg,
-		stack:    st,
-		workers:  workers,
-		lost:     lost,
-		http:     &http.Client{Timeout: cfg.CheckoutBudget + 30*time.Second},
-		answers:  map[int]int{},
-		cards:    map[int64]string{},
-		behave:   map[string]int{},
-		faults:   map[string]int{},
-		progress: make(chan struct{}, 1),
-	}
+	r := newRun(cfg, embeddedStack{st}, lost)
+	r.workers = workers
 	if err := r.execute(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -478,7 +476,7 @@ func awaitPublishedTiming(ctx context.Context, svc *checkout.Service, want workf
 // it stores the key and then loses the workflow start, which is what a
 // crash of the API between its commit and its call to Temporal leaves
 // behind. Only the outbox sweep, or the customer's retry, can recover it.
-func lostStartCheckout(st *stack.Stack) (*checkout.Service, func(), error) {
+func lostStartCheckout(st store.Store) (*checkout.Service, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: find an unused port: %w", err)
@@ -491,7 +489,7 @@ func lostStartCheckout(st *stack.Stack) (*checkout.Service, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: client for lost starts: %w", err)
 	}
-	svc, err := checkout.New(checkout.Config{Store: st.Store(), Temporal: unreachable, Budget: 200 * time.Millisecond})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: unreachable, Budget: 200 * time.Millisecond})
 	if err != nil {
 		unreachable.Close()
 		return nil, nil, err
@@ -499,13 +497,31 @@ func lostStartCheckout(st *stack.Stack) (*checkout.Service, func(), error) {
 	return svc, unreachable.Close, nil
 }
 
+// target is the stack a run drives: the one Run starts in this process,
+// or an external one.
+type target interface {
+	APIURL() string
+	ProviderURL() string
+	Store() store.Store
+	Client() client.Client
+	RestartTemporal(ctx context.Context) error
+	// ExpireKeys makes the provider forget the keys older than retention.
+	ExpireKeys(ctx context.Context, retention time.Duration) (int, error)
+	// ProviderRequests is the provider's request log.
+	ProviderRequests(ctx context.Context) ([]fakeprovider.RequestRecord, error)
+}
+
 // run is the state of one Run.
 type run struct {
 	cfg     Config
-	stack   *stack.Stack
+	stack   target
 	workers []*workerProcess
 	lost    *checkout.Service
 	http    *http.Client
+	// processes, on an external stack, kills and starts its processes,
+	// named workerNames and apiNames; nil on the embedded stack.
+	processes             Processes
+	workerNames, apiNames []string
 
 	mu         sync.Mutex
 	orders     []int64
@@ -519,6 +535,20 @@ type run struct {
 
 	started  int
 	progress chan struct{}
+}
+
+func newRun(cfg Config, t target, lost *checkout.Service) *run {
+	return &run{
+		cfg:      cfg,
+		stack:    t,
+		lost:     lost,
+		http:     &http.Client{Timeout: cfg.CheckoutBudget + 30*time.Second},
+		answers:  map[int]int{},
+		cards:    map[int64]string{},
+		behave:   map[string]int{},
+		faults:   map[string]int{},
+		progress: make(chan struct{}, 1),
+	}
 }
 
 func (r *run) count(m map[string]int, k string) {
@@ -596,7 +626,7 @@ func (r *run) expireKeys(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		n, err := r.stack.Provider().ExpireKeys(r.cfg.Retention)
+		n, err := r.stack.ExpireKeys(ctx, r.cfg.Retention)
 		if err != nil {
 			r.cfg.Logger.Warn("provider keys not expired", "error", err)
 		}

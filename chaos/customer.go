@@ -429,8 +429,12 @@ func (r *run) lateRetries(ctx context.Context) error {
 		return ctx.Err()
 	}
 	// Every key these orders sent is now forgotten by the provider.
+	records, err := r.stack.ProviderRequests(ctx)
+	if err != nil {
+		return fmt.Errorf("chaos: provider requests: %w", err)
+	}
 	sent := map[string]bool{}
-	for _, rec := range r.stack.Provider().Requests() {
+	for _, rec := range records {
 		sent[rec.Key] = rec.Key != ""
 	}
 	for _, id := range ids {

@@ -38,9 +38,17 @@ func (r *run) plan() []fault {
 			fire: func(ctx context.Context) error { return r.setMode(ctx, m) }})
 	}
 	for j := range r.cfg.WorkerKills {
-		w := r.workers[j%len(r.workers)]
-		plan = append(plan, fault{at: spread(j, r.cfg.WorkerKills, 0.03), kind: FaultWorkerKill,
-			fire: func(ctx context.Context) error { return r.killWorker(ctx, w) }})
+		fire := func(ctx context.Context) error { return r.restartProcess(ctx, r.workerNames[j%len(r.workerNames)]) }
+		if r.processes == nil {
+			w := r.workers[j%len(r.workers)]
+			fire = func(ctx context.Context) error { return r.killWorker(ctx, w) }
+		}
+		plan = append(plan, fault{at: spread(j, r.cfg.WorkerKills, 0.03), kind: FaultWorkerKill, fire: fire})
+	}
+	for j := range r.cfg.APIKills {
+		name := r.apiNames[j%len(r.apiNames)]
+		plan = append(plan, fault{at: spread(j, r.cfg.APIKills, 0.05), kind: FaultAPIKill,
+			fire: func(ctx context.Context) error { return r.restartProcess(ctx, name) }})
 	}
 	for j := range r.cfg.ServerRestarts {
 		plan = append(plan, fault{at: spread(j, r.cfg.ServerRestarts, 0.07), kind: FaultServerRestart,

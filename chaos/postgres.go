@@ -96,10 +96,8 @@ func (r *run) restartPostgres(ctx context.Context) error {
 }
 
 func (r *run) restartAndReconnect(ctx context.Context) error {
-	command := r.cfg.PostgresRestartCommand
-	out, err := exec.CommandContext(ctx, command[0], command[1:]...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s: %w: %s", strings.Join(command, " "), err, strings.TrimSpace(string(out)))
+	if err := r.restartDatabase(ctx); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, reconnectTimeout)
 	defer cancel()
@@ -116,6 +114,16 @@ func (r *run) restartAndReconnect(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// runRestartCommand restarts PostgreSQL with the configured command.
+func (r *run) runRestartCommand(ctx context.Context) error {
+	command := r.cfg.PostgresRestartCommand
+	out, err := exec.CommandContext(ctx, command[0], command[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(command, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // throughOutage calls fn until it succeeds or fails outside a database

@@ -53,6 +53,16 @@ func EnsureNamespace(ctx context.Context, c client.Client, namespace string, ret
 		_, err := svc.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
 		return err
 	}
+	// DescribeNamespace reads the database, while the operator API serves
+	// from the namespace cache, which a server of several processes
+	// refreshes every few seconds: a new namespace is served once both know it.
+	serves := func(ctx context.Context) error {
+		if err := describe(ctx); err != nil {
+			return err
+		}
+		_, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+		return err
+	}
 	var notFound *serviceerror.NamespaceNotFound
 	if err := describe(ctx); errors.As(err, &notFound) {
 		_, err := svc.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
@@ -65,7 +75,7 @@ func EnsureNamespace(ctx context.Context, c client.Client, namespace string, ret
 		}
 		created = err == nil
 	}
-	return created, WaitFor(ctx, "the frontend to serve namespace "+namespace, describe)
+	return created, WaitFor(ctx, "the frontend to serve namespace "+namespace, serves)
 }
 
 // MissingSearchAttributes returns the attributes of want that namespace

@@ -2,30 +2,42 @@ package tests
 
 import (
 	"bytes"
+	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/mod/modfile"
+
+	"chargeonce/cluster"
 )
 
 // composeFile is the part of docker-compose.yml the checks below read.
 type composeFile struct {
-	Services map[string]struct {
-		Image       string            `yaml:"image"`
-		Build       any               `yaml:"build"`
-		Command     []string          `yaml:"command"`
-		Entrypoint  []string          `yaml:"entrypoint"`
-		Environment map[string]string `yaml:"environment"`
-		Ports       []string          `yaml:"ports"`
-		Volumes     []string          `yaml:"volumes"`
-		DependsOn   map[string]any    `yaml:"depends_on"`
-	} `yaml:"services"`
+	Services map[string]composeService `yaml:"services"`
+}
+
+// composeService is one service of docker-compose.yml.
+type composeService struct {
+	Image       string            `yaml:"image"`
+	Build       any               `yaml:"build"`
+	Command     []string          `yaml:"command"`
+	Entrypoint  []string          `yaml:"entrypoint"`
+	Environment map[string]string `yaml:"environment"`
+	Ports       []string          `yaml:"ports"`
+	Volumes     []string          `yaml:"volumes"`
+	DependsOn   map[string]any    `yaml:"depends_on"`
+	Deploy      struct {
+		Replicas int `yaml:"replicas"`
+	} `yaml:"deploy"`
 }
 
 // No Docker engine runs where the tests run, so the compose file is checked
@@ -141,4 +153,68 @@ func repoRoot(t *testing.T) string {
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(dir, "go.mod"))
 	return dir
+}
+
+// The local cluster (go run ./deploy/cluster) runs what docker-compose.yml
+// declares, so that what runs here is what users deploy: the same services
+// and replicas, the same versions, the same commands, and the same
+// environment variables with the same values, apart from where each part
+// listens and finds the others.
+func TestDockerCompose_DeclaresWhatTheClusterRuns(t *testing.T) {
+	root := repoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	require.NoError(t, err)
+	var compose composeFile
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+	versions := moduleVersions(t, root)
+
+	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{}, "k1:key")
+	declared := make([]string, 0, len(parts))
+	for _, part := range parts {
+		declared = append(declared, part.Service)
+	}
+	require.ElementsMatch(t, slices.Collect(maps.Keys(compose.Services)), declared, "compose and the cluster declare other services")
+
+	for _, part := range parts {
+		t.Run(part.Service, func(t *testing.T) {
+			svc := compose.Services[part.Service]
+			require.Equal(t, part.Replicas, max(svc.Deploy.Replicas, 1), "replicas")
+			require.Equal(t, part.Entrypoint, svc.Entrypoint, "entrypoint")
+			if svc.Command != nil {
+				require.Equal(t, part.Command, svc.Command, "command")
+			}
+			if svc.Build != nil {
+				require.Equal(t, "chargeonce/cmd/"+svc.Command[0], part.Package, "the cluster builds the command compose runs")
+			}
+			if name, tag, _ := strings.Cut(svc.Image, ":"); name == "postgres" {
+				require.Equal(t, cluster.PostgresVersion, tag, "the cluster runs Debian's PostgreSQL %s", cluster.PostgresVersion)
+			} else if svc.Image != "" {
+				module, _, _ := strings.Cut(part.Package, "/cmd/")
+				require.Equal(t, versions[module], "v"+tag, "%s runs %s, the cluster builds %s at go.mod's %s", part.Service, svc.Image, part.Package, versions[module])
+			}
+
+			require.ElementsMatch(t, slices.Collect(maps.Keys(svc.Environment)), slices.Collect(maps.Keys(part.Env)), "environment variables")
+			for name, value := range svc.Environment {
+				if !placement(value, compose.Services) {
+					require.Equal(t, value, part.Env[name], "%s", name)
+				}
+			}
+			for name := range part.Local {
+				require.NotContains(t, svc.Environment, name, "a variable compose sets belongs in Env, not Local")
+			}
+		})
+	}
+}
+
+// placement reports whether a compose value says where a part listens or
+// finds another, which differs on one machine: an address, a port, a URL, a
+// service's host name, or a value compose takes from the user.
+func placement(value string, services map[string]composeService) bool {
+	if _, ok := services[value]; ok {
+		return true
+	}
+	if _, err := strconv.Atoi(value); err == nil {
+		return true
+	}
+	return strings.Contains(value, ":") || strings.HasPrefix(value, "${") || net.ParseIP(value) != nil
 }

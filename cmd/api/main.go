@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if logger, err = alert.Counting(logger, reg); err != nil {
 		return err
 	}
-	conn, err := backend.Connect(ctx, logger, reg)
+	conn, err := backend.Connect(ctx, getenv, logger, reg)
 	if err != nil {
 		return err
 	}

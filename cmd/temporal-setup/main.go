@@ -39,7 +39,7 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("temporal-setup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	conn := temporalclient.RegisterFlags(fs)
+	connFlags := temporalclient.RegisterFlags(fs)
 	retention := fs.Duration("retention", 7*24*time.Hour, "how long Temporal keeps the history of a closed workflow, for a namespace this command creates")
 	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the Temporal frontend to answer")
 	if err := cli.Parse(fs, args, getenv); err != nil {
@@ -51,7 +51,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *wait <= 0 {
 		return cli.UsageError{Err: fmt.Errorf("--wait %v must be positive", *wait)}
 	}
-	if err := conn.Validate(); err != nil {
+	conn, err := connFlags.Resolve(getenv)
+	if err != nil {
 		return cli.UsageError{Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *wait)
@@ -60,9 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Nothing here sends a payload, so no codec is needed.
 	sdkLogger := logging.AtLeast(slog.New(slog.NewTextHandler(stderr, nil)), slog.LevelError)
 	var c client.Client
-	err := temporalclient.WaitFor(ctx, "Temporal at "+conn.Address, func(ctx context.Context) error {
+	err = temporalclient.WaitFor(ctx, "Temporal at "+conn.Address, func(ctx context.Context) error {
 		var err error
-		c, err = temporalclient.Dial(ctx, *conn, temporalclient.Options{DataConverter: converter.GetDefaultDataConverter(), Logger: sdkLogger})
+		c, err = temporalclient.Dial(ctx, conn, temporalclient.Options{DataConverter: converter.GetDefaultDataConverter(), Logger: sdkLogger})
 		return err
 	})
 	if err != nil {

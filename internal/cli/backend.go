@@ -19,7 +19,7 @@ import (
 // BackendFlags say where the worker and the API find Temporal and the
 // merchant database, and which keys encrypt workflow payloads.
 type BackendFlags struct {
-	temporal    *temporalclient.Config
+	temporal    *temporalclient.Flags
 	databaseURL string
 	codecKeys   string
 }
@@ -47,19 +47,21 @@ func (c *BackendConn) Close() error {
 	return c.Store.Close()
 }
 
-// Connect checks the flags, opens the database (applying its migrations),
+// Connect checks the flags, resolves the Temporal connection against
+// Temporal's environment configuration read through getenv, opens the database (applying its migrations),
 // connects to Temporal with payload encryption, and checks that the
 // namespace has the payment's search attributes. reg receives the SDK's
 // metrics and the gauges of open attempts.
 // Flag problems are UsageErrors.
-func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer) (*BackendConn, error) {
+func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, logger *slog.Logger, reg prometheus.Registerer) (*BackendConn, error) {
 	if b.databaseURL == "" {
 		return nil, UsageError{errors.New("--database-url is required")}
 	}
 	if b.codecKeys == "" {
 		return nil, UsageError{errors.New("--codec-keys is required: without it card tokens would reach Temporal in clear text")}
 	}
-	if err := b.temporal.Validate(); err != nil {
+	temporal, err := b.temporal.Resolve(getenv)
+	if err != nil {
 		return nil, UsageError{err}
 	}
 	keyring, err := codec.ParseKeyring(b.codecKeys)
@@ -78,7 +80,7 @@ func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg pro
 		_ = st.Close()
 		return nil, err
 	}
-	tc, err := temporalclient.Dial(ctx, *b.temporal, temporalclient.Options{
+	tc, err := temporalclient.Dial(ctx, temporal, temporalclient.Options{
 		DataConverter:  codec.NewDataConverter(keyring),
 		MetricsHandler: sdkMetrics,
 		Logger:         logger,
@@ -89,10 +91,10 @@ func (b *BackendFlags) Connect(ctx context.Context, logger *slog.Logger, reg pro
 	}
 	// A namespace without the payment's search attributes would refuse
 	// every workflow start: better to say so now, by name.
-	if err := temporalclient.RequireSearchAttributes(ctx, tc, b.temporal.Namespace, workflows.SearchAttributes()); err != nil {
+	if err := temporalclient.RequireSearchAttributes(ctx, tc, temporal.Namespace, workflows.SearchAttributes()); err != nil {
 		tc.Close()
 		_ = st.Close()
 		return nil, err
 	}
-	return &BackendConn{Temporal: tc, Namespace: b.temporal.Namespace, Store: st, Keyring: keyring}, nil
+	return &BackendConn{Temporal: tc, Namespace: temporal.Namespace, Store: st, Keyring: keyring}, nil
 }

@@ -10,6 +10,13 @@
 //
 //	go run ./chaos/cmd/chaos --database-url postgres://chargeonce:chargeonce@127.0.0.1:5432/chargeonce
 //
+// With --cluster it runs against the local cluster (go run ./deploy/cluster),
+// started in that directory for the run, and the faults are real process
+// faults: workers and API instances killed with SIGKILL, the Temporal server
+// killed and started again, PostgreSQL restarted:
+//
+//	go run ./chaos/cmd/chaos --cluster /tmp/chaos-cluster --api-kills 2 --postgres-restarts 1
+//
 // It must run from inside the module, because it builds the worker command.
 package main
 
@@ -52,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", "", "`API` the workers speak to the fake provider: ietf (default) or stripe")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "keep the databases and the worker logs here (default: a temporary directory, removed)")
 	stackLog := fs.String("stack-log", "", "write the stack's logs to this `file` (default: discarded)")
+	clusterDir := fs.String("cluster", "", "run against the local cluster, started in this data `directory` for the run, with real process faults")
+	fs.IntVar(&cfg.APIKills, "api-kills", 0, "times an API instance is killed with SIGKILL in the middle of checkouts; only with --cluster")
 	logFlags := cli.Logging(fs)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
@@ -60,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// there is an error Validate reports.
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if cfg.DatabaseURL == "" && !given["postgres-restarts"] {
+	if cfg.DatabaseURL == "" && *clusterDir == "" && !given["postgres-restarts"] {
 		cfg.PostgresRestarts = 0
 	}
 	cfg.PostgresRestartCommand = strings.Fields(*restartCommand)
@@ -77,6 +86,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cfg.StackLogs = f
 	}
 	cfg.Logger = logger
+	if *clusterDir != "" {
+		if cfg.DatabaseURL != "" {
+			return cli.UsageError{Err: errors.New("--cluster runs its own PostgreSQL; leave --database-url out")}
+		}
+		sum, err := chaos.RunOnCluster(ctx, cfg, *clusterDir)
+		return report(stdout, sum, err)
+	}
+	if cfg.APIKills > 0 {
+		return cli.UsageError{Err: errors.New("--api-kills needs --cluster: the embedded stack's API runs in this process")}
+	}
 	if err := cfg.Validate(); err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -90,6 +109,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	sum, err := chaos.Run(ctx, cfg)
+	return report(stdout, sum, err)
+}
+
+// report prints a run's summary and says whether it kept every promise.
+func report(stdout io.Writer, sum chaos.Summary, err error) error {
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,231 @@
+// Package cluster runs chargeonce in its production shape on one machine,
+// from real parts, each its own OS process with its own log: PostgreSQL
+// from Debian's packages, the Temporal server built from its module at
+// go.mod's version with its schemas set up by the server's sql tool, the
+// namespace and search attributes set up by temporal-setup, the Temporal
+// Web UI, two payment workers, two checkout APIs and the fake provider.
+//
+// The parts are the services of docker-compose.yml, declared once here
+// (Parts) so that a test holds the two in step: the same services, versions,
+// environment variables and commands.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	mathrand "math/rand/v2"
+	"net"
+	"strconv"
+)
+
+// PostgresVersion is the major version of PostgreSQL the cluster runs, from
+// Debian's package, and the one docker-compose.yml pins.
+const PostgresVersion = "15"
+
+// Module versions come from go.mod; these are the packages the cluster
+// builds its Temporal parts from.
+const (
+	ServerPackage  = "go.temporal.io/server/cmd/server"
+	SQLToolPackage = "go.temporal.io/server/cmd/tools/sql"
+	UIPackage      = "github.com/temporalio/ui-server/v2/cmd/server"
+)
+
+// Part is one service of the cluster: a process, or a job that runs to
+// completion before the parts after it start.
+type Part struct {
+	// Service is the docker-compose.yml service the part is.
+	Service string
+	// Replicas is how many processes run the part.
+	Replicas int
+	// Job is a part that runs once to completion at every start.
+	Job bool
+	// Package is the Go package the binary is built from: a command of this
+	// module (chargeonce/cmd/worker) or of a Temporal module.
+	Package string
+	// Binary is the file name Package is built to, in the cluster's bin
+	// directory; for PostgreSQL, the server in Debian's binaries.
+	Binary string
+	// Entrypoint and Command are the compose service's, in the same words.
+	// A Command that starts with /deploy/ is a file of the module's deploy
+	// directory, which compose mounts there.
+	Entrypoint, Command []string
+	// Env is the environment the compose service sets, with the values
+	// that fit one machine. Every name is one compose sets too.
+	Env map[string]string
+	// Local is what only the cluster sets, because compose gives it by
+	// other means: a port on the shared loopback, a data file where
+	// compose has a volume, a path inside the image.
+	Local map[string]string
+}
+
+// Ports are the loopback ports of the cluster's parts.
+type Ports struct {
+	Postgres, Temporal, UI, Provider int
+	// APIs and Workers are one port per instance; a worker's port serves
+	// /healthz, /metrics and the payload codec.
+	APIs, Workers [2]int
+	// TemporalInternal are the ports of the server's other services
+	// (frontend HTTP, membership, history, matching, worker), which must
+	// not collide with another server on the machine.
+	TemporalInternal [8]int
+}
+
+// DefaultPorts are the ports docker-compose.yml publishes, and PostgreSQL
+// beside the one .ci/postgres.sh runs on 5432.
+func DefaultPorts() Ports {
+	return Ports{
+		Postgres: 5433, Temporal: 7233, UI: 8233, Provider: 8099,
+		APIs: [2]int{8080, 8081}, Workers: [2]int{9090, 9091},
+		TemporalInternal: [8]int{7243, 6933, 7234, 6934, 7235, 6935, 7239, 6939},
+	}
+}
+
+// FreePorts are unused loopback ports, for a cluster that must not collide
+// with anything else on the machine (tests, chaos runs, benchmarks). They
+// are drawn below the kernel's ephemeral range, which outgoing connections
+// take from, and below 32768: the server stores its membership ports as
+// PostgreSQL smallints.
+func FreePorts() (Ports, error) {
+	var all [16]int
+	listeners := make([]net.Listener, 0, len(all))
+	defer func() {
+		for _, ln := range listeners {
+			_ = ln.Close()
+		}
+	}()
+	for i := range all {
+		for tries := 0; ; tries++ {
+			if tries == 1000 {
+				return Ports{}, errors.New("cluster: no unused port between 20000 and 32767")
+			}
+			ln, err := net.Listen("tcp", addr(20000+mathrand.IntN(12768)))
+			if err == nil {
+				listeners = append(listeners, ln)
+				all[i] = ln.Addr().(*net.TCPAddr).Port
+				break
+			}
+		}
+	}
+	p := Ports{Postgres: all[0], Temporal: all[1], UI: all[2], Provider: all[3],
+		APIs: [2]int{all[4], all[5]}, Workers: [2]int{all[6], all[7]}}
+	copy(p.TemporalInternal[:], all[8:16])
+	return p, nil
+}
+
+// Host is the interface every part listens on.
+const Host = "127.0.0.1"
+
+func addr(port int) string { return net.JoinHostPort(Host, strconv.Itoa(port)) }
+
+func httpURL(port int) string { return "http://" + addr(port) }
+
+// Database credentials, as docker-compose.yml and deploy/postgres-init.sql
+// set them.
+const (
+	temporalUser = "temporal"
+	appURLFormat = "postgres://chargeonce:chargeonce@%s/chargeonce?sslmode=disable"
+)
+
+// Parts are the cluster's parts in start order, on the ports p, with their
+// files where l says, and the payload keyring codecKeys.
+func Parts(p Ports, l Layout, codecKeys string) []Part {
+	pg := strconv.Itoa(p.Postgres)
+	backend := func(extra map[string]string) map[string]string {
+		env := map[string]string{
+			"CHARGEONCE_TEMPORAL_ADDRESS":   addr(p.Temporal),
+			"CHARGEONCE_TEMPORAL_NAMESPACE": "default",
+			"CHARGEONCE_DATABASE_URL":       fmt.Sprintf(appURLFormat, addr(p.Postgres)),
+			"CHARGEONCE_CODEC_KEYS":         codecKeys,
+			"CHARGEONCE_LOG_FORMAT":         "json",
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return env
+	}
+	ti := p.TemporalInternal
+	return []Part{
+		{
+			Service: "postgresql", Replicas: 1, Binary: "postgres",
+			Env:   map[string]string{"POSTGRES_USER": temporalUser, "POSTGRES_PASSWORD": temporalUser},
+			Local: map[string]string{"PGDATA": l.Postgres(), "PGPORT": pg},
+		},
+		{
+			Service: "temporal-schema", Replicas: 1, Job: true, Package: SQLToolPackage, Binary: "temporal-sql-tool",
+			Entrypoint: []string{"/bin/sh"}, Command: []string{"/deploy/temporal-schema.sh"},
+			Local: map[string]string{
+				"POSTGRES_SEEDS": Host, "DB_PORT": pg,
+				"SCHEMA_DIR": l.Schema(), "PATH": l.Bin() + ":/usr/bin:/bin",
+			},
+		},
+		{
+			Service: "temporal", Replicas: 1, Package: ServerPackage, Binary: "temporal-server",
+			Command: []string{"temporal-server", "start"},
+			Env: map[string]string{
+				"DB": "postgres12", "DB_PORT": pg, "POSTGRES_USER": temporalUser, "POSTGRES_PWD": temporalUser,
+				"POSTGRES_SEEDS": Host, "BIND_ON_IP": Host,
+			},
+			Local: map[string]string{
+				"FRONTEND_GRPC_PORT": strconv.Itoa(p.Temporal), "FRONTEND_HTTP_PORT": strconv.Itoa(ti[0]),
+				"FRONTEND_MEMBERSHIP_PORT": strconv.Itoa(ti[1]),
+				"HISTORY_GRPC_PORT":        strconv.Itoa(ti[2]), "HISTORY_MEMBERSHIP_PORT": strconv.Itoa(ti[3]),
+				"MATCHING_GRPC_PORT": strconv.Itoa(ti[4]), "MATCHING_MEMBERSHIP_PORT": strconv.Itoa(ti[5]),
+				"WORKER_GRPC_PORT": strconv.Itoa(ti[6]), "WORKER_MEMBERSHIP_PORT": strconv.Itoa(ti[7]),
+				"DYNAMIC_CONFIG_FILE_PATH": l.DynamicConfig(),
+			},
+		},
+		{
+			Service: "temporal-setup", Replicas: 1, Job: true, Package: "chargeonce/cmd/temporal-setup", Binary: "temporal-setup",
+			Command: []string{"temporal-setup"},
+			Env:     map[string]string{"CHARGEONCE_TEMPORAL_ADDRESS": addr(p.Temporal), "CHARGEONCE_TEMPORAL_NAMESPACE": "default"},
+		},
+		{
+			Service: "temporal-ui", Replicas: 1, Package: UIPackage, Binary: "temporal-ui-server",
+			Command: []string{"temporal-ui-server", "--root", l.UI(), "--env", "docker", "start"},
+			Env: map[string]string{
+				"TEMPORAL_ADDRESS": addr(p.Temporal), "TEMPORAL_CODEC_ENDPOINT": httpURL(p.Workers[0]) + "/codec",
+				"TEMPORAL_UI_PORT": strconv.Itoa(p.UI), "TEMPORAL_CSRF_COOKIE_INSECURE": "true",
+			},
+		},
+		{
+			Service: "fakeprovider", Replicas: 1, Package: "chargeonce/cmd/fakeprovider", Binary: "fakeprovider",
+			Command: []string{"fakeprovider"},
+			Env: map[string]string{
+				"FAKEPROVIDER_ADDR": addr(p.Provider), "FAKEPROVIDER_MODE": "normal", "FAKEPROVIDER_RETENTION": "24h",
+			},
+			Local: map[string]string{"FAKEPROVIDER_DATA_FILE": l.ProviderData()},
+		},
+		{
+			Service: "worker", Replicas: 2, Package: "chargeonce/cmd/worker", Binary: "worker",
+			Command: []string{"worker"},
+			Env: backend(map[string]string{
+				"CHARGEONCE_PROVIDER_URL": httpURL(p.Provider), "CHARGEONCE_LISTEN": addr(p.Workers[0]),
+				"CHARGEONCE_CODEC_CORS_ORIGIN": httpURL(p.UI),
+			}),
+		},
+		{
+			Service: "api", Replicas: 2, Package: "chargeonce/cmd/api", Binary: "api",
+			Command: []string{"api"},
+			Env:     backend(map[string]string{"CHARGEONCE_LISTEN": addr(p.APIs[0])}),
+		},
+	}
+}
+
+// replicaEnv is the environment of replica i of part: the listen port of
+// a replicated part is its own.
+func replicaEnv(part Part, p Ports, i int) map[string]string {
+	env := make(map[string]string, len(part.Env)+len(part.Local))
+	for k, v := range part.Env {
+		env[k] = v
+	}
+	for k, v := range part.Local {
+		env[k] = v
+	}
+	switch part.Service {
+	case "worker":
+		env["CHARGEONCE_LISTEN"] = addr(p.Workers[i])
+	case "api":
+		env["CHARGEONCE_LISTEN"] = addr(p.APIs[i])
+	}
+	return env
+}

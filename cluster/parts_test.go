@@ -1,0 +1,37 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The server stores its membership ports as PostgreSQL smallints, and
+// refuses to start on a port above 32767.
+func TestFreePorts_AreDistinctAndFitASmallint(t *testing.T) {
+	p, err := FreePorts()
+	require.NoError(t, err)
+	all := append([]int{p.Postgres, p.Temporal, p.UI, p.Provider}, p.APIs[:]...)
+	all = append(all, p.Workers[:]...)
+	all = append(all, p.TemporalInternal[:]...)
+	seen := map[int]bool{}
+	for _, port := range all {
+		require.True(t, port >= 20000 && port <= 32767, "port %d", port)
+		require.False(t, seen[port], "port %d twice", port)
+		seen[port] = true
+	}
+}
+
+func TestParts_GiveEachReplicaItsOwnListenPort(t *testing.T) {
+	p := DefaultPorts()
+	for _, part := range Parts(p, Layout{Dir: "/data"}, "k1:key") {
+		if part.Replicas < 2 {
+			continue
+		}
+		listens := map[string]bool{}
+		for i := range part.Replicas {
+			listens[replicaEnv(part, p, i)["CHARGEONCE_LISTEN"]] = true
+		}
+		require.Len(t, listens, part.Replicas, part.Service)
+	}
+}

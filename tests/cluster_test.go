@@ -1,0 +1,70 @@
+package tests
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/chaos"
+	"chargeonce/cluster"
+)
+
+// The production shape from real parts (package cluster), under real
+// process faults: worker and API instances killed with SIGKILL in the middle
+// of checkouts, the Temporal server killed and started again on PostgreSQL,
+// and PostgreSQL itself restarted. Then the whole cluster stops and starts
+// again on the same data, which still holds every order.
+func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cluster chaos run takes minutes")
+	}
+	if _, err := os.Stat(filepath.Join("/usr/lib/postgresql", cluster.PostgresVersion, "bin", "postgres")); err != nil {
+		t.Skipf("the cluster runs Debian's PostgreSQL %s, which is not installed (.ci/postgres.sh installs it): %v", cluster.PostgresVersion, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// PostgreSQL runs as the postgres user, who cannot enter t.TempDir().
+	dir, err := os.MkdirTemp("", "chargeonce-cluster-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+
+	cfg := chaos.DefaultConfig()
+	cfg.Seed = 13
+	cfg.Checkouts, cfg.Clients, cfg.ModeSwitches, cfg.LateRetries = 100, 8, 6, 10
+	cfg.WorkerKills, cfg.APIKills, cfg.ServerRestarts, cfg.PostgresRestarts = 2, 2, 1, 1
+	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+	sum, err := chaos.RunOnCluster(ctx, cfg, dir)
+	require.NoError(t, err)
+	t.Logf("cluster chaos run summary:\n%s", sum)
+
+	require.True(t, sum.Report.OK(), "invariant violations")
+	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
+	require.True(t, sum.OK())
+	require.Equal(t, 100, sum.Checkouts)
+	for kind, n := range map[string]int{
+		chaos.FaultWorkerKill: 2, chaos.FaultAPIKill: 2, chaos.FaultServerRestart: 1, chaos.FaultPostgres: 1, chaos.FaultMode: 6,
+	} {
+		require.Equal(t, n, sum.Faults[kind], kind)
+	}
+	require.Equal(t, sum.Checkouts, sum.Report.Orders)
+	require.Equal(t, sum.Report.Workflows, sum.Report.Histories, "every workflow history was read")
+
+	// Started again on the same data directory, the cluster finds them all.
+	ports, err := cluster.FreePorts()
+	require.NoError(t, err)
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Ports: ports, Env: chaos.Env(cfg)})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Stop(context.Background())) })
+	conn, err := pgx.Connect(ctx, c.DatabaseURL())
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var orders int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&orders))
+	require.Equal(t, sum.Checkouts, orders)
+}
