@@ -10,6 +10,11 @@ import (
 	"strings"
 )
 
+// ErrUnreadable is wrapped by the errors of Open that asking again will not
+// cure: the provider refused the request (a 4xx other than 429), or what it
+// sent is not a report.
+var ErrUnreadable = errors.New("settlement report cannot be read")
+
 // Client downloads reports from the provider's GET /v1/settlements/{date}.
 type Client struct {
 	// BaseURL is the provider's root, such as "https://api.provider.example".
@@ -62,12 +67,12 @@ func (c *Client) Open(ctx context.Context, date string) (*Report, error) {
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/csv") {
 		resp.Body.Close()
-		return nil, fmt.Errorf("settlement: report of %s: content type %q is not text/csv", date, ct)
+		return nil, fmt.Errorf("settlement: report of %s: content type %q is not text/csv: %w", date, ct, ErrUnreadable)
 	}
 	r, err := NewReader(resp.Body)
 	if err != nil {
 		resp.Body.Close()
-		return nil, fmt.Errorf("settlement: report of %s: %w", date, err)
+		return nil, fmt.Errorf("settlement: report of %s: %w: %w", date, ErrUnreadable, err)
 	}
 	return &Report{Reader: r, body: resp.Body}, nil
 }
@@ -77,6 +82,14 @@ type StatusError struct {
 	Status int
 	// Body is the start of the answer, for the log.
 	Body string
+}
+
+// Unwrap makes a refusal ErrUnreadable.
+func (e *StatusError) Unwrap() error {
+	if e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests {
+		return ErrUnreadable
+	}
+	return nil
 }
 
 func (e *StatusError) Error() string {

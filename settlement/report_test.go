@@ -113,6 +113,7 @@ func TestClient_OpenStreamsTheReport(t *testing.T) {
 	var status *settlement.StatusError
 	require.True(t, errors.As(err, &status), "%v", err)
 	require.Equal(t, http.StatusNotFound, status.Status)
+	require.ErrorIs(t, err, settlement.ErrUnreadable)
 
 	_, err = c.Open(context.Background(), "March 14")
 	require.Error(t, err)
