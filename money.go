@@ -55,6 +55,10 @@ func CurrencyDigits(code string) (int, error) {
 // and must fit in int64 minor units. Signs, exponents, spaces and thousands
 // separators are refused.
 func ParseMoney(amount, code string) (Money, error) {
+	if strings.HasPrefix(amount, "-") {
+		// A price has no sign: the same answer as for "+5.00".
+		return Money{}, fmt.Errorf("%w: %q is not a plain decimal number such as \"548.90\"", ErrInvalidAmount, amount)
+	}
 	minor, err := ParseAmount(amount, code)
 	if err != nil {
 		return Money{}, err
