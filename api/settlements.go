@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-
 	"chargeonce"
 	"chargeonce/settlement"
 	"chargeonce/store"
@@ -145,12 +142,7 @@ func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, s.log, newProblem(kindUnavailable, "this API has no Temporal client to run settlements with"))
 		return
 	}
-	run, err := s.temporal.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{
-		ID:                       workflows.SettlementWorkflowID(date),
-		TaskQueue:                chargeonce.TaskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.SettlementWorkflow, workflows.SettlementInput{Date: date, GraceDays: workflows.DefaultSettlementGraceDays})
+	run, err := workflows.RunSettlement(r.Context(), s.temporal, workflows.SettlementInput{Date: date, GraceDays: workflows.DefaultSettlementGraceDays})
 	if err != nil {
 		s.log.Error("settlement run not started", "date", date, "error", err)
 		writeProblem(w, s.log, newProblem(kindUnavailable, "the settlement run could not be started: Temporal does not answer"))

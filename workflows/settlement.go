@@ -1,12 +1,14 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -165,4 +167,16 @@ func DailySettlementWorkflow(ctx workflow.Context, in DailySettlementInput) (Dai
 		}
 	}
 	return res, nil
+}
+
+// RunSettlement starts the SettlementWorkflow of in.Date, or joins the one
+// running for that date, and returns the run: a run of a date settled
+// before replaces its result.
+func RunSettlement(ctx context.Context, c client.Client, in SettlementInput) (client.WorkflowRun, error) {
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       SettlementWorkflowID(in.Date),
+		TaskQueue:                chargeonce.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, SettlementWorkflow, in)
 }
