@@ -127,12 +127,13 @@ type SettlementStore interface {
 	// already staged with the same date and number is replaced.
 	AddSettlementLines(ctx context.Context, lines []SettlementLine) error
 	// SettlementLines returns at most limit staged lines of the date after
-	// the cursor, by charge id and then line number; malformed lines, whose
-	// charge id is empty, come first.
+	// the cursor, by charge id (byte by byte, as Go compares strings) and
+	// then line number; malformed lines, whose charge id is empty, come
+	// first.
 	SettlementLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
 	// SucceededAttempts returns at most limit succeeded attempts created in
-	// [from, to) whose charge id sorts after afterChargeID, by charge id,
-	// without their Requests.
+	// [from, to) whose charge id sorts after afterChargeID, by charge id
+	// (byte by byte), without their Requests.
 	SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]Attempt, error)
 	// AttemptsByCharge returns the attempts, of any status, that hold one
 	// of at most MaxSettlementBatch provider charge ids, without Requests.
@@ -272,9 +273,10 @@ func (s *db) SettlementLines(ctx context.Context, date string, after LineCursor,
 	var lines []SettlementLine
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
+		charge := `charge_id` + s.d.byteOrder
 		lines, err = queryAll(ctx, q, scanLine, `SELECT `+lineColumns+` FROM settlement_lines
-			WHERE report_date = $1 AND (charge_id > $2 OR (charge_id = $2 AND line_no > $3))
-			ORDER BY charge_id, line_no LIMIT $4`, date, after.ChargeID, after.LineNo, limit)
+			WHERE report_date = $1 AND (`+charge+` > $2 OR (charge_id = $2 AND line_no > $3))
+			ORDER BY `+charge+`, line_no LIMIT $4`, date, after.ChargeID, after.LineNo, limit)
 		return err
 	})
 	if err != nil {
@@ -290,9 +292,10 @@ func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterCha
 	var attempts []Attempt
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
+		charge := `provider_payment_id` + s.d.byteOrder
 		attempts, err = queryAll(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
-			WHERE status = 'succeeded' AND provider_payment_id > $1 AND created_at >= $2 AND created_at < $3
-			ORDER BY provider_payment_id LIMIT $4`, afterChargeID, s.t(from), s.t(to), limit)
+			WHERE status = 'succeeded' AND `+charge+` > $1 AND created_at >= $2 AND created_at < $3
+			ORDER BY `+charge+` LIMIT $4`, afterChargeID, s.t(from), s.t(to), limit)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -174,5 +175,39 @@ func TestStore_BadSettlementInputIsRefusedAndChangesNothing(t *testing.T) {
 		require.Equal(t, int64(0), rawCount(t, dsn, `SELECT count(*) FROM settlement_exceptions`))
 		require.Equal(t, int64(0), rawCount(t, dsn, `SELECT count(*) FROM settlement_lines`))
 		require.NoError(t, s.FinishSettlementRun(ctx, good))
+	})
+}
+
+func TestStore_SettlementPagesOrderChargeIDsByteByByte(t *testing.T) {
+	ids := []string{"ch_a", "ch_B", "ch-1", "ch_0", "CH_z", "ch__"}
+	want := slices.Sorted(slices.Values(ids))
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		from := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+		var lines []store.SettlementLine
+		for i, id := range ids {
+			lines = append(lines, line(i+2, id, 100))
+			paidAttempt(t, s, from.Add(time.Hour), id)
+		}
+		require.NoError(t, s.AddSettlementLines(ctx, lines))
+
+		var gotLines, gotAttempts []string
+		after := store.LineCursor{}
+		afterCharge := ""
+		for range ids {
+			page, err := s.SettlementLines(ctx, day, after, 1)
+			require.NoError(t, err)
+			require.Len(t, page, 1)
+			gotLines = append(gotLines, page[0].ChargeID)
+			after = store.LineCursor{ChargeID: page[0].ChargeID, LineNo: page[0].LineNo}
+			attempts, err := s.SucceededAttempts(ctx, from, from.AddDate(0, 0, 1), afterCharge, 1)
+			require.NoError(t, err)
+			require.Len(t, attempts, 1)
+			gotAttempts = append(gotAttempts, attempts[0].ProviderPaymentID)
+			afterCharge = attempts[0].ProviderPaymentID
+		}
+		require.Equal(t, want, gotLines)
+		require.Equal(t, want, gotAttempts)
 	})
 }

@@ -25,7 +25,9 @@ CREATE TABLE settlement_lines (
 	PRIMARY KEY (report_date, line_no)
 );
 
-CREATE INDEX settlement_lines_by_charge ON settlement_lines (report_date, charge_id, line_no);
+-- Matching pages through the lines by charge id byte by byte (COLLATE "C"),
+-- as Go compares strings, whatever the database's collation.
+CREATE INDEX settlement_lines_by_charge ON settlement_lines (report_date, charge_id COLLATE "C", line_no);
 
 -- One row per report date: the result of its latest complete run.
 CREATE TABLE settlement_runs (
@@ -66,5 +68,5 @@ CREATE TABLE settlement_exceptions (
 	PRIMARY KEY (report_date, run_id, seq)
 );
 
--- Matching pages through the succeeded attempts by charge id.
-CREATE INDEX payment_attempts_succeeded_by_charge ON payment_attempts (provider_payment_id) WHERE status = 'succeeded';
+-- Matching pages through the succeeded attempts by charge id, byte by byte.
+CREATE INDEX payment_attempts_succeeded_by_charge ON payment_attempts (provider_payment_id COLLATE "C") WHERE status = 'succeeded';
