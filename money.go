@@ -55,25 +55,46 @@ func CurrencyDigits(code string) (int, error) {
 // and must fit in int64 minor units. Signs, exponents, spaces and thousands
 // separators are refused.
 func ParseMoney(amount, code string) (Money, error) {
-	digits, err := CurrencyDigits(code)
-	if err != nil {
-		return Money{}, err
-	}
-	whole, frac, hasPoint := strings.Cut(amount, ".")
-	if whole == "" || (hasPoint && frac == "") || !allDigits(whole) || !allDigits(frac) {
+	if strings.HasPrefix(amount, "-") {
+		// A price has no sign: the same answer as for "+5.00".
 		return Money{}, fmt.Errorf("%w: %q is not a plain decimal number such as \"548.90\"", ErrInvalidAmount, amount)
 	}
-	if len(frac) > digits {
-		return Money{}, fmt.Errorf("%w: %q has %d decimals, but %s allows %d", ErrInvalidAmount, amount, len(frac), code, digits)
-	}
-	minor, err := strconv.ParseInt(whole+frac+strings.Repeat("0", digits-len(frac)), 10, 64)
+	minor, err := ParseAmount(amount, code)
 	if err != nil {
-		return Money{}, fmt.Errorf("%w: %q is too large", ErrInvalidAmount, amount)
+		return Money{}, err
 	}
 	if minor <= 0 {
 		return Money{}, fmt.Errorf("%w: %q is not positive", ErrInvalidAmount, amount)
 	}
 	return Money{Minor: minor, Currency: code}, nil
+}
+
+// ParseAmount reads a signed decimal string such as "548.90", "0.00" or
+// "-12.50" in the given currency into minor units, with the exactness rules
+// of ParseMoney. It is for amounts that may be zero or negative, such as the
+// fee and the refunds of a settlement report; a leading "-" is the only sign
+// accepted.
+func ParseAmount(amount, code string) (int64, error) {
+	digits, err := CurrencyDigits(code)
+	if err != nil {
+		return 0, err
+	}
+	unsigned, negative := strings.CutPrefix(amount, "-")
+	whole, frac, hasPoint := strings.Cut(unsigned, ".")
+	if whole == "" || (hasPoint && frac == "") || !allDigits(whole) || !allDigits(frac) {
+		return 0, fmt.Errorf("%w: %q is not a plain decimal number such as \"548.90\"", ErrInvalidAmount, amount)
+	}
+	if len(frac) > digits {
+		return 0, fmt.Errorf("%w: %q has %d decimals, but %s allows %d", ErrInvalidAmount, amount, len(frac), code, digits)
+	}
+	minor, err := strconv.ParseInt(whole+frac+strings.Repeat("0", digits-len(frac)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is too large", ErrInvalidAmount, amount)
+	}
+	if negative {
+		minor = -minor
+	}
+	return minor, nil
 }
 
 // NewMoney checks an amount that is already in minor units, such as one read

@@ -72,6 +72,30 @@ func TestParseMoney_RefusesInexactOrMalformedAmounts(t *testing.T) {
 	}
 }
 
+func TestParseAmount_SignedAndZero(t *testing.T) {
+	tests := []struct {
+		amount, currency string
+		want             int64
+	}{
+		{"548.90", "TRY", 54890},
+		{"0.00", "TRY", 0},
+		{"-12.5", "TRY", -1250},
+		{"-1000", "JPY", -1000},
+		{"0.001", "KWD", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.amount+" "+tt.currency, func(t *testing.T) {
+			got, err := chargeonce.ParseAmount(tt.amount, tt.currency)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+	for _, bad := range []string{"--1.00", "-", "+1.00", "-1.234", "1,00", "- 1.00"} {
+		_, err := chargeonce.ParseAmount(bad, "TRY")
+		require.ErrorIs(t, err, chargeonce.ErrInvalidAmount, bad)
+	}
+}
+
 func TestCurrencyDigits_FollowISO4217(t *testing.T) {
 	for code, digits := range map[string]int{"TRY": 2, "USD": 2, "EUR": 2, "JPY": 0, "KRW": 0, "KWD": 3, "BHD": 3, "XOF": 0} {
 		got, err := chargeonce.CurrencyDigits(code)

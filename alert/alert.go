@@ -43,11 +43,15 @@ const (
 	OutcomeUnrecorded Name = "outcome_unrecorded"
 	// HandlerPanic: an API handler panicked.
 	HandlerPanic Name = "handler_panic"
+	// UnknownCharge: the provider's settlement report holds a charge that
+	// no succeeded attempt made, such as a double charge or a charge for an
+	// abandoned attempt. The customer paid for nothing: a refund candidate.
+	UnknownCharge Name = "unknown_charge"
 )
 
 // names are every Name, which the counter starts at zero so that the alert
 // rules see 0 rather than no series before the first alert.
-var names = []Name{ContractViolation, ChargeMismatch, DoubleCharge, NeedsReview, OutcomeUnrecorded, HandlerPanic}
+var names = []Name{ContractViolation, ChargeMismatch, DoubleCharge, NeedsReview, OutcomeUnrecorded, HandlerPanic, UnknownCharge}
 
 // key is the attribute key of an alert.
 const key = "alert"

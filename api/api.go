@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
 
 	"chargeonce/checkout"
 	"chargeonce/metrics"
@@ -32,6 +33,9 @@ type Config struct {
 	Metrics prometheus.Gatherer
 	// Logger receives one line per request and the alerts; nil discards.
 	Logger *slog.Logger
+	// Temporal runs the settlement workflow of
+	// POST /api/settlements/{date}/run; nil answers that route 503.
+	Temporal client.Client
 }
 
 // healthTimeout bounds the database check of /healthz.
@@ -40,6 +44,7 @@ const healthTimeout = 2 * time.Second
 type server struct {
 	checkout *checkout.Service
 	store    store.Store
+	temporal client.Client
 	log      *slog.Logger
 	mux      *http.ServeMux
 }
@@ -59,10 +64,12 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{checkout: cfg.Checkout, store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &server{checkout: cfg.Checkout, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /api/orders", s.createOrder)
 	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.checkoutOrder)
 	s.mux.HandleFunc("GET /api/orders/{id}", s.getOrder)
+	s.mux.HandleFunc("GET /api/settlements/{date}", s.getSettlement)
+	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.runSettlement)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.Handle("GET /metrics", metrics.Handler(cfg.Metrics))
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route))), nil

@@ -204,7 +204,11 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	if err := r.execute(ctx); err != nil {
 		return Summary{}, err
 	}
-	sum, err := r.summarize(ctx)
+	dates, err := r.settleDays(ctx, began)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, err := r.summarize(ctx, dates)
 	sum.Wall = time.Since(began)
 	return sum, err
 }

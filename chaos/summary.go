@@ -11,8 +11,9 @@ import (
 	"chargeonce/invariant"
 )
 
-// summarize reads the end state and runs the checker.
-func (r *run) summarize(ctx context.Context) (Summary, error) {
+// summarize reads the end state and runs the checker, which also reads the
+// settlement of the days settled.
+func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) {
 	r.mu.Lock()
 	s := Summary{
 		Checkouts:        len(r.orders),
@@ -55,6 +56,8 @@ func (r *run) summarize(ctx context.Context) (Summary, error) {
 		Provider: provider,
 		Temporal: r.stack.Client(),
 		Interval: r.cfg.Timing.Interval,
+		// The settlement of the run's days: honest books give no exception.
+		SettlementDates: settled,
 	}, ids)
 	return s, err
 }

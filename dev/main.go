@@ -23,6 +23,7 @@ import (
 	"chargeonce/provider/dialect"
 	"chargeonce/stack"
 	"chargeonce/temporalserver"
+	"chargeonce/worker"
 )
 
 func main() {
@@ -72,6 +73,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.Uint64Var(&cfg.Provider.Mode.Seed, "provider-seed", 1, "seed of the fake provider's chaos, so that a run can be repeated")
 	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", dialect.IETF, "`API` the worker speaks to the fake provider, which serves both: "+dialect.Names)
+	fs.Int64Var(&cfg.Provider.Fee.BasisPoints, "provider-fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the fake provider's settlement reports, in basis points")
+	fs.Int64Var(&cfg.Provider.Fee.FixedMinor, "provider-fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the fake provider's settlement reports, in minor units")
 	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default 30s)")
 	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current); default: a key file in the data directory")
@@ -119,6 +122,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 		books += ", the worker speaks Stripe's dialect"
 	}
 	fmt.Fprintf(w, "  fake provider    %s (mode %s, %s)\n", s.ProviderURL(), s.Provider().Mode().Name, books)
+	fmt.Fprintf(w, "  settlement       schedule %s, %s/namespaces/%s/schedules\n", worker.SettlementScheduleID, s.UIURL(), temporalserver.DefaultNamespace)
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}

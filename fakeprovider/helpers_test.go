@@ -242,3 +242,19 @@ func requireProblem(t *testing.T, r reply, status int, detail string) problem {
 	require.Equal(t, problemTypeBase+string(p.Code), p.Type)
 	return p
 }
+
+// sendWithAccept performs c with an Accept header.
+func (f *fixture) sendWithAccept(c call, accept string) (reply, error) {
+	req, err := http.NewRequest(c.method, f.url+c.path, nil)
+	if err != nil {
+		return reply{}, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}, err
+}

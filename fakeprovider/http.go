@@ -15,6 +15,7 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("GET /v1/charges", p.api(p.listCharges))
 	mux.Handle("GET /v1/charges/{id}", p.api(p.getCharge))
 	mux.Handle("GET /v1/idempotency", p.api(p.getIdempotency))
+	mux.Handle("GET /v1/settlements/{date}", p.api(p.getSettlement))
 
 	mux.Handle("POST "+stripeChargePath, p.api(stripeAPI(p.postPaymentIntent)))
 	mux.Handle("GET "+stripeSearchPath, p.api(stripeAPI(p.searchPaymentIntents)))
@@ -26,6 +27,8 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("GET /_admin/charges", p.admin(p.listAllCharges))
 	mux.Handle("POST /_admin/reset", p.admin(p.reset))
 	mux.Handle("POST /_admin/expire-keys", p.admin(p.expireKeys))
+	mux.Handle("POST /_admin/charges", p.admin(p.plantCharge))
+	mux.Handle("POST /_admin/settlements", p.admin(p.alterSettlement))
 	return mux
 }
 

@@ -74,6 +74,9 @@ type Config struct {
 	// the mode across restarts. Every change is written to it before it is
 	// answered. Empty keeps the state in memory only. See CloseDataFile.
 	DataFile string
+	// Fee is the fee rule of the settlement reports; the zero rule charges
+	// no fee.
+	Fee FeeRule
 }
 
 func (c Config) withDefaults() Config {
@@ -114,7 +117,7 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.DataFile, "?#") {
 		return fmt.Errorf("data file %q: the path must not contain ? or #", c.DataFile)
 	}
-	return nil
+	return c.Fee.Validate()
 }
 
 // Provider is the fake provider: an http.Handler and the state behind it. It
@@ -130,6 +133,7 @@ type Provider struct {
 	mux     *http.ServeMux
 	// file is nil when the state is in memory only. Every use holds mu.
 	file *dataFile
+	fee  FeeRule
 
 	// closed is closed by Close to release requests held by ModeDrop.
 	closed chan struct{}
@@ -142,7 +146,9 @@ type Provider struct {
 	byID     map[string]int
 	byRef    map[string][]int
 	requests []RequestRecord
-	closing  bool
+	// alterations change the settlement reports, by charge id.
+	alterations map[string][]Alteration
+	closing     bool
 	// working counts charges being processed; idle is closed whenever it
 	// drops to zero, and replaced when it rises from zero.
 	working int
@@ -163,6 +169,7 @@ func New(cfg Config) (*Provider, error) {
 		retention: cfg.Retention,
 		lookups:   rate.NewLimiter(rate.Limit(cfg.LookupRate), int(min(math.Ceil(cfg.LookupRate), math.MaxInt32))),
 		log:       cfg.Logger,
+		fee:       cfg.Fee,
 		closed:    make(chan struct{}),
 		mode:      cfg.Mode,
 		rng:       newRand(cfg.Mode.Seed),
@@ -331,6 +338,7 @@ func (p *Provider) resetLocked() {
 	p.byID = make(map[string]int)
 	p.byRef = make(map[string][]int)
 	p.requests = nil
+	p.alterations = make(map[string][]Alteration)
 }
 
 // ExpireKeys forgets every finished key that was first seen at least

@@ -2,8 +2,8 @@
 // provider, the merchant database and Temporal hold after a run: no order
 // charged twice, charges and succeeded attempts one to one, one key per
 // attempt, no attempt left open, amounts that agree, workflows that neither
-// failed nor diverged from their history, and no charge for an attempt that
-// processed nothing.
+// failed nor diverged from their history, no charge for an attempt that
+// processed nothing, and a settlement of the day without exceptions.
 //
 // The checker reads; it never changes anything. It is what the end-to-end
 // tests, the fault-injection runs and the benchmark end with, so a run
@@ -29,7 +29,8 @@ import (
 
 // Invariant numbers a promise as docs/design.md numbers it. The first five
 // are about charges; the sixth covers the workflows that carry them out; the
-// seventh holds the customer's answer to "nothing was charged".
+// seventh holds the customer's answer to "nothing was charged"; the eighth
+// holds the provider's books to the merchant's.
 type Invariant int
 
 // The invariants.
@@ -76,6 +77,8 @@ func (i Invariant) String() string {
 		return "workflows healthy"
 	case NothingChargedWhenNotProcessed:
 		return "nothing charged when not processed"
+	case BooksBalance:
+		return "books balance"
 	}
 	return "invariant " + strconv.Itoa(int(i))
 }
@@ -102,6 +105,8 @@ type Report struct {
 	// HistoriesSkipped counts workflows beyond Config.HistoryLimit whose
 	// history was not read.
 	HistoriesSkipped int
+	// Settlements counts the settlement runs read (Config.SettlementDates).
+	Settlements int
 }
 
 // OK reports whether no invariant is broken.
@@ -173,6 +178,10 @@ type Config struct {
 	// list to show the workflows no attempt leads to; zero means
 	// DefaultVisibilityWait.
 	VisibilityWait time.Duration
+	// SettlementDates are the report dates whose recorded settlement is
+	// checked (invariant 8); Check reads them and runs none. Empty checks
+	// none.
+	SettlementDates []string
 }
 
 // Check verifies every invariant over the given orders, over every order
@@ -224,6 +233,9 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	c.noOverdueAttempt()
 	c.amountsAgree()
 	c.nothingChargedWhenNotProcessed()
+	if err := c.booksBalance(ctx, cfg.Store, cfg.SettlementDates); err != nil {
+		return Report{}, err
+	}
 	if err := c.workflowsHealthy(ctx, cfg.Temporal, cfg.HistoryLimit, cfg.VisibilityWait); err != nil {
 		return Report{}, err
 	}

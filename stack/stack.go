@@ -34,6 +34,7 @@ import (
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
 	"chargeonce/provider/dialect"
+	"chargeonce/settlement"
 	"chargeonce/store"
 	"chargeonce/temporalclient"
 	"chargeonce/temporalserver"
@@ -207,7 +208,7 @@ func (s *Stack) start(ctx context.Context) error {
 		}
 	}
 
-	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger})
+	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger, Temporal: s.client})
 	if err != nil {
 		return err
 	}
@@ -428,6 +429,9 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 		Registerer:    reg,
 		Options:       s.cfg.WorkerOptions,
 		Logger:        s.cfg.Logger,
+		// A report download is bounded by its activity's timeout.
+		Reports:             &settlement.Client{BaseURL: s.providerS.URL(), HTTP: &http.Client{}},
+		SettlementGraceDays: workflows.DefaultSettlementGraceDays,
 	})
 	if err != nil {
 		return err

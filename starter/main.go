@@ -1,6 +1,7 @@
 // Command starter is a client of the checkout API: it creates orders, checks
 // them out and shows the timeline of every request the payment sent to the
-// provider, as the API's request log tells it.
+// provider, as the API's request log tells it; and it runs and shows the
+// daily settlement.
 //
 // Usage:
 //
@@ -8,6 +9,8 @@
 //	starter checkout --order N --card tok_visa [--wait]
 //	starter checkout --amount 548.90 --currency TRY --card tok_visa
 //	starter status --order N
+//	starter settlement run --date 2026-03-14
+//	starter settlement show --date 2026-03-14
 //
 // Run "starter --help" for the flags and exit codes.
 package main

@@ -38,6 +38,8 @@ Usage:
   starter checkout --order N --card tok_visa [--wait [--wait-timeout 2m]]
   starter checkout --amount 548.90 --currency TRY --card tok_visa [--wait]
   starter status --order N
+  starter settlement run --date 2026-03-14
+  starter settlement show --date 2026-03-14
 
 Every command takes:
   --api URL   the checkout API (default $CHARGEONCE_API, else http://localhost:8080)
@@ -48,12 +50,17 @@ waits, such as "attempt 1  timeout after 3.0s", "attempt 2  409 in flight",
 "attempt 3  201 replayed", then the outcome. After a 202 (outcome unknown),
 --wait keeps asking until the order settles or --wait-timeout passes.
 
+settlement run settles a day now (the provider's report against the
+succeeded payments) and prints what it found; settlement show prints the
+day's last settlement.
+
 Exit codes:
-  0  paid (checkout), or success (order create, status)
+  0  paid (checkout), or success (order create, status, settlement)
   1  any other error (API unreachable, unknown order, server error, abandoned)
   2  usage error
   3  card declined
   4  payment pending: the outcome is not known yet; do not pay again
+     (settlement run: the run goes on; show it later)
   5  conflict: a previous payment with another card is still being verified
   6  not charged: the provider is unavailable and processed nothing; pay
      again after the Retry-After the API gives (a new attempt, a new key)
@@ -98,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		code, err = checkoutCommand(ctx, args[1:], stdout, stderr, getenv)
 	case "status":
 		code, err = statusCommand(ctx, args[1:], stdout, stderr, getenv)
+	case "settlement":
+		code, err = settlementCommand(ctx, args[1:], stdout, stderr, getenv)
 	default:
 		err = usagef("unknown command %q", args[0])
 	}

@@ -37,6 +37,8 @@ func TestRun_UsageErrorsExit2WithAReason(t *testing.T) {
 		{"checkout without order", nil, []string{"checkout", "--card", "tok_visa"}, "--order with a positive order number"},
 		{"checkout with negative wait timeout", nil, []string{"checkout", "--order", "1", "--card", "tok_visa", "--wait-timeout", "-1s"}, "--wait-timeout must be positive"},
 		{"status without order", nil, []string{"status"}, "--order with a positive order number"},
+		{"settlement without subcommand", nil, []string{"settlement"}, `takes the subcommand "run" or "show"`},
+		{"settlement without date", nil, []string{"settlement", "show"}, "settlement show needs --date"},
 		{"status with order not a number", nil, []string{"status", "--order", "abc"}, `invalid value "abc"`},
 		{"unknown flag", nil, []string{"status", "--order", "1", "--verbose"}, "flag provided but not defined: -verbose"},
 		{"positional argument", nil, []string{"status", "--order", "1", "extra"}, `unexpected argument "extra"`},

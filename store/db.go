@@ -27,6 +27,11 @@ type dialect struct {
 	timeArg func(time.Time) any
 	// uniqueViolation reports whether err is a unique-constraint violation.
 	uniqueViolation func(error) bool
+	// byteOrder follows a text column that is compared or sorted to page
+	// through it, so that the database orders it byte by byte, as Go
+	// compares strings; a database's own collation may order "ch_B" before
+	// "ch_a" or ignore punctuation.
+	byteOrder string
 }
 
 // txRunner runs transactions on one of the databases.

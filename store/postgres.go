@@ -27,6 +27,7 @@ var postgresDialect = dialect{
 	// the order, and it does not block inserting attempts that reference it.
 	lockOrder: ` FOR NO KEY UPDATE`,
 	timeArg:   func(t time.Time) any { return t },
+	byteOrder: ` COLLATE "C"`,
 	uniqueViolation: func(err error) bool {
 		var pgErr *pgconn.PgError
 		return errors.As(err, &pgErr) && pgErr.Code == "23505"

@@ -35,6 +35,8 @@ var sqliteDialect = dialect{
 	migrationLock: "",
 	lockOrder:     "",
 	timeArg:       func(t time.Time) any { return t.UnixMicro() },
+	// SQLite compares text byte by byte (BINARY) unless told otherwise.
+	byteOrder: "",
 	uniqueViolation: func(err error) bool {
 		var e *sqlite.Error
 		return errors.As(err, &e) && (e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)

@@ -200,6 +200,8 @@ type Store interface {
 	// when none was ever published. It reads one row by its primary key, so
 	// that callers may read it for every checkout instead of caching it.
 	PaymentTiming(ctx context.Context) (PublishedTiming, error)
+	// SettlementStore keeps the daily settlement.
+	SettlementStore
 	// Close releases the database connections.
 	Close() error
 }

@@ -234,13 +234,15 @@ func checkHistoryIsEncrypted(t *testing.T, dev *devProcess, dataDir, key string)
 // checkWebUIListsTheWorkflow loads the Web UI's workflow list, filtered by
 // order, and the workflow's history page in headless Chromium, and reads the
 // rendered pages.
-func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, runID string) {
+// webUIRenderer returns a function that renders a page of the Web UI in a
+// headless chromium and returns its DOM, or skips the test without one.
+func webUIRenderer(t *testing.T) func(page string) string {
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (apt-get install chromium), so the Web UI is not checked")
 	}
-	render := func(page string) string {
+	return func(page string) string {
 		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update", "--disable-sync",
 			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", page)
@@ -249,6 +251,11 @@ func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, run
 		require.NoError(t, cmd.Run(), "chromium: %s", errOut.String())
 		return out.String()
 	}
+}
+
+func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, runID string) {
+	t.Helper()
+	render := webUIRenderer(t)
 
 	list := func(query string) string {
 		return render(dev.ui + "/namespaces/" + temporalserver.DefaultNamespace + "/workflows?query=" + url.QueryEscape(query))

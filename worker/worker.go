@@ -31,6 +31,7 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/metrics"
 	"chargeonce/provider"
+	"chargeonce/settlement"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -71,6 +72,13 @@ type Deps struct {
 	Options sdkworker.Options
 	// Logger receives the story of every payment.
 	Logger *slog.Logger
+	// Reports downloads the provider's settlement reports. When set, the
+	// worker runs the settlement workflows and creates or updates their
+	// daily schedule (EnsureSettlementSchedule); nil runs no settlement.
+	Reports *settlement.Client
+	// SettlementGraceDays is the settlement's grace period, in days: see
+	// workflows.DefaultSettlementGraceDays.
+	SettlementGraceDays int
 }
 
 // Worker is a started worker. Stop it once.
@@ -96,6 +104,9 @@ type Worker struct {
 func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if d.Client == nil || d.Provider == nil || d.Store == nil || d.Checkout == nil || d.Logger == nil {
 		return nil, errors.New("worker: client, provider, store, checkout and logger are required")
+	}
+	if d.SettlementGraceDays < 0 {
+		return nil, fmt.Errorf("worker: the settlement grace period must be 0 or more days, got %d", d.SettlementGraceDays)
 	}
 	limits, err := CheckLimits(ctx, d.Provider, d.Timing)
 	if err != nil {
@@ -126,6 +137,17 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	}
 	w := sdkworker.New(d.Client, chargeonce.TaskQueue, d.Options)
 	workflows.Register(w, acts)
+	if d.Reports != nil {
+		var settleMetrics *activities.SettlementMetrics
+		if d.Registerer != nil {
+			settleMetrics = activities.NewSettlementMetrics(d.Registerer)
+		}
+		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Store: d.Store, Logger: d.Logger, Metrics: settleMetrics})
+		if err := EnsureSettlementSchedule(ctx, d.Client, d.SettlementGraceDays, d.Logger); err != nil {
+			lw.Stop()
+			return nil, err
+		}
+	}
 	if err := w.Start(); err != nil {
 		lw.Stop()
 		return nil, fmt.Errorf("worker: start polling task queue %s: %w", chargeonce.TaskQueue, err)

@@ -26,6 +26,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
+	"chargeonce/settlement"
 	"chargeonce/store"
 )
 
@@ -102,6 +103,8 @@ type Env struct {
 	Store store.Store
 	// Activities are the activities under test.
 	Activities *activities.Activities
+	// Settlement are the settlement activities, on the same fake and store.
+	Settlement *activities.Settlement
 
 	srv        *httptest.Server
 	transports []*http.Transport
@@ -172,6 +175,11 @@ func Start(ctx context.Context, opts Options, dir string) (*Env, error) {
 	}
 	e.Client = clients[0]
 	e.Activities = &activities.Activities{Provider: clients[1], Store: st, Logger: logger}
+	e.Settlement = &activities.Settlement{
+		Reports: &settlement.Client{BaseURL: e.srv.URL, HTTP: &http.Client{Transport: e.transports[1]}},
+		Store:   st,
+		Logger:  logger,
+	}
 	return e, nil
 }
 

@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if _, err := svc.Timing(ctx); err != nil {
 		logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
 	}
-	handler, err := api.New(api.Config{Checkout: svc, Store: conn.Store, Metrics: reg, Logger: logger})
+	handler, err := api.New(api.Config{Checkout: svc, Store: conn.Store, Metrics: reg, Logger: logger, Temporal: conn.Temporal})
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,8 @@ const name = "fakeprovider"
 const envPrefix = "FAKEPROVIDER"
 
 const about = `Serves the fake card payment provider (POST /v1/charges with Idempotency-Key,
-GET /v1/charges, GET /v1/idempotency) and its admin API under /_admin/.
+GET /v1/charges, GET /v1/idempotency, GET /v1/settlements/{date}) and its
+admin API under /_admin/.
 It serves --lookup-rate lookups by merchant reference a second and answers
 429 past it, and publishes that rate and its key retention.
 Its state is in memory, or with --data-file in a SQLite file that a restart
@@ -67,6 +68,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.DurationVar(&c.provider.Retention, "retention", fakeprovider.DefaultRetention, "how long an idempotency key is remembered (at least 1s)")
 	fs.Float64Var(&c.provider.LookupRate, "lookup-rate", fakeprovider.DefaultLookupRate, "lookups by merchant reference served a second, published by GET /v1/idempotency; past it a lookup gets 429 (positive: no provider is unlimited)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for charges in progress and open requests")
+	fs.Int64Var(&c.provider.Fee.BasisPoints, "fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the settlement reports, in basis points (290 is 2.9%)")
+	fs.Int64Var(&c.provider.Fee.FixedMinor, "fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the settlement reports, in minor units of the charge's currency")
 	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
 
 	err := envflag.Parse(fs, args, envPrefix, getenv)

@@ -39,10 +39,11 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 		"FAKEPROVIDER_LOOKUP_RATE":      "20",
 		"FAKEPROVIDER_SHUTDOWN_TIMEOUT": "3s",
 		"FAKEPROVIDER_DATA_FILE":        "fake.db",
+		"FAKEPROVIDER_FEE_BPS":          "250",
 	}
 	fromEnvironment := config{
 		addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
-		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, LookupRate: 20, DataFile: "fake.db"},
+		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, LookupRate: 20, DataFile: "fake.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 30}},
 	}
 	oneFlag := fromEnvironment
 	oneFlag.provider.Mode.Name = fakeprovider.ModeRateLimit
@@ -54,21 +55,21 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 	}{
 		{"defaults", nil, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50},
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, Fee: fakeprovider.DefaultFee},
 		}},
 		{"environment only", nil, environment, fromEnvironment},
-		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--lookup-rate", "0.5", "--shutdown-timeout", "1s", "--data-file", "other.db"}, environment, config{
+		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--lookup-rate", "0.5", "--shutdown-timeout", "1s", "--data-file", "other.db", "--fee-fixed", "5"}, environment, config{
 			addr: ":0", shutdownTimeout: time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, LookupRate: 0.5, DataFile: "other.db"},
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, LookupRate: 0.5, DataFile: "other.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 5}},
 		}},
 		{"one flag, the rest from the environment", []string{"--mode", "rate_limit"}, environment, oneFlag},
 		{"data file without a mode flag keeps the file's mode", []string{"--data-file", "fake.db"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db"},
+			provider: fakeprovider.Config{Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
 		}},
 		{"data file with one mode flag", []string{"--data-file", "fake.db", "--seed", "3"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db"},
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
 		}},
 	}
 	for _, tt := range tests {

@@ -30,7 +30,9 @@ import (
 	"chargeonce/internal/cli"
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
+	"chargeonce/settlement"
 	"chargeonce/worker"
+	"chargeonce/workflows"
 )
 
 func main() {
@@ -44,6 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
 	providerFlags := providerFlagsOf(fs)
+	graceDays := fs.Int("settlement-grace-days", workflows.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
 	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
@@ -52,6 +55,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	if *sweepEvery <= 0 {
 		return cli.UsageError{Err: errors.New("--sweep-every must be positive")}
+	}
+	if *graceDays < 0 {
+		return cli.UsageError{Err: fmt.Errorf("--settlement-grace-days must be 0 or more, got %d", *graceDays)}
 	}
 	logger, err := logFlags.Logger(stderr)
 	if err != nil {
@@ -86,6 +92,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	w, err := worker.Start(ctx, worker.Deps{
 		Client: conn.Temporal, Namespace: conn.Namespace, Provider: pc, Store: conn.Store, Checkout: svc,
 		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery, Registerer: reg, Logger: logger,
+		// A report download is bounded by its activity's timeout, not by
+		// --provider-timeout, which bounds one charge or lookup.
+		Reports: &settlement.Client{BaseURL: providerURL, HTTP: &http.Client{}}, SettlementGraceDays: *graceDays,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,210 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/activity"
+
+	"chargeonce"
+	"chargeonce/settlement"
+	"chargeonce/store"
+)
+
+// ErrTypeReportUnreadable: the provider's settlement report cannot be read
+// at all (its header is wrong, or the date is refused). Not retryable: a
+// human must look.
+const ErrTypeReportUnreadable = "SettlementReportUnreadable"
+
+// SettlementExceptionsMetric is the gauge of the exceptions of the latest
+// settlement run, by kind.
+const SettlementExceptionsMetric = "chargeonce_settlement_exceptions"
+
+// SettlementMetrics exports what the latest settlement run found. A nil
+// *SettlementMetrics exports nothing.
+type SettlementMetrics struct {
+	exceptions *prometheus.GaugeVec
+}
+
+// NewSettlementMetrics creates the gauge, every kind at 0, and registers it
+// with reg; it panics when it is registered already, a wiring mistake.
+func NewSettlementMetrics(reg prometheus.Registerer) *SettlementMetrics {
+	m := &SettlementMetrics{exceptions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: SettlementExceptionsMetric,
+		Help: "Exceptions of the latest settlement run of this worker, by kind (unknown_charge, missing_in_report, ...).",
+	}, []string{"kind"})}
+	for _, k := range chargeonce.ExceptionKinds {
+		m.exceptions.WithLabelValues(string(k))
+	}
+	reg.MustRegister(m.exceptions)
+	return m
+}
+
+func (m *SettlementMetrics) ran(byKind map[chargeonce.ExceptionKind]int) {
+	if m == nil {
+		return
+	}
+	for _, k := range chargeonce.ExceptionKinds {
+		m.exceptions.WithLabelValues(string(k)).Set(float64(byKind[k]))
+	}
+}
+
+// Settlement holds the dependencies of the settlement activities. Register
+// it with a worker as a struct: each exported method becomes an activity.
+type Settlement struct {
+	// Reports downloads the provider's settlement reports.
+	Reports *settlement.Client
+	// Store is the merchant's database.
+	Store store.SettlementStore
+	// Now reads the clock that ends grace periods; nil means time.Now.
+	Now func() time.Time
+	// Logger receives what each run found; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics exports the latest run's exceptions; nil exports nothing.
+	Metrics *SettlementMetrics
+}
+
+func (s *Settlement) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+func (s *Settlement) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
+
+// StageReportInput is the input of StageReport.
+type StageReportInput struct {
+	// Date is the report date, as in 2026-03-14.
+	Date string
+}
+
+// StageReportResult counts what StageReport staged.
+type StageReportResult struct {
+	// Lines counts the report's lines, Malformed those that cannot be read.
+	Lines, Malformed int
+}
+
+// StageReport downloads the report of a date and stages its lines in the
+// store, replacing what a previous run staged, in batches: it holds one
+// batch in memory however long the report is. A malformed line is staged as
+// such. It heartbeats the lines staged so far.
+func (s *Settlement) StageReport(ctx context.Context, in StageReportInput) (StageReportResult, error) {
+	if _, err := settlement.ParseDate(in.Date); err != nil {
+		return StageReportResult{}, nonRetryable(ErrTypeInvalidRequest, "stage report: "+err.Error())
+	}
+	report, err := s.Reports.Open(ctx, in.Date)
+	switch {
+	case errors.Is(err, settlement.ErrUnreadable):
+		return StageReportResult{}, nonRetryable(ErrTypeReportUnreadable, err.Error())
+	case err != nil:
+		return StageReportResult{}, err
+	}
+	defer report.Close()
+	if err := s.Store.ClearSettlementLines(ctx, in.Date); err != nil {
+		return StageReportResult{}, err
+	}
+	var (
+		res   StageReportResult
+		batch = make([]store.SettlementLine, 0, store.MaxSettlementBatch)
+	)
+	flush := func() error {
+		if err := s.Store.AddSettlementLines(ctx, batch); err != nil {
+			return err
+		}
+		batch = batch[:0]
+		activity.RecordHeartbeat(ctx, res.Lines)
+		return nil
+	}
+	for {
+		line, err := report.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var malformed *settlement.MalformedError
+		switch {
+		case errors.As(err, &malformed):
+			res.Malformed++
+			batch = append(batch, store.SettlementLine{Date: in.Date, LineNo: malformed.Line, Problem: malformed.Reason, Raw: malformed.Text})
+		case err != nil:
+			return StageReportResult{}, fmt.Errorf("stage report of %s: line %d: %w", in.Date, res.Lines+2, err)
+		default:
+			batch = append(batch, stagedLine(in.Date, line))
+		}
+		res.Lines++
+		if len(batch) == store.MaxSettlementBatch {
+			if err := flush(); err != nil {
+				return StageReportResult{}, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return StageReportResult{}, err
+	}
+	s.logger().Info("settlement report staged", "date", in.Date, "lines", res.Lines, "malformed", res.Malformed)
+	return res, nil
+}
+
+func stagedLine(date string, l settlement.Line) store.SettlementLine {
+	return store.SettlementLine{Date: date, LineNo: l.No, BalanceTransactionID: l.BalanceTransactionID, Created: l.Created,
+		ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, Category: l.Category,
+		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: l.Currency}
+}
+
+// MatchReportInput is the input of MatchReport.
+type MatchReportInput struct {
+	// Date is the report date, whose lines StageReport staged.
+	Date string
+	// RunID names this run's exceptions; a retry with the same RunID
+	// rewrites them.
+	RunID string
+	// GraceDays is how many days after Date a charge may first appear in a
+	// report before its attempt is missing_in_report.
+	GraceDays int
+}
+
+// MatchReportResult is what the run found.
+type MatchReportResult struct {
+	Status     store.SettlementStatus
+	Lines      int
+	Matched    int
+	Awaiting   int
+	Exceptions int
+	ByKind     map[chargeonce.ExceptionKind]int
+	Totals     []store.SettlementTotal
+}
+
+// MatchReport matches the staged report of a date against the succeeded
+// attempts created that day, by charge id and then by merchant reference,
+// in batches, and records the run and its exceptions: a rerun replaces the
+// previous result. Every unknown charge is logged as an alert.
+func (s *Settlement) MatchReport(ctx context.Context, in MatchReportInput) (MatchReportResult, error) {
+	day, err := settlement.ParseDate(in.Date)
+	if err != nil || in.RunID == "" || in.GraceDays < 0 {
+		return MatchReportResult{}, nonRetryable(ErrTypeInvalidRequest,
+			fmt.Sprintf("match report: need a date, a run ID and a grace period of 0 or more days, got %q, %q, %d", in.Date, in.RunID, in.GraceDays))
+	}
+	m := newMatcher(ctx, s.Store, day, in, s.now(), s.logger())
+	run, err := m.match()
+	if err != nil {
+		return MatchReportResult{}, err
+	}
+	if err := s.Store.FinishSettlementRun(ctx, run); err != nil {
+		return MatchReportResult{}, err
+	}
+	s.Metrics.ran(run.ByKind)
+	s.logger().Info("settlement run recorded", "date", in.Date, "status", run.Status, "lines", run.Lines,
+		"matched", run.Matched, "awaiting", run.Awaiting, "exceptions", run.Exceptions)
+	return MatchReportResult{Status: run.Status, Lines: run.Lines, Matched: run.Matched, Awaiting: run.Awaiting,
+		Exceptions: run.Exceptions, ByKind: run.ByKind, Totals: run.Totals}, nil
+}

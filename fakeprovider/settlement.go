@@ -1,0 +1,323 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"chargeonce"
+	"chargeonce/settlement"
+)
+
+// FeeRule is the provider's fee on each charge: a percentage, in basis
+// points (290 is 2.9%), rounded half up to the minor unit, plus a fixed
+// number of minor units. A fee never exceeds the charge.
+type FeeRule struct {
+	BasisPoints int64 `json:"basis_points"`
+	FixedMinor  int64 `json:"fixed_minor"`
+}
+
+// DefaultFee is the fee rule of the command and the dev stack: 2.9% plus 30
+// minor units, as card processors commonly charge. Config's zero FeeRule
+// charges no fee.
+var DefaultFee = FeeRule{BasisPoints: 290, FixedMinor: 30}
+
+// Validate reports why the rule is unusable.
+func (f FeeRule) Validate() error {
+	if f.BasisPoints < 0 || f.BasisPoints > 10000 || f.FixedMinor < 0 {
+		return fmt.Errorf("fee rule: basis points must be 0 to 10000 and the fixed fee not negative, got %d and %d", f.BasisPoints, f.FixedMinor)
+	}
+	return nil
+}
+
+// Fee is the fee on a charge of amount minor units.
+func (f FeeRule) Fee(amount int64) int64 {
+	fee := (amount*f.BasisPoints+5000)/10000 + f.FixedMinor
+	return min(fee, amount)
+}
+
+// The alterations of a report that /_admin/settlements makes, to simulate
+// the provider's own mistakes.
+const (
+	// AlterDrop leaves the charge's line out of the report.
+	AlterDrop = "drop"
+	// AlterDuplicate writes the charge's line twice.
+	AlterDuplicate = "duplicate"
+	// AlterChange replaces the line's gross or currency with the given text,
+	// which may be malformed on purpose.
+	AlterChange = "change"
+)
+
+// Alteration changes one charge's line in the report of one date.
+type Alteration struct {
+	Date     string `json:"date"`
+	ChargeID string `json:"charge_id"`
+	Action   string `json:"action"`
+	// Gross and Currency, for AlterChange, are written as given; empty
+	// keeps the line's own.
+	Gross    string `json:"gross,omitempty"`
+	Currency string `json:"currency,omitempty"`
+}
+
+// PlantedCharge is a charge that the merchant never requested, made by
+// POST /_admin/charges.
+type PlantedCharge struct {
+	Amount            int64        `json:"amount"`
+	Currency          string       `json:"currency"`
+	MerchantReference string       `json:"merchant_reference"`
+	Status            ChargeStatus `json:"status"`
+	// Created is the charge's time; zero means now.
+	Created time.Time `json:"created,omitzero"`
+}
+
+// Outcomes of the settlement endpoints, for their log lines.
+const (
+	outcomeReportServed   = "settlement report served"
+	outcomeChargePlanted  = "charge planted"
+	outcomeReportAltered  = "settlement report altered"
+	outcomeReportRefused  = "refused invalid settlement request"
+	msgReportDate         = "the date must be a UTC date such as 2026-03-14"
+	msgAlterationAction   = "action must be drop, duplicate or change"
+	msgAlterationChange   = "a change needs gross or currency"
+	msgAlterationNoCharge = "the report of this date has no line for this charge"
+	msgPlantedStatus      = "status must be succeeded or failed"
+)
+
+// FieldError is a planted charge or an alteration with an invalid field.
+type FieldError struct {
+	Field, Detail string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
+
+// PlantCharge makes a charge that no request asked for, as a provider's bug
+// or a double charge would, and returns it.
+func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
+	req := chargeRequest{Amount: pc.Amount, Currency: pc.Currency, MerchantReference: pc.MerchantReference, Source: "tok_planted"}
+	if prob := req.validate(); prob != nil {
+		return Charge{}, &FieldError{prob.Param, prob.Detail}
+	}
+	if pc.Status != ChargeSucceeded && pc.Status != ChargeFailed {
+		return Charge{}, &FieldError{"status", msgPlantedStatus}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Charge{
+		ID:                fmt.Sprintf("ch_%06d", len(p.charges)+1),
+		Object:            "charge",
+		Amount:            pc.Amount,
+		Currency:          pc.Currency,
+		Status:            pc.Status,
+		MerchantReference: pc.MerchantReference,
+		Created:           pc.Created.UTC(),
+	}
+	if pc.Created.IsZero() {
+		c.Created = p.now().UTC()
+	}
+	if p.file != nil {
+		if err := p.file.savePlantedCharge(len(p.charges)+1, c); err != nil {
+			return Charge{}, fmt.Errorf("plant charge: %w", err)
+		}
+	}
+	p.addChargeLocked(c)
+	return c, nil
+}
+
+// Alter records a change to the report of a date. The charge must be in
+// that report. Alterations are kept in memory only, until Reset.
+func (p *Provider) Alter(a Alteration) error {
+	if _, err := settlement.ParseDate(a.Date); err != nil {
+		return &FieldError{"date", msgReportDate}
+	}
+	switch {
+	case a.Action != AlterDrop && a.Action != AlterDuplicate && a.Action != AlterChange:
+		return &FieldError{"action", msgAlterationAction}
+	case a.Action == AlterChange && a.Gross == "" && a.Currency == "":
+		return &FieldError{"action", msgAlterationChange}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i, ok := p.byID[a.ChargeID]
+	if !ok || !inReport(p.charges[i], a.Date) {
+		return &FieldError{"charge_id", msgAlterationNoCharge}
+	}
+	p.alterations[a.ChargeID] = append(p.alterations[a.ChargeID], a)
+	return nil
+}
+
+// inReport reports whether c has a line in the report of date.
+func inReport(c Charge, date string) bool {
+	return c.Status == ChargeSucceeded && c.Created.UTC().Format(settlement.DateLayout) == date
+}
+
+// Report returns the lines of the report of date: one per succeeded charge
+// created that day (UTC), oldest first, with the alterations applied.
+func (p *Provider) Report(date string) []settlement.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var records []settlement.Record
+	for _, c := range p.charges {
+		if !inReport(c, date) {
+			continue
+		}
+		r := p.reportLineLocked(c)
+		copies := 1
+		for _, a := range p.alterations[c.ID] {
+			if a.Date != date {
+				continue
+			}
+			switch a.Action {
+			case AlterDrop:
+				copies = 0
+			case AlterDuplicate:
+				copies++
+			case AlterChange:
+				r = changed(r, a)
+			}
+		}
+		for range copies {
+			records = append(records, r)
+		}
+	}
+	return records
+}
+
+// reportLineLocked is the report line of a charge.
+func (p *Provider) reportLineLocked(c Charge) settlement.Record {
+	fee := p.fee.Fee(c.Amount)
+	money := func(minor int64) string { return chargeonce.Money{Minor: minor, Currency: c.Currency}.Decimal() }
+	return settlement.Record{
+		BalanceTransactionID: "txn_" + strings.TrimPrefix(c.ID, "ch_"),
+		CreatedUTC:           c.Created.UTC().Format(time.RFC3339),
+		ChargeID:             c.ID,
+		MerchantReference:    c.MerchantReference,
+		ReportingCategory:    settlement.CategoryCharge,
+		Gross:                money(c.Amount),
+		Fee:                  money(fee),
+		Net:                  money(c.Amount - fee),
+		Currency:             c.Currency,
+	}
+}
+
+// changed applies a change to a line. A new gross that reads as an amount
+// keeps the fee and makes the net follow, as a real report's would; one
+// that does not is written as given, malformed.
+func changed(r settlement.Record, a Alteration) settlement.Record {
+	if a.Currency != "" {
+		r.Currency = a.Currency
+	}
+	if a.Gross == "" {
+		return r
+	}
+	r.Gross = a.Gross
+	gross, errGross := chargeonce.ParseAmount(a.Gross, r.Currency)
+	fee, errFee := chargeonce.ParseAmount(r.Fee, r.Currency)
+	if errGross == nil && errFee == nil {
+		r.Net = chargeonce.Money{Minor: gross - fee, Currency: r.Currency}.Decimal()
+	}
+	return r
+}
+
+// getSettlement serves GET /v1/settlements/{date}: CSV, or JSON when the
+// client accepts application/json and not text/csv.
+func (p *Provider) getSettlement(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	date := r.PathValue("date")
+	if _, err := settlement.ParseDate(date); err != nil {
+		rec.fail(w, outcomeReportRefused, invalidField("date", msgReportDate))
+		return
+	}
+	records := p.Report(date)
+	rec.Outcome = outcomeReportServed
+	if wantsJSON(r.Header.Values("Accept")) {
+		writeJSON(w, http.StatusOK, struct {
+			Date string              `json:"date"`
+			Data []settlement.Record `json:"data"`
+		}{date, nonNil(records)})
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	cw, err := settlement.NewWriter(w)
+	for i := 0; err == nil && i < len(records); i++ {
+		err = cw.Write(records[i])
+	}
+	if err == nil {
+		err = cw.Flush()
+	}
+	if err != nil {
+		p.log.WarnContext(r.Context(), "settlement report not sent to its end", "date", date, "err", err)
+	}
+}
+
+// wantsJSON reports whether the Accept header asks for JSON rather than CSV.
+func wantsJSON(accept []string) bool {
+	for _, v := range accept {
+		for _, part := range strings.Split(v, ",") {
+			media, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch media {
+			case "text/csv":
+				return false
+			case contentTypeJSON:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// plantCharge serves POST /_admin/charges.
+func (p *Provider) plantCharge(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	var pc PlantedCharge
+	if prob := decodeJSON(w, r, &pc); prob != nil {
+		rec.fail(w, outcomeReportRefused, prob)
+		return
+	}
+	c, err := p.PlantCharge(pc)
+	if err != nil {
+		p.settlementRefused(w, r, rec, err)
+		return
+	}
+	rec.Outcome = outcomeChargePlanted
+	rec.ChargeID = c.ID
+	writeJSON(w, http.StatusCreated, c)
+}
+
+// alterSettlement serves POST /_admin/settlements.
+func (p *Provider) alterSettlement(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	var a Alteration
+	if prob := decodeJSON(w, r, &a); prob != nil {
+		rec.fail(w, outcomeReportRefused, prob)
+		return
+	}
+	if err := p.Alter(a); err != nil {
+		p.settlementRefused(w, r, rec, err)
+		return
+	}
+	rec.Outcome = outcomeReportAltered
+	rec.ChargeID = a.ChargeID
+	writeJSON(w, http.StatusOK, a)
+}
+
+// settlementRefused answers an invalid admin request with a 400 naming the
+// field, or a 503 when the data file refused the change.
+func (p *Provider) settlementRefused(w http.ResponseWriter, r *http.Request, rec *RequestRecord, err error) {
+	var invalid *FieldError
+	if !errors.As(err, &invalid) {
+		p.dataFileFailed(w, r, rec, err)
+		return
+	}
+	rec.fail(w, outcomeReportRefused, invalidField(invalid.Field, invalid.Detail))
+}
+
+// savePlantedCharge stores a charge that no key made.
+func (f *dataFile) savePlantedCharge(seq int, c Charge) error {
+	raw, _ := json.Marshal(c)
+	_, err := f.db.Exec(`INSERT INTO charges (seq, charge) VALUES (?, ?)`, seq, string(raw))
+	return err
+}

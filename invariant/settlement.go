@@ -1,0 +1,41 @@
+package invariant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"chargeonce/store"
+)
+
+// BooksBalance: the settlement of every report date the run covered is
+// recorded, found no exception, and left no succeeded attempt awaiting its
+// line: the provider's books and the merchant's agree.
+const BooksBalance Invariant = 8
+
+// booksBalance reads the settlement of each date; it does not run one.
+func (c *checker) booksBalance(ctx context.Context, st store.SettlementStore, dates []string) error {
+	for _, date := range dates {
+		run, err := st.SettlementRun(ctx, date)
+		if errors.Is(err, store.ErrNotFound) {
+			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s has no settlement run", date)})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		c.report.Settlements++
+		if run.Awaiting > 0 {
+			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s: %d succeeded attempts are in no settlement report yet", date, run.Awaiting)})
+		}
+		exceptions, err := st.SettlementExceptions(ctx, date, store.MaxSettlementBatch)
+		if err != nil {
+			return err
+		}
+		for _, e := range exceptions {
+			c.add(Violation{Invariant: BooksBalance, Order: e.OrderID, Key: e.AttemptKey, ChargeID: e.ChargeID,
+				Message: fmt.Sprintf("%s %s: %s", date, e.Kind, e.Detail)})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// settlementBody is the API's settlement of a day.
+type settlementBody struct {
+	Date       string    `json:"date"`
+	Status     string    `json:"status"`
+	FinishedAt time.Time `json:"finishedAt"`
+	GraceDays  int       `json:"graceDays"`
+	Lines      int       `json:"lines"`
+	Matched    int       `json:"matched"`
+	Awaiting   int       `json:"awaiting"`
+	Totals     []struct {
+		Currency string `json:"currency"`
+		Lines    int    `json:"lines"`
+		Gross    string `json:"gross"`
+		Fee      string `json:"fee"`
+		Net      string `json:"net"`
+	} `json:"totals"`
+	ExceptionCounts map[string]int      `json:"exceptionCounts"`
+	Exceptions      []settlementProblem `json:"exceptions"`
+}
+
+type settlementAmount struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+func (a *settlementAmount) String() string {
+	if a == nil {
+		return "-"
+	}
+	return a.Amount + " " + a.Currency
+}
+
+type settlementProblem struct {
+	Kind              string            `json:"kind"`
+	ChargeID          string            `json:"chargeId"`
+	MerchantReference string            `json:"merchantReference"`
+	OrderID           int64             `json:"orderId"`
+	IdempotencyKey    string            `json:"idempotencyKey"`
+	Line              int               `json:"line"`
+	Reported          *settlementAmount `json:"reported"`
+	Expected          *settlementAmount `json:"expected"`
+	Detail            string            `json:"detail"`
+}
+
+func (c *apiClient) settlement(ctx context.Context, date string, run bool) (settlementBody, int, error) {
+	method, path := http.MethodGet, "/api/settlements/"+date
+	if run {
+		method, path = http.MethodPost, path+"/run"
+	}
+	r, err := c.do(ctx, method, path, nil)
+	if err != nil {
+		return settlementBody{}, 0, err
+	}
+	if r.status == http.StatusAccepted {
+		return settlementBody{}, r.status, nil
+	}
+	s, err := decode[settlementBody](r, method+" "+path)
+	return s, r.status, err
+}
+
+// settlementCommand serves "settlement run" and "settlement show".
+func settlementCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+	if len(args) == 0 || (args[0] != "run" && args[0] != "show") {
+		return 0, usagef(`"settlement" takes the subcommand "run" or "show"`)
+	}
+	var opts options
+	fs := newFlagSet("settlement "+args[0], stderr, &opts)
+	date := fs.String("date", "", "the report date, such as 2026-03-14 (UTC; required)")
+	api, err := parseFlags(fs, args[1:], &opts, getenv)
+	if err != nil {
+		return 0, err
+	}
+	if *date == "" {
+		return 0, usagef("settlement %s needs --date, such as --date %s", args[0], time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly))
+	}
+	s, status, err := api.settlement(ctx, *date, args[0] == "run")
+	if err != nil {
+		return 0, err
+	}
+	if status == http.StatusAccepted {
+		fmt.Fprintf(stdout, "the settlement of %s is still running; see it with: starter settlement show --date %s\n", *date, *date)
+		return exitPending, nil
+	}
+	if opts.json {
+		return exitPaid, writeJSONLine(stdout, s)
+	}
+	printSettlement(stdout, s)
+	return exitPaid, nil
+}
+
+// printSettlement prints the day as a few tables.
+func printSettlement(w io.Writer, s settlementBody) {
+	fmt.Fprintf(w, "settlement of %s: %s (grace %d days), run at %s\n", s.Date, s.Status, s.GraceDays, s.FinishedAt.Format(time.RFC3339))
+	exceptions := 0
+	for _, n := range s.ExceptionCounts {
+		exceptions += n
+	}
+	fmt.Fprintf(w, "  %d lines, %d matched, %d awaiting their report, exceptions: %d\n\n", s.Lines, s.Matched, s.Awaiting, exceptions)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CURRENCY\tLINES\tGROSS\tFEE\tNET")
+	for _, t := range s.Totals {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.Currency, t.Lines, t.Gross, t.Fee, t.Net)
+	}
+	_ = tw.Flush()
+	if len(s.Exceptions) == 0 {
+		fmt.Fprintln(w, "\nno exceptions")
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tCHARGE\tORDER\tLINE\tREPORTED\tEXPECTED")
+	for _, e := range s.Exceptions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Kind, orDash(e.ChargeID), orDash(nonZero(e.OrderID)), orDash(nonZero(int64(e.Line))), e.Reported, e.Expected)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	for i, e := range s.Exceptions {
+		fmt.Fprintf(w, "%d. %s: %s\n", i+1, e.Kind, e.Detail)
+	}
+}
+
+func nonZero(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

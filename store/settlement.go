@@ -1,0 +1,535 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"chargeonce"
+)
+
+// MaxSettlementBatch bounds the lines, attempts, charge ids or exceptions
+// that one settlement call reads or writes, so that matching a report of any
+// length holds at most a few batches in memory.
+const MaxSettlementBatch = 1000
+
+// SettlementLine is one line of a provider's settlement report, staged for
+// matching. A malformed line has Problem and Raw; its other fields are
+// whatever could be read, and are not used.
+type SettlementLine struct {
+	// Date is the report date, as in 2006-01-02.
+	Date string
+	// LineNo is the line's number in the report, the header being line 1.
+	LineNo               int
+	BalanceTransactionID string
+	// Created is when the balance transaction was created; zero when
+	// unknown.
+	Created           time.Time
+	ChargeID          string
+	MerchantReference string
+	// Category is the reporting category, such as "charge" or "refund".
+	Category string
+	// Gross, Fee and Net are in minor units of Currency; a refund's are
+	// negative.
+	Gross, Fee, Net int64
+	Currency        string
+	// Problem says why the line could not be read; empty for a good line.
+	Problem string
+	// Raw is the text of a malformed line.
+	Raw string
+}
+
+// LineCursor is where a page of SettlementLines starts: after this charge id
+// and line number. The zero value starts at the beginning.
+type LineCursor struct {
+	ChargeID string
+	LineNo   int
+}
+
+// SettlementException is one thing a settlement run found wrong, for a
+// human to act on.
+type SettlementException struct {
+	// Seq numbers the exceptions of a run from 1, in the order found.
+	Seq               int
+	Kind              chargeonce.ExceptionKind
+	ChargeID          string
+	MerchantReference string
+	// OrderID is the merchant's order, 0 when no order is known.
+	OrderID int64
+	// AttemptKey is the attempt's idempotency key, empty when unknown.
+	AttemptKey string
+	// LineNo is the report line, 0 when the report has none.
+	LineNo int
+	// Reported is what the report says; Expected is what the attempt
+	// holds. Either is zero when there is nothing to say.
+	ReportedMinor    int64
+	ReportedCurrency string
+	ExpectedMinor    int64
+	ExpectedCurrency string
+	// Detail is a sentence a person can act on.
+	Detail string
+}
+
+// SettlementStatus says whether a run's result can still change.
+type SettlementStatus string
+
+// The settlement statuses.
+const (
+	// SettlementProvisional: some succeeded attempts are not in the report
+	// yet, but their grace period is not over; a later run decides them.
+	SettlementProvisional SettlementStatus = "provisional"
+	// SettlementFinal: every attempt is either matched or an exception.
+	SettlementFinal SettlementStatus = "final"
+)
+
+// SettlementTotal sums the lines of one currency.
+type SettlementTotal struct {
+	Currency string `json:"currency"`
+	Lines    int    `json:"lines"`
+	// Gross, Fee and Net are in minor units.
+	Gross int64 `json:"gross"`
+	Fee   int64 `json:"fee"`
+	Net   int64 `json:"net"`
+}
+
+// SettlementRun is the result of matching one report date.
+type SettlementRun struct {
+	Date string
+	// RunID names the run whose exceptions are the date's.
+	RunID  string
+	Status SettlementStatus
+	// Lines counts the report's lines, malformed ones included.
+	Lines int
+	// Matched counts the report's charges that match a succeeded attempt.
+	Matched int
+	// Awaiting counts the succeeded attempts of the date not in the report
+	// yet, within the grace period.
+	Awaiting int
+	// Exceptions counts the exceptions; ByKind splits them by kind (read
+	// only: it is counted from the stored exceptions).
+	Exceptions int
+	ByKind     map[chargeonce.ExceptionKind]int
+	// Totals are by currency, in currency order.
+	Totals     []SettlementTotal
+	GraceDays  int
+	FinishedAt time.Time
+}
+
+// SettlementStore keeps the staged report lines and the settlement runs.
+type SettlementStore interface {
+	// ClearSettlementLines deletes the staged lines of the report date.
+	ClearSettlementLines(ctx context.Context, date string) error
+	// AddSettlementLines stages at most MaxSettlementBatch lines; a line
+	// already staged with the same date and number is replaced.
+	AddSettlementLines(ctx context.Context, lines []SettlementLine) error
+	// SettlementLines returns at most limit staged lines of the date after
+	// the cursor, by charge id (byte by byte, as Go compares strings) and
+	// then line number; malformed lines, whose charge id is empty, come
+	// first.
+	SettlementLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
+	// SucceededAttempts returns at most limit succeeded attempts created in
+	// [from, to) whose charge id sorts after afterChargeID, by charge id
+	// (byte by byte), without their Requests.
+	SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]Attempt, error)
+	// AttemptsByCharge returns the attempts, of any status, that hold one
+	// of at most MaxSettlementBatch provider charge ids, without Requests.
+	AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]Attempt, error)
+	// AttemptsByReference returns the attempts with one of at most
+	// MaxSettlementBatch merchant references, without Requests.
+	AttemptsByReference(ctx context.Context, references []string) ([]Attempt, error)
+	// ReportedCharges returns which of at most MaxSettlementBatch charge ids
+	// are in the staged lines of the report dates from to to, inclusive.
+	ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error)
+	// AddSettlementExceptions stores at most MaxSettlementBatch exceptions
+	// of a run that FinishSettlementRun has not finished yet; one already
+	// stored with the same run and Seq is replaced.
+	AddSettlementExceptions(ctx context.Context, date, runID string, exceptions []SettlementException) error
+	// FinishSettlementRun makes run the date's result, in one transaction
+	// that also deletes the exceptions of every other run of the date, so
+	// that a rerun replaces the result and duplicates nothing.
+	FinishSettlementRun(ctx context.Context, run SettlementRun) error
+	// SettlementRun returns the date's result, or ErrNotFound.
+	SettlementRun(ctx context.Context, date string) (SettlementRun, error)
+	// SettlementExceptions returns the first limit exceptions of the date's
+	// result, by Seq.
+	SettlementExceptions(ctx context.Context, date string, limit int) ([]SettlementException, error)
+}
+
+// validDate reports whether date is a calendar date spelled 2006-01-02.
+func validDate(date string) error {
+	if t, err := time.Parse(time.DateOnly, date); err != nil || t.Format(time.DateOnly) != date {
+		return fmt.Errorf("report date %q is not a date such as 2026-03-14", date)
+	}
+	return nil
+}
+
+func checkBatch(what string, n int) error {
+	if n > MaxSettlementBatch {
+		return fmt.Errorf("%d %s are more than one batch of %d", n, what, MaxSettlementBatch)
+	}
+	return nil
+}
+
+// inList returns "$first, $first+1, …" for n values.
+func inList(first, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(first+i))
+	}
+	return b.String()
+}
+
+// anys turns strings into query arguments.
+func anys(values []string) []any {
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return args
+}
+
+func (s *db) ClearSettlementLines(ctx context.Context, date string) error {
+	if err := validDate(date); err != nil {
+		return fmt.Errorf("store: clear settlement lines: %w", err)
+	}
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		_, err := q.exec(ctx, `DELETE FROM settlement_lines WHERE report_date = $1`, date)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: clear settlement lines of %s: %w", date, err)
+	}
+	return nil
+}
+
+const lineColumns = `report_date, line_no, balance_transaction_id, created_at, charge_id, merchant_reference,
+	reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw`
+
+func (s *db) AddSettlementLines(ctx context.Context, lines []SettlementLine) error {
+	if err := checkBatch("lines", len(lines)); err != nil {
+		return fmt.Errorf("store: add settlement lines: %w", err)
+	}
+	for _, l := range lines {
+		if err := validDate(l.Date); err != nil {
+			return fmt.Errorf("store: add settlement lines: %w", err)
+		}
+		if l.LineNo < 2 {
+			return fmt.Errorf("store: add settlement lines: line number %d is not after the header", l.LineNo)
+		}
+	}
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		for _, l := range lines {
+			var created any
+			if !l.Created.IsZero() {
+				created = s.t(l.Created)
+			}
+			_, err := q.exec(ctx, `INSERT INTO settlement_lines (`+lineColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+				ON CONFLICT (report_date, line_no) DO UPDATE SET
+				balance_transaction_id = excluded.balance_transaction_id, created_at = excluded.created_at,
+				charge_id = excluded.charge_id, merchant_reference = excluded.merchant_reference,
+				reporting_category = excluded.reporting_category, gross_minor = excluded.gross_minor,
+				fee_minor = excluded.fee_minor, net_minor = excluded.net_minor, currency = excluded.currency,
+				problem = excluded.problem, raw = excluded.raw`,
+				l.Date, l.LineNo, l.BalanceTransactionID, created, l.ChargeID, l.MerchantReference,
+				l.Category, l.Gross, l.Fee, l.Net, l.Currency, l.Problem, l.Raw)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: add settlement lines: %w", err)
+	}
+	return nil
+}
+
+func scanLine(r rows) (SettlementLine, error) {
+	var (
+		l       SettlementLine
+		created timestamp
+	)
+	err := r.Scan(&l.Date, &l.LineNo, &l.BalanceTransactionID, &created, &l.ChargeID, &l.MerchantReference,
+		&l.Category, &l.Gross, &l.Fee, &l.Net, &l.Currency, &l.Problem, &l.Raw)
+	l.Created = created.t
+	return l, err
+}
+
+func (s *db) SettlementLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error) {
+	if err := validDate(date); err != nil {
+		return nil, fmt.Errorf("store: settlement lines: %w", err)
+	}
+	if limit <= 0 || limit > MaxSettlementBatch {
+		return nil, fmt.Errorf("store: settlement lines: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
+	}
+	var lines []SettlementLine
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		charge := `charge_id` + s.d.byteOrder
+		lines, err = queryAll(ctx, q, scanLine, `SELECT `+lineColumns+` FROM settlement_lines
+			WHERE report_date = $1 AND (`+charge+` > $2 OR (charge_id = $2 AND line_no > $3))
+			ORDER BY `+charge+`, line_no LIMIT $4`, date, after.ChargeID, after.LineNo, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: settlement lines of %s: %w", date, err)
+	}
+	return lines, nil
+}
+
+func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]Attempt, error) {
+	if limit <= 0 || limit > MaxSettlementBatch {
+		return nil, fmt.Errorf("store: succeeded attempts: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
+	}
+	var attempts []Attempt
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		charge := `provider_payment_id` + s.d.byteOrder
+		attempts, err = queryAll(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
+			WHERE status = 'succeeded' AND `+charge+` > $1 AND created_at >= $2 AND created_at < $3
+			ORDER BY `+charge+` LIMIT $4`, afterChargeID, s.t(from), s.t(to), limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: succeeded attempts: %w", err)
+	}
+	return attempts, nil
+}
+
+func (s *db) AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]Attempt, error) {
+	return s.attemptsIn(ctx, "provider_payment_id", chargeIDs)
+}
+
+func (s *db) AttemptsByReference(ctx context.Context, references []string) ([]Attempt, error) {
+	return s.attemptsIn(ctx, "merchant_reference", references)
+}
+
+// attemptsIn reads the attempts whose column holds one of values.
+func (s *db) attemptsIn(ctx context.Context, column string, values []string) ([]Attempt, error) {
+	if err := checkBatch("values", len(values)); err != nil {
+		return nil, fmt.Errorf("store: attempts by %s: %w", column, err)
+	}
+	if len(values) == 0 {
+		return nil, nil
+	}
+	var attempts []Attempt
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		attempts, err = queryAll(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
+			WHERE `+column+` IN (`+inList(1, len(values))+`) ORDER BY created_at, idempotency_key`, anys(values)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: attempts by %s: %w", column, err)
+	}
+	return attempts, nil
+}
+
+func (s *db) ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error) {
+	if err := errors.Join(validDate(from), validDate(to), checkBatch("charge ids", len(chargeIDs))); err != nil {
+		return nil, fmt.Errorf("store: reported charges: %w", err)
+	}
+	if len(chargeIDs) == 0 {
+		return nil, nil
+	}
+	var found []string
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		found, err = queryAll(ctx, q, func(r rows) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		}, `SELECT DISTINCT charge_id FROM settlement_lines
+			WHERE report_date >= $1 AND report_date <= $2 AND problem = '' AND charge_id IN (`+inList(3, len(chargeIDs))+`)
+			ORDER BY charge_id`, append([]any{from, to}, anys(chargeIDs)...)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: reported charges: %w", err)
+	}
+	return found, nil
+}
+
+const exceptionColumns = `seq, kind, charge_id, merchant_reference, order_id, attempt_key, line_no,
+	reported_minor, reported_currency, expected_minor, expected_currency, detail`
+
+func (s *db) AddSettlementExceptions(ctx context.Context, date, runID string, exceptions []SettlementException) error {
+	if err := errors.Join(validDate(date), checkBatch("exceptions", len(exceptions))); err != nil {
+		return fmt.Errorf("store: add settlement exceptions: %w", err)
+	}
+	for _, e := range exceptions {
+		switch {
+		case !e.Kind.Valid():
+			return fmt.Errorf("store: add settlement exceptions: unknown kind %q", e.Kind)
+		case e.Seq <= 0:
+			return fmt.Errorf("store: add settlement exceptions: sequence number %d is not positive", e.Seq)
+		case e.Detail == "":
+			return fmt.Errorf("store: add settlement exceptions: exception %d says nothing", e.Seq)
+		}
+	}
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		for _, e := range exceptions {
+			_, err := q.exec(ctx, `INSERT INTO settlement_exceptions (report_date, run_id, `+exceptionColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+				ON CONFLICT (report_date, run_id, seq) DO UPDATE SET
+				kind = excluded.kind, charge_id = excluded.charge_id, merchant_reference = excluded.merchant_reference,
+				order_id = excluded.order_id, attempt_key = excluded.attempt_key, line_no = excluded.line_no,
+				reported_minor = excluded.reported_minor, reported_currency = excluded.reported_currency,
+				expected_minor = excluded.expected_minor, expected_currency = excluded.expected_currency,
+				detail = excluded.detail`,
+				date, runID, e.Seq, string(e.Kind), e.ChargeID, e.MerchantReference, e.OrderID, e.AttemptKey, e.LineNo,
+				e.ReportedMinor, e.ReportedCurrency, e.ExpectedMinor, e.ExpectedCurrency, e.Detail)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: add settlement exceptions of %s: %w", date, err)
+	}
+	return nil
+}
+
+func (s *db) FinishSettlementRun(ctx context.Context, run SettlementRun) error {
+	switch err := validDate(run.Date); {
+	case err != nil:
+		return fmt.Errorf("store: finish settlement run: %w", err)
+	case run.RunID == "":
+		return errors.New("store: finish settlement run: the run ID is missing")
+	case run.Status != SettlementProvisional && run.Status != SettlementFinal:
+		return fmt.Errorf("store: finish settlement run: unknown status %q", run.Status)
+	case run.Lines < 0 || run.Matched < 0 || run.Awaiting < 0 || run.Exceptions < 0 || run.GraceDays < 0:
+		return errors.New("store: finish settlement run: a count is negative")
+	case run.FinishedAt.IsZero():
+		return errors.New("store: finish settlement run: the time is missing")
+	}
+	totals, err := json.Marshal(nonNilTotals(run.Totals))
+	if err != nil {
+		return fmt.Errorf("store: finish settlement run: %w", err)
+	}
+	err = s.txs.inTx(ctx, true, func(q querier) error {
+		stored, err := queryOne(ctx, q, scanInt64,
+			`SELECT count(*) FROM settlement_exceptions WHERE report_date = $1 AND run_id = $2`, run.Date, run.RunID)
+		if err != nil {
+			return err
+		}
+		if stored != int64(run.Exceptions) {
+			return fmt.Errorf("the run counts %d exceptions but %d are stored", run.Exceptions, stored)
+		}
+		if _, err := q.exec(ctx, `DELETE FROM settlement_exceptions WHERE report_date = $1 AND run_id <> $2`, run.Date, run.RunID); err != nil {
+			return err
+		}
+		_, err = q.exec(ctx, `INSERT INTO settlement_runs (report_date, run_id, status, lines, matched, awaiting, exceptions,
+				totals, grace_days, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT (report_date) DO UPDATE SET
+			run_id = excluded.run_id, status = excluded.status, lines = excluded.lines, matched = excluded.matched,
+			awaiting = excluded.awaiting, exceptions = excluded.exceptions, totals = excluded.totals,
+			grace_days = excluded.grace_days, finished_at = excluded.finished_at`,
+			run.Date, run.RunID, string(run.Status), run.Lines, run.Matched, run.Awaiting, run.Exceptions,
+			string(totals), run.GraceDays, s.t(run.FinishedAt))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: finish settlement run of %s: %w", run.Date, err)
+	}
+	return nil
+}
+
+func nonNilTotals(t []SettlementTotal) []SettlementTotal {
+	if t == nil {
+		return []SettlementTotal{}
+	}
+	return t
+}
+
+func (s *db) SettlementRun(ctx context.Context, date string) (SettlementRun, error) {
+	if err := validDate(date); err != nil {
+		return SettlementRun{}, fmt.Errorf("store: settlement run: %w", err)
+	}
+	var run SettlementRun
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		run, err = queryOne(ctx, q, scanRun, `SELECT report_date, run_id, status, lines, matched, awaiting, exceptions,
+			totals, grace_days, finished_at FROM settlement_runs WHERE report_date = $1`, date)
+		if err != nil {
+			return err
+		}
+		type count struct {
+			kind string
+			n    int
+		}
+		counts, err := queryAll(ctx, q, func(r rows) (count, error) {
+			var c count
+			return c, r.Scan(&c.kind, &c.n)
+		}, `SELECT kind, count(*) FROM settlement_exceptions WHERE report_date = $1 AND run_id = $2 GROUP BY kind`, date, run.RunID)
+		run.ByKind = make(map[chargeonce.ExceptionKind]int, len(counts))
+		for _, c := range counts {
+			run.ByKind[chargeonce.ExceptionKind(c.kind)] = c.n
+		}
+		return err
+	})
+	if err != nil {
+		return SettlementRun{}, fmt.Errorf("store: settlement run of %s: %w", date, err)
+	}
+	return run, nil
+}
+
+func scanRun(r rows) (SettlementRun, error) {
+	var (
+		run      SettlementRun
+		status   string
+		totals   string
+		finished timestamp
+	)
+	if err := r.Scan(&run.Date, &run.RunID, &status, &run.Lines, &run.Matched, &run.Awaiting, &run.Exceptions,
+		&totals, &run.GraceDays, &finished); err != nil {
+		return SettlementRun{}, err
+	}
+	run.Status = SettlementStatus(status)
+	run.FinishedAt = finished.t
+	if err := json.Unmarshal([]byte(totals), &run.Totals); err != nil {
+		return SettlementRun{}, errCorrupt("settlement run", run.Date, err)
+	}
+	return run, nil
+}
+
+func (s *db) SettlementExceptions(ctx context.Context, date string, limit int) ([]SettlementException, error) {
+	if err := validDate(date); err != nil {
+		return nil, fmt.Errorf("store: settlement exceptions: %w", err)
+	}
+	if limit <= 0 || limit > MaxSettlementBatch {
+		return nil, fmt.Errorf("store: settlement exceptions: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
+	}
+	var exceptions []SettlementException
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		exceptions, err = queryAll(ctx, q, scanException, `SELECT `+exceptionColumns+` FROM settlement_exceptions e
+			JOIN settlement_runs r ON r.report_date = e.report_date AND r.run_id = e.run_id
+			WHERE e.report_date = $1 ORDER BY e.seq LIMIT $2`, date, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: settlement exceptions of %s: %w", date, err)
+	}
+	return exceptions, nil
+}
+
+func scanException(r rows) (SettlementException, error) {
+	var (
+		e    SettlementException
+		kind string
+	)
+	err := r.Scan(&e.Seq, &kind, &e.ChargeID, &e.MerchantReference, &e.OrderID, &e.AttemptKey, &e.LineNo,
+		&e.ReportedMinor, &e.ReportedCurrency, &e.ExpectedMinor, &e.ExpectedCurrency, &e.Detail)
+	e.Kind = chargeonce.ExceptionKind(kind)
+	return e, err
+}

@@ -1,0 +1,213 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/store"
+)
+
+const day = "2026-03-14"
+
+// paidAttempt checks out a new order at created and settles it succeeded
+// with chargeID.
+func paidAttempt(t *testing.T, s store.Store, created time.Time, chargeID string) store.Attempt {
+	t.Helper()
+	a, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), created)
+	require.True(t, settle(t, s, a.Key, chargeonce.AttemptSucceeded, chargeID))
+	got, err := s.GetAttempt(context.Background(), a.Key)
+	require.NoError(t, err)
+	got.Requests = nil
+	return got
+}
+
+func line(no int, chargeID string, gross int64) store.SettlementLine {
+	return store.SettlementLine{Date: day, LineNo: no, BalanceTransactionID: fmt.Sprintf("txn_%d", no), Created: base,
+		ChargeID: chargeID, MerchantReference: "ref-" + chargeID, Category: "charge", Gross: gross, Net: gross, Currency: "TRY"}
+}
+
+func TestStore_SettlementLinesPageByChargeID(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		malformed := store.SettlementLine{Date: day, LineNo: 5, Problem: "gross is not an amount", Raw: "x,y"}
+		want := []store.SettlementLine{malformed, line(3, "ch_a", 100), line(6, "ch_a", 100), line(2, "ch_b", 200), line(4, "ch_c", 300)}
+		require.NoError(t, s.AddSettlementLines(ctx, []store.SettlementLine{want[3], want[1], want[4], want[0], want[2]}))
+		for i := range want[1:] {
+			want[i+1].Created = stored(base)
+		}
+
+		var got []store.SettlementLine
+		after := store.LineCursor{}
+		for {
+			page, err := s.SettlementLines(ctx, day, after, 2)
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			got = append(got, page...)
+			last := page[len(page)-1]
+			after = store.LineCursor{ChargeID: last.ChargeID, LineNo: last.LineNo}
+		}
+		require.Equal(t, want, got)
+
+		reported, err := s.ReportedCharges(ctx, day, day, []string{"ch_a", "ch_z", "ch_c"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"ch_a", "ch_c"}, reported)
+		none, err := s.ReportedCharges(ctx, "2026-03-15", "2026-03-16", []string{"ch_a"})
+		require.NoError(t, err)
+		require.Empty(t, none)
+
+		require.NoError(t, s.ClearSettlementLines(ctx, day))
+		page, err := s.SettlementLines(ctx, day, store.LineCursor{}, 10)
+		require.NoError(t, err)
+		require.Empty(t, page)
+	})
+}
+
+func TestStore_SucceededAttemptsOfADayPageByChargeID(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		from := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+		to := from.AddDate(0, 0, 1)
+		c := paidAttempt(t, s, from.Add(time.Hour), "ch_c")
+		a := paidAttempt(t, s, to.Add(-time.Microsecond), "ch_a")
+		paidAttempt(t, s, to, "ch_b")                          // the next day
+		paidAttempt(t, s, from.Add(-time.Microsecond), "ch_0") // the day before
+		declined, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), from.Add(time.Hour))
+		require.True(t, settle(t, s, declined.Key, chargeonce.AttemptDeclined, "ch_d"))
+
+		first, err := s.SucceededAttempts(ctx, from, to, "", 1)
+		require.NoError(t, err)
+		require.Equal(t, []store.Attempt{a}, first)
+		rest, err := s.SucceededAttempts(ctx, from, to, "ch_a", 10)
+		require.NoError(t, err)
+		require.Equal(t, []store.Attempt{c}, rest)
+
+		byCharge, err := s.AttemptsByCharge(ctx, []string{"ch_a", "ch_d", "ch_nope"})
+		require.NoError(t, err)
+		require.Equal(t, []string{declined.Key, a.Key}, keys(byCharge), "every status, oldest first")
+		byRef, err := s.AttemptsByReference(ctx, []string{c.MerchantReference})
+		require.NoError(t, err)
+		require.Equal(t, []store.Attempt{c}, byRef)
+	})
+}
+
+func exception(seq int, kind chargeonce.ExceptionKind) store.SettlementException {
+	return store.SettlementException{Seq: seq, Kind: kind, ChargeID: fmt.Sprintf("ch_%d", seq), MerchantReference: "ref",
+		OrderID: 1001, AttemptKey: "k", LineNo: seq + 1, ReportedMinor: 100, ReportedCurrency: "TRY",
+		ExpectedMinor: 90, ExpectedCurrency: "TRY", Detail: "Refund it."}
+}
+
+func TestStore_FinishingARunReplacesThePreviousOne(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		_, err := s.SettlementRun(ctx, day)
+		require.ErrorIs(t, err, store.ErrNotFound)
+
+		firstRun := []store.SettlementException{exception(1, chargeonce.ExceptionUnknownCharge), exception(2, chargeonce.ExceptionAmountMismatch)}
+		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-1", firstRun))
+		run := store.SettlementRun{Date: day, RunID: "run-1", Status: store.SettlementFinal, Lines: 3, Matched: 2, Exceptions: 2,
+			Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 300, Fee: 9, Net: 291}}, GraceDays: 2, FinishedAt: base}
+		require.NoError(t, s.FinishSettlementRun(ctx, run))
+
+		// A run that dies half way leaves exceptions that are not the date's.
+		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-2", []store.SettlementException{exception(1, chargeonce.ExceptionDuplicateLine)}))
+		got, err := s.SettlementRun(ctx, day)
+		require.NoError(t, err)
+		run.FinishedAt = stored(base)
+		run.ByKind = map[chargeonce.ExceptionKind]int{chargeonce.ExceptionUnknownCharge: 1, chargeonce.ExceptionAmountMismatch: 1}
+		require.Equal(t, run, got)
+		listed, err := s.SettlementExceptions(ctx, day, 10)
+		require.NoError(t, err)
+		require.Equal(t, firstRun, listed)
+
+		// The rerun replaces the result, and leaves no row of the others.
+		rerun := []store.SettlementException{exception(1, chargeonce.ExceptionMissingInReport)}
+		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-3", rerun))
+		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Date: day, RunID: "run-3", Status: store.SettlementProvisional,
+			Exceptions: 1, Awaiting: 1, FinishedAt: base}))
+		listed, err = s.SettlementExceptions(ctx, day, 10)
+		require.NoError(t, err)
+		require.Equal(t, rerun, listed)
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM settlement_exceptions`))
+		got, err = s.SettlementRun(ctx, day)
+		require.NoError(t, err)
+		require.Equal(t, store.SettlementProvisional, got.Status)
+		require.Equal(t, []store.SettlementTotal{}, got.Totals)
+	})
+}
+
+func TestStore_BadSettlementInputIsRefusedAndChangesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		good := store.SettlementRun{Date: day, RunID: "r", Status: store.SettlementFinal, FinishedAt: base}
+		badRuns := map[string]store.SettlementRun{
+			"bad date":          {Date: "2026-02-30", RunID: "r", Status: store.SettlementFinal, FinishedAt: base},
+			"no run id":         {Date: day, Status: store.SettlementFinal, FinishedAt: base},
+			"unknown status":    {Date: day, RunID: "r", Status: "done", FinishedAt: base},
+			"no time":           {Date: day, RunID: "r", Status: store.SettlementFinal},
+			"negative count":    {Date: day, RunID: "r", Status: store.SettlementFinal, Matched: -1, FinishedAt: base},
+			"exceptions differ": {Date: day, RunID: "r", Status: store.SettlementFinal, Exceptions: 1, FinishedAt: base},
+		}
+		for name, run := range badRuns {
+			require.Error(t, s.FinishSettlementRun(ctx, run), name)
+		}
+		require.Error(t, s.AddSettlementExceptions(ctx, day, "r", []store.SettlementException{{Seq: 1, Kind: "lost", Detail: "x"}}))
+		require.Error(t, s.AddSettlementExceptions(ctx, day, "r", []store.SettlementException{{Seq: 0, Kind: chargeonce.ExceptionDuplicateLine, Detail: "x"}}))
+		require.Error(t, s.AddSettlementExceptions(ctx, day, "r", []store.SettlementException{{Seq: 1, Kind: chargeonce.ExceptionDuplicateLine}}))
+		require.Error(t, s.AddSettlementLines(ctx, []store.SettlementLine{{Date: day, LineNo: 1}}))
+		require.Error(t, s.AddSettlementLines(ctx, make([]store.SettlementLine, store.MaxSettlementBatch+1)))
+		_, err := s.SettlementLines(ctx, day, store.LineCursor{}, 0)
+		require.Error(t, err)
+		_, err = s.SucceededAttempts(ctx, base, base, "", store.MaxSettlementBatch+1)
+		require.Error(t, err)
+		require.Equal(t, int64(0), rawCount(t, dsn, `SELECT count(*) FROM settlement_runs`))
+		require.Equal(t, int64(0), rawCount(t, dsn, `SELECT count(*) FROM settlement_exceptions`))
+		require.Equal(t, int64(0), rawCount(t, dsn, `SELECT count(*) FROM settlement_lines`))
+		require.NoError(t, s.FinishSettlementRun(ctx, good))
+	})
+}
+
+func TestStore_SettlementPagesOrderChargeIDsByteByByte(t *testing.T) {
+	ids := []string{"ch_a", "ch_B", "ch-1", "ch_0", "CH_z", "ch__"}
+	want := slices.Sorted(slices.Values(ids))
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		from := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+		var lines []store.SettlementLine
+		for i, id := range ids {
+			lines = append(lines, line(i+2, id, 100))
+			paidAttempt(t, s, from.Add(time.Hour), id)
+		}
+		require.NoError(t, s.AddSettlementLines(ctx, lines))
+
+		var gotLines, gotAttempts []string
+		after := store.LineCursor{}
+		afterCharge := ""
+		for range ids {
+			page, err := s.SettlementLines(ctx, day, after, 1)
+			require.NoError(t, err)
+			require.Len(t, page, 1)
+			gotLines = append(gotLines, page[0].ChargeID)
+			after = store.LineCursor{ChargeID: page[0].ChargeID, LineNo: page[0].LineNo}
+			attempts, err := s.SucceededAttempts(ctx, from, from.AddDate(0, 0, 1), afterCharge, 1)
+			require.NoError(t, err)
+			require.Len(t, attempts, 1)
+			gotAttempts = append(gotAttempts, attempts[0].ProviderPaymentID)
+			afterCharge = attempts[0].ProviderPaymentID
+		}
+		require.Equal(t, want, gotLines)
+		require.Equal(t, want, gotAttempts)
+	})
+}

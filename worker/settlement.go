@@ -1,0 +1,91 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"chargeonce"
+	"chargeonce/workflows"
+)
+
+// SettlementScheduleID is the ID of the Temporal Schedule that settles every
+// day; the Web UI's Schedules page lists it.
+const SettlementScheduleID = "chargeonce-daily-settlement"
+
+// settlementWorkflowID starts the IDs of the schedule's runs of
+// DailySettlementWorkflow, to which the schedule appends the time each was
+// due.
+const settlementWorkflowID = "settlement-daily"
+
+// SettlementCatchupWindow is how far back a schedule that could not run
+// (Temporal was down) still takes its missed actions when it comes back:
+// a week of days.
+const SettlementCatchupWindow = 7 * 24 * time.Hour
+
+// settlementAt is when the daily run is due, in UTC: a little after
+// midnight, once the provider has published the report of the day before.
+var settlementAt = client.ScheduleCalendarSpec{
+	Hour:    []client.ScheduleRange{{Start: 0}},
+	Minute:  []client.ScheduleRange{{Start: 30}},
+	Comment: "every day at 00:30 UTC",
+}
+
+// settlementSchedule is the schedule a worker with graceDays wants.
+func settlementSchedule(graceDays int) (client.ScheduleSpec, *client.ScheduleWorkflowAction, client.SchedulePolicies) {
+	spec := client.ScheduleSpec{Calendars: []client.ScheduleCalendarSpec{settlementAt}, TimeZoneName: "UTC"}
+	action := &client.ScheduleWorkflowAction{
+		ID:        settlementWorkflowID,
+		Workflow:  workflows.DailySettlementWorkflow,
+		Args:      []any{workflows.DailySettlementInput{GraceDays: graceDays}},
+		TaskQueue: chargeonce.TaskQueue,
+	}
+	// A day's run that is still going when the next is due is not doubled:
+	// the next day's run settles the grace period's days again anyway.
+	policies := client.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: SettlementCatchupWindow}
+	return spec, action, policies
+}
+
+// EnsureSettlementSchedule creates the daily settlement schedule, or updates
+// it to this worker's settings when it exists: every worker may call it at
+// start, and the schedule exists once.
+func EnsureSettlementSchedule(ctx context.Context, c client.Client, graceDays int, log *slog.Logger) error {
+	spec, action, policies := settlementSchedule(graceDays)
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:            SettlementScheduleID,
+		Spec:          spec,
+		Action:        action,
+		Overlap:       policies.Overlap,
+		CatchupWindow: policies.CatchupWindow,
+		Note:          "Settles the provider's settlement report of each day: see GET /api/settlements/{date}.",
+	})
+	if err == nil {
+		log.Info("settlement schedule created", "schedule", SettlementScheduleID, "grace_days", graceDays)
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("worker: create the settlement schedule: %w", err)
+	}
+	err = c.ScheduleClient().GetHandle(ctx, SettlementScheduleID).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Spec, s.Action = &spec, action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap, s.Policy.CatchupWindow = policies.Overlap, policies.CatchupWindow
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("worker: update the settlement schedule: %w", err)
+	}
+	log.Info("settlement schedule updated", "schedule", SettlementScheduleID, "grace_days", graceDays)
+	return nil
+}

@@ -1,0 +1,182 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"chargeonce"
+	"chargeonce/activities"
+	"chargeonce/settlement"
+)
+
+// DefaultSettlementGraceDays is how many days after its date a charge may
+// first appear in a settlement report before its attempt is
+// missing_in_report: providers put a charge made just before midnight, or
+// settled late, in a later day's report.
+const DefaultSettlementGraceDays = 2
+
+// SettlementWorkflowID is the workflow ID of the settlement of a report
+// date: one run per date at a time, and a rerun replaces its result.
+func SettlementWorkflowID(date string) string {
+	return "settlement-" + date
+}
+
+// ErrTypeBadSettlementInput: the settlement's input is malformed. Not
+// retryable.
+const ErrTypeBadSettlementInput = "BadSettlementInput"
+
+// SettlementInput is the input of SettlementWorkflow.
+type SettlementInput struct {
+	// Date is the report date, as in 2026-03-14 (UTC).
+	Date string
+	// GraceDays: see DefaultSettlementGraceDays.
+	GraceDays int
+}
+
+// SettlementResult is what a settlement run found.
+type SettlementResult struct {
+	Date string
+	activities.MatchReportResult
+}
+
+// Summary is one line for people: what the run found.
+func (r SettlementResult) Summary() string {
+	var kinds []string
+	for _, kind := range chargeonce.ExceptionKinds {
+		if n := r.ByKind[kind]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", kind, n))
+		}
+	}
+	found := "no exceptions"
+	if r.Exceptions > 0 {
+		found = fmt.Sprintf("%d exceptions (%s)", r.Exceptions, strings.Join(kinds, ", "))
+	}
+	return fmt.Sprintf("%s %s: %d lines, %d matched, %d awaiting their report, %s", r.Date, r.Status, r.Lines, r.Matched, r.Awaiting, found)
+}
+
+// settlementActs names the settlement activities for ExecuteActivity; it is
+// never dereferenced.
+var settlementActs *activities.Settlement
+
+// RegisterSettlement registers the settlement workflows and activities with
+// a worker of chargeonce.TaskQueue.
+func RegisterSettlement(r worker.Registry, s *activities.Settlement) {
+	r.RegisterWorkflow(SettlementWorkflow)
+	r.RegisterWorkflow(DailySettlementWorkflow)
+	r.RegisterActivity(s)
+}
+
+// settlementActivityOptions let a long report take its time while a stuck
+// download or match is noticed by its missed heartbeats.
+var settlementActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Hour,
+	HeartbeatTimeout:    2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		MaximumInterval:        5 * time.Minute,
+		NonRetryableErrorTypes: []string{activities.ErrTypeReportUnreadable, activities.ErrTypeInvalidRequest},
+	},
+}
+
+// SettlementWorkflow settles one report date: StageReport downloads the
+// provider's report into the store, and MatchReport matches it against the
+// day's succeeded attempts and records the result, which replaces any
+// earlier run's. Its current details say what it is doing, and then what it
+// found.
+func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementResult, error) {
+	if _, err := settlement.ParseDate(in.Date); err != nil || in.GraceDays < 0 {
+		return SettlementResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("settlement: need a report date such as 2026-03-14 and a grace period of 0 or more days, got %q and %d", in.Date, in.GraceDays),
+			ErrTypeBadSettlementInput, nil)
+	}
+	ctx = workflow.WithActivityOptions(ctx, settlementActivityOptions)
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Downloading the settlement report of %s.", in.Date))
+	var staged activities.StageReportResult
+	if err := workflow.ExecuteActivity(ctx, settlementActs.StageReport, activities.StageReportInput{Date: in.Date}).Get(ctx, &staged); err != nil {
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be staged: %v", in.Date, err))
+		return SettlementResult{}, err
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching the %d lines of the settlement report of %s (%d malformed).", staged.Lines, in.Date, staged.Malformed))
+	res := SettlementResult{Date: in.Date}
+	match := activities.MatchReportInput{Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, GraceDays: in.GraceDays}
+	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &res.MatchReportResult); err != nil {
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be matched: %v", in.Date, err))
+		return SettlementResult{}, err
+	}
+	workflow.SetCurrentDetails(ctx, "Settled "+res.Summary()+".")
+	workflow.GetLogger(ctx).Info("settlement run finished", "date", in.Date, "status", res.Status,
+		"matched", res.Matched, "awaiting", res.Awaiting, "exceptions", res.Exceptions)
+	return res, nil
+}
+
+// DailySettlementInput is the input of DailySettlementWorkflow, fixed in the
+// schedule's action.
+type DailySettlementInput struct {
+	// GraceDays: see DefaultSettlementGraceDays.
+	GraceDays int
+}
+
+// DailySettlementResult lists the dates settled.
+type DailySettlementResult struct {
+	Dates []string
+}
+
+// scheduledStartTime is the search attribute that a schedule sets on the
+// workflows it starts: the time the action was due, also for a catch-up or
+// a backfill that runs later.
+var scheduledStartTime = temporal.NewSearchAttributeKeyTime("TemporalScheduledStartTime")
+
+// DailySettlementWorkflow is the schedule's action. For the day before the
+// time it was due (its own time when it was not scheduled) it runs
+// SettlementWorkflow as a child, with the date's workflow ID, and so again
+// for each of the grace period's days before it, newest first: their runs
+// become final once the grace period is over, and a day that the schedule
+// skipped is settled by the next day's run. A date whose settlement is
+// already running is left to that run.
+func DailySettlementWorkflow(ctx workflow.Context, in DailySettlementInput) (DailySettlementResult, error) {
+	due, ok := workflow.GetTypedSearchAttributes(ctx).GetTime(scheduledStartTime)
+	if !ok {
+		due = workflow.Now(ctx)
+	}
+	day := due.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
+	var res DailySettlementResult
+	for back := range max(in.GraceDays, 0) + 1 {
+		date := day.AddDate(0, 0, -back).Format(settlement.DateLayout)
+		child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            SettlementWorkflowID(date),
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		})
+		err := workflow.ExecuteChildWorkflow(child, SettlementWorkflow, SettlementInput{Date: date, GraceDays: in.GraceDays}).Get(ctx, nil)
+		var running *temporal.ChildWorkflowExecutionAlreadyStartedError
+		switch {
+		case errors.As(err, &running):
+			workflow.GetLogger(ctx).Info("settlement already running; left to that run", "date", date)
+		case err != nil:
+			return res, err
+		default:
+			res.Dates = append(res.Dates, date)
+		}
+	}
+	return res, nil
+}
+
+// RunSettlement starts the SettlementWorkflow of in.Date, or joins the one
+// running for that date, and returns the run: a run of a date settled
+// before replaces its result.
+func RunSettlement(ctx context.Context, c client.Client, in SettlementInput) (client.WorkflowRun, error) {
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       SettlementWorkflowID(in.Date),
+		TaskQueue:                chargeonce.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, SettlementWorkflow, in)
+}
