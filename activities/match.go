@@ -27,6 +27,8 @@ type matcher struct {
 	in   MatchReportInput
 	from time.Time
 	to   time.Time
+	// graceDays is the worker's grace period: see Settlement.GraceDays.
+	graceDays int
 	// graceOver is whether an attempt of the day that no report lists yet
 	// is missing rather than awaiting.
 	graceOver bool
@@ -48,12 +50,12 @@ type matcher struct {
 	pending []store.SettlementException
 }
 
-func newMatcher(ctx context.Context, st store.SettlementStore, day time.Time, in MatchReportInput, now time.Time, log *slog.Logger) *matcher {
+func newMatcher(ctx context.Context, st store.SettlementStore, day time.Time, in MatchReportInput, graceDays int, now time.Time, log *slog.Logger) *matcher {
 	m := &matcher{
-		ctx: ctx, st: st, in: in, from: day, to: day.AddDate(0, 0, 1),
-		graceOver: !now.Before(day.AddDate(0, 0, 1+in.GraceDays)),
+		ctx: ctx, st: st, in: in, graceDays: graceDays, from: day, to: day.AddDate(0, 0, 1),
+		graceOver: !now.Before(day.AddDate(0, 0, 1+graceDays)),
 		log:       log.With("date", in.Date),
-		run: store.SettlementRun{Date: in.Date, RunID: in.RunID, Status: store.SettlementFinal, GraceDays: in.GraceDays,
+		run: store.SettlementRun{Date: in.Date, RunID: in.RunID, Status: store.SettlementFinal, GraceDays: graceDays,
 			FinishedAt: now, ByKind: map[chargeonce.ExceptionKind]int{}},
 		totals: map[string]*store.SettlementTotal{},
 	}
@@ -285,13 +287,13 @@ func (m *matcher) resolveUnreported() error {
 		return nil
 	}
 	var later map[string]bool
-	if m.in.GraceDays > 0 {
+	if m.graceDays > 0 {
 		ids := make([]string, len(m.unreported))
 		for i, a := range m.unreported {
 			ids[i] = a.ProviderPaymentID
 		}
 		found, err := m.st.ReportedCharges(m.ctx, m.to.Format(settlement.DateLayout),
-			m.from.AddDate(0, 0, m.in.GraceDays).Format(settlement.DateLayout), ids)
+			m.from.AddDate(0, 0, m.graceDays).Format(settlement.DateLayout), ids)
 		if err != nil {
 			return err
 		}
@@ -311,7 +313,7 @@ func (m *matcher) resolveUnreported() error {
 				MerchantReference: a.MerchantReference, OrderID: a.OrderID, AttemptKey: a.Key,
 				ExpectedMinor: a.Amount.Minor, ExpectedCurrency: a.Amount.Currency,
 				Detail: fmt.Sprintf("Order %d was paid %s with charge %s on %s, but no settlement report of the %d days since lists it: ask the provider whether the charge was captured.",
-					a.OrderID, a.Amount, a.ProviderPaymentID, m.in.Date, m.in.GraceDays+1)})
+					a.OrderID, a.Amount, a.ProviderPaymentID, m.in.Date, m.graceDays+1)})
 			if err != nil {
 				return err
 			}

@@ -61,6 +61,11 @@ type Settlement struct {
 	Reports *settlement.Client
 	// Store is the merchant's database.
 	Store store.SettlementStore
+	// GraceDays is how many days after its date a charge may first appear
+	// in a report before its attempt is missing_in_report: the worker's
+	// setting, 0 or more, so that every run of a date, scheduled or
+	// started by hand, applies the same one.
+	GraceDays int
 	// Now reads the clock that ends grace periods; nil means time.Now.
 	Now func() time.Time
 	// Logger receives what each run found; nil means slog.Default().
@@ -168,9 +173,6 @@ type MatchReportInput struct {
 	// RunID names this run's exceptions; a retry with the same RunID
 	// rewrites them.
 	RunID string
-	// GraceDays is how many days after Date a charge may first appear in a
-	// report before its attempt is missing_in_report.
-	GraceDays int
 }
 
 // MatchReportResult is what the run found.
@@ -187,14 +189,15 @@ type MatchReportResult struct {
 // MatchReport matches the staged report of a date against the succeeded
 // attempts created that day, by charge id and then by merchant reference,
 // in batches, and records the run and its exceptions: a rerun replaces the
-// previous result. Every unknown charge is logged as an alert.
+// previous result. Every unknown charge is logged as an alert. The grace
+// period is the worker's, s.GraceDays.
 func (s *Settlement) MatchReport(ctx context.Context, in MatchReportInput) (MatchReportResult, error) {
 	day, err := settlement.ParseDate(in.Date)
-	if err != nil || in.RunID == "" || in.GraceDays < 0 {
+	if err != nil || in.RunID == "" {
 		return MatchReportResult{}, nonRetryable(ErrTypeInvalidRequest,
-			fmt.Sprintf("match report: need a date, a run ID and a grace period of 0 or more days, got %q, %q, %d", in.Date, in.RunID, in.GraceDays))
+			fmt.Sprintf("match report: need a date and a run ID, got %q and %q", in.Date, in.RunID))
 	}
-	m := newMatcher(ctx, s.Store, day, in, s.now(), s.logger())
+	m := newMatcher(ctx, s.Store, day, in, s.GraceDays, s.now(), s.logger())
 	run, err := m.match()
 	if err != nil {
 		return MatchReportResult{}, err

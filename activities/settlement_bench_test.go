@@ -54,10 +54,11 @@ func BenchmarkSettlement(b *testing.B) {
 				require.NoError(b, err)
 				b.Cleanup(func() { _ = st.Close() })
 				s := &activities.Settlement{
-					Reports: &settlement.Client{BaseURL: srv.URL, HTTP: srv.Client()},
-					Store:   st,
-					Now:     func() time.Time { return noon.AddDate(0, 0, 10) },
-					Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+					Reports:   &settlement.Client{BaseURL: srv.URL, HTTP: srv.Client()},
+					Store:     st,
+					GraceDays: 2,
+					Now:       func() time.Time { return noon.AddDate(0, 0, 10) },
+					Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 				}
 				var suite testsuite.WorkflowTestSuite
 				suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -71,7 +72,7 @@ func BenchmarkSettlement(b *testing.B) {
 					stop := watchHeap()
 					_, err := aenv.ExecuteActivity(settleActs.StageReport, activities.StageReportInput{Date: settleDay})
 					require.NoError(b, err)
-					val, err := aenv.ExecuteActivity(settleActs.MatchReport, activities.MatchReportInput{Date: settleDay, RunID: fmt.Sprint("run-", i), GraceDays: 2})
+					val, err := aenv.ExecuteActivity(settleActs.MatchReport, activities.MatchReportInput{Date: settleDay, RunID: fmt.Sprint("run-", i)})
 					require.NoError(b, err)
 					peak = max(peak, stop())
 					var res activities.MatchReportResult

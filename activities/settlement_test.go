@@ -3,6 +3,7 @@ package activities_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -71,18 +72,20 @@ func (b *books) alter(t *testing.T, a fakeprovider.Alteration) {
 	require.NoError(t, b.env.Fake.Alter(a))
 }
 
-// settle runs StageReport and MatchReport as the workflow does, at now.
+// settle runs StageReport and MatchReport as the workflow does, at now, on
+// a worker whose grace period is graceDays.
 func (b *books) settle(t *testing.T, runID string, graceDays int, now time.Time) activities.MatchReportResult {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	aenv := suite.NewTestActivityEnvironment()
 	s := *b.env.Settlement
+	s.GraceDays = graceDays
 	s.Now = func() time.Time { return now }
 	aenv.RegisterActivity(&s)
 	_, err := aenv.ExecuteActivity(settleActs.StageReport, activities.StageReportInput{Date: settleDay})
 	require.NoError(t, err)
-	val, err := aenv.ExecuteActivity(settleActs.MatchReport, activities.MatchReportInput{Date: settleDay, RunID: runID, GraceDays: graceDays})
+	val, err := aenv.ExecuteActivity(settleActs.MatchReport, activities.MatchReportInput{Date: settleDay, RunID: runID})
 	require.NoError(t, err)
 	var res activities.MatchReportResult
 	require.NoError(t, val.Get(&res))
@@ -209,6 +212,38 @@ func TestMatchReport_AnUnreportedChargeAwaitsItsGracePeriod(t *testing.T) {
 	after := b.settle(t, "run-2", 2, noon.AddDate(0, 0, 3))
 	require.Equal(t, store.SettlementFinal, after.Status)
 	require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionMissingInReport: 1}, after.ByKind)
+}
+
+// The grace period is the worker's, not the run's: a run of yesterday
+// started with its date alone, as the API starts it, marks the unreported
+// attempt missing on a worker without grace and leaves it awaiting on one
+// with the default grace, and records the grace period it applied.
+func TestMatchReport_TheWorkersGracePeriodDecidesWhetherAnUnreportedChargeIsMissing(t *testing.T) {
+	tests := []struct {
+		graceDays int
+		status    store.SettlementStatus
+		awaiting  int
+		byKind    map[chargeonce.ExceptionKind]int
+	}{
+		{0, store.SettlementFinal, 0, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionMissingInReport: 1}},
+		{2, store.SettlementProvisional, 1, map[chargeonce.ExceptionKind]int{}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("grace %d days", tt.graceDays), func(t *testing.T) {
+			b := newBooks(t, fakeprovider.FeeRule{})
+			_, chargeID := b.pay(t, try(54890), chargeonce.AttemptSucceeded)
+			b.alter(t, fakeprovider.Alteration{ChargeID: chargeID, Action: fakeprovider.AlterDrop})
+
+			res := b.settle(t, "run-1", tt.graceDays, noon.AddDate(0, 0, 1))
+
+			require.Equal(t, tt.status, res.Status)
+			require.Equal(t, tt.awaiting, res.Awaiting)
+			require.Equal(t, tt.byKind, res.ByKind)
+			run, err := b.env.Store.SettlementRun(context.Background(), settleDay)
+			require.NoError(t, err)
+			require.Equal(t, tt.graceDays, run.GraceDays)
+		})
+	}
 }
 
 func TestMatchReport_ARerunGivesTheSameResultAndDuplicatesNothing(t *testing.T) {

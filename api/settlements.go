@@ -142,7 +142,7 @@ func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, s.log, newProblem(kindUnavailable, "this API has no Temporal client to run settlements with"))
 		return
 	}
-	run, err := workflows.RunSettlement(r.Context(), s.temporal, workflows.SettlementInput{Date: date, GraceDays: workflows.DefaultSettlementGraceDays})
+	run, err := workflows.RunSettlement(r.Context(), s.temporal, workflows.SettlementInput{Date: date})
 	if err != nil {
 		s.log.Error("settlement run not started", "date", date, "error", err)
 		writeProblem(w, s.log, newProblem(kindUnavailable, "the settlement run could not be started: Temporal does not answer"))

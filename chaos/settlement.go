@@ -16,7 +16,7 @@ func (r *run) settleDays(ctx context.Context, began time.Time) ([]string, error)
 	var dates []string
 	for day := began.UTC().Truncate(24 * time.Hour); !day.After(time.Now()); day = day.AddDate(0, 0, 1) {
 		date := day.Format(settlement.DateLayout)
-		run, err := workflows.RunSettlement(ctx, r.stack.Client(), workflows.SettlementInput{Date: date, GraceDays: workflows.DefaultSettlementGraceDays})
+		run, err := workflows.RunSettlement(ctx, r.stack.Client(), workflows.SettlementInput{Date: date})
 		if err == nil {
 			err = run.Get(ctx, nil)
 		}

@@ -37,7 +37,10 @@ var settlementAt = client.ScheduleCalendarSpec{
 	Comment: "every day at 00:30 UTC",
 }
 
-// settlementSchedule is the schedule a worker with graceDays wants.
+// settlementSchedule is the schedule a worker with graceDays wants. Its
+// action settles the grace period's days again, and the worker's matching
+// applies the same grace period to each; EnsureSettlementSchedule puts it in
+// the schedule at each start, so the schedule follows the worker's setting.
 func settlementSchedule(graceDays int) (client.ScheduleSpec, *client.ScheduleWorkflowAction, client.SchedulePolicies) {
 	spec := client.ScheduleSpec{Calendars: []client.ScheduleCalendarSpec{settlementAt}, TimeZoneName: "UTC"}
 	action := &client.ScheduleWorkflowAction{

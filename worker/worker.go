@@ -76,8 +76,10 @@ type Deps struct {
 	// worker runs the settlement workflows and creates or updates their
 	// daily schedule (EnsureSettlementSchedule); nil runs no settlement.
 	Reports *settlement.Client
-	// SettlementGraceDays is the settlement's grace period, in days: see
-	// workflows.DefaultSettlementGraceDays.
+	// SettlementGraceDays is the settlement's grace period, in days, 0 or
+	// more: see workflows.DefaultSettlementGraceDays. It is the one setting
+	// of it: the matching activity applies it to every run of a date,
+	// however started, and the daily schedule takes it.
 	SettlementGraceDays int
 }
 
@@ -142,7 +144,8 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		if d.Registerer != nil {
 			settleMetrics = activities.NewSettlementMetrics(d.Registerer)
 		}
-		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Store: d.Store, Logger: d.Logger, Metrics: settleMetrics})
+		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Store: d.Store,
+			GraceDays: d.SettlementGraceDays, Logger: d.Logger, Metrics: settleMetrics})
 		if err := EnsureSettlementSchedule(ctx, d.Client, d.SettlementGraceDays, d.Logger); err != nil {
 			lw.Stop()
 			return nil, err

@@ -21,7 +21,9 @@ import (
 // DefaultSettlementGraceDays is how many days after its date a charge may
 // first appear in a settlement report before its attempt is
 // missing_in_report: providers put a charge made just before midnight, or
-// settled late, in a later day's report.
+// settled late, in a later day's report. The worker owns the grace period
+// (worker.Deps.SettlementGraceDays): its matching activity applies it to
+// every run of a date, and its daily schedule settles that many days back.
 const DefaultSettlementGraceDays = 2
 
 // SettlementWorkflowID is the workflow ID of the settlement of a report
@@ -34,12 +36,12 @@ func SettlementWorkflowID(date string) string {
 // retryable.
 const ErrTypeBadSettlementInput = "BadSettlementInput"
 
-// SettlementInput is the input of SettlementWorkflow.
+// SettlementInput is the input of SettlementWorkflow. A run started with an
+// earlier input that also carried GraceDays still decodes: JSON drops the
+// unknown field, and the worker's grace period applies.
 type SettlementInput struct {
 	// Date is the report date, as in 2026-03-14 (UTC).
 	Date string
-	// GraceDays: see DefaultSettlementGraceDays.
-	GraceDays int
 }
 
 // SettlementResult is what a settlement run found.
@@ -93,9 +95,9 @@ var settlementActivityOptions = workflow.ActivityOptions{
 // earlier run's. Its current details say what it is doing, and then what it
 // found.
 func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementResult, error) {
-	if _, err := settlement.ParseDate(in.Date); err != nil || in.GraceDays < 0 {
+	if _, err := settlement.ParseDate(in.Date); err != nil {
 		return SettlementResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("settlement: need a report date such as 2026-03-14 and a grace period of 0 or more days, got %q and %d", in.Date, in.GraceDays),
+			fmt.Sprintf("settlement: need a report date such as 2026-03-14, got %q", in.Date),
 			ErrTypeBadSettlementInput, nil)
 	}
 	ctx = workflow.WithActivityOptions(ctx, settlementActivityOptions)
@@ -107,7 +109,7 @@ func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementRes
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching the %d lines of the settlement report of %s (%d malformed).", staged.Lines, in.Date, staged.Malformed))
 	res := SettlementResult{Date: in.Date}
-	match := activities.MatchReportInput{Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, GraceDays: in.GraceDays}
+	match := activities.MatchReportInput{Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &res.MatchReportResult); err != nil {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be matched: %v", in.Date, err))
 		return SettlementResult{}, err
@@ -121,7 +123,10 @@ func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementRes
 // DailySettlementInput is the input of DailySettlementWorkflow, fixed in the
 // schedule's action.
 type DailySettlementInput struct {
-	// GraceDays: see DefaultSettlementGraceDays.
+	// GraceDays is how many days before the day settled the run settles
+	// again. The worker sets it to its grace period in the schedule, which
+	// it creates or updates at each start (worker.EnsureSettlementSchedule),
+	// so it follows the grace period that the matching applies.
 	GraceDays int
 }
 
@@ -155,7 +160,7 @@ func DailySettlementWorkflow(ctx workflow.Context, in DailySettlementInput) (Dai
 			WorkflowID:            SettlementWorkflowID(date),
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		})
-		err := workflow.ExecuteChildWorkflow(child, SettlementWorkflow, SettlementInput{Date: date, GraceDays: in.GraceDays}).Get(ctx, nil)
+		err := workflow.ExecuteChildWorkflow(child, SettlementWorkflow, SettlementInput{Date: date}).Get(ctx, nil)
 		var running *temporal.ChildWorkflowExecutionAlreadyStartedError
 		switch {
 		case errors.As(err, &running):

@@ -15,7 +15,7 @@ import (
 )
 
 func TestSettlementWorkflow_BadInputFailsAtOnceAndRunsNothing(t *testing.T) {
-	for _, in := range []workflows.SettlementInput{{Date: "2026-02-30"}, {Date: "yesterday"}, {Date: "2026-03-14", GraceDays: -1}} {
+	for _, in := range []workflows.SettlementInput{{Date: "2026-02-30"}, {Date: "yesterday"}} {
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestWorkflowEnvironment()
 		env.RegisterWorkflow(workflows.SettlementWorkflow)
@@ -42,14 +42,13 @@ func TestSettlementWorkflow_StagesThenMatchesUnderItsRunID(t *testing.T) {
 		match = args.Get(1).(activities.MatchReportInput)
 	}).Return(activities.MatchReportResult{Status: "final", Lines: 3, Matched: 3}, nil).Once()
 
-	env.ExecuteWorkflow(workflows.SettlementWorkflow, workflows.SettlementInput{Date: "2026-03-14", GraceDays: 2})
+	env.ExecuteWorkflow(workflows.SettlementWorkflow, workflows.SettlementInput{Date: "2026-03-14"})
 
 	require.NoError(t, env.GetWorkflowError())
 	var res workflows.SettlementResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "2026-03-14 final: 3 lines, 3 matched, 0 awaiting their report, no exceptions", res.Summary())
 	require.Equal(t, "2026-03-14", match.Date)
-	require.Equal(t, 2, match.GraceDays)
 	require.NotEmpty(t, match.RunID)
 }
 
@@ -73,5 +72,30 @@ func TestDailySettlementWorkflow_SettlesTheDayBeforeItWasDueThenTheGraceDays(t *
 	var res workflows.DailySettlementResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, []string{"2026-03-14", "2026-03-13", "2026-03-12"}, res.Dates)
-	require.Equal(t, []workflows.SettlementInput{{Date: "2026-03-14", GraceDays: 2}, {Date: "2026-03-13", GraceDays: 2}, {Date: "2026-03-12", GraceDays: 2}}, settled)
+	require.Equal(t, []workflows.SettlementInput{{Date: "2026-03-14"}, {Date: "2026-03-13"}, {Date: "2026-03-12"}}, settled)
+}
+
+// A run started before the grace period became the worker's carried it in
+// its input: the input still decodes, and the run settles its date.
+func TestSettlementWorkflow_AnInputWithTheOldGraceDaysStillDecodes(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.SettlementWorkflow)
+	s := &activities.Settlement{}
+	env.RegisterActivity(s)
+	env.OnActivity(s.StageReport, mock.Anything, activities.StageReportInput{Date: "2026-03-14"}).
+		Return(activities.StageReportResult{Lines: 1}, nil).Once()
+	env.OnActivity(s.MatchReport, mock.Anything, mock.Anything).
+		Return(activities.MatchReportResult{Status: "final", Lines: 1, Matched: 1}, nil).Once()
+	old := struct {
+		Date      string
+		GraceDays int
+	}{"2026-03-14", 5}
+
+	env.ExecuteWorkflow("SettlementWorkflow", old)
+
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.SettlementResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "2026-03-14", res.Date)
 }
