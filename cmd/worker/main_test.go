@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"flag"
 	"io"
 	"net/http"
@@ -13,11 +14,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/alert"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/stack"
+	"chargeonce/store"
 	"chargeonce/temporalserver"
 )
 
@@ -53,7 +56,11 @@ func TestRun_ReferencePrefixIsNotAWorkerFlag(t *testing.T) {
 	require.Equal(t, "worker: flag provided but not defined: -reference-prefix (see --help)\n", report.String())
 }
 
-func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
+// startWorker starts a stack without workers and runs this worker against
+// it with the extra args, and returns the stack and the worker's listen
+// address once it has started.
+func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
+	t.Helper()
 	keys := "test:" + base64.StdEncoding.EncodeToString(make([]byte, 32))
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelStart()
@@ -69,14 +76,14 @@ func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
 	stderr := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{
+		done <- run(ctx, append([]string{
 			"--temporal-address", st.TemporalAddress(),
 			"--temporal-namespace", temporalserver.DefaultNamespace,
 			"--database-url", st.DatabaseURL(),
 			"--codec-keys", keys,
 			"--provider-url", st.ProviderURL(),
 			"--listen", "127.0.0.1:0",
-		}, func(string) string { return "" }, io.Discard, stderr)
+		}, args...), func(string) string { return "" }, io.Discard, stderr)
 	}()
 	t.Cleanup(func() {
 		stop()
@@ -92,6 +99,11 @@ func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
 		}
 		return m != nil
 	}, time.Minute, 20*time.Millisecond, "the worker did not start: %s", stderr)
+	return st, listen
+}
+
+func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
+	_, listen := startWorker(t)
 
 	resp, err := http.Get("http://" + listen + "/metrics")
 	require.NoError(t, err)
@@ -125,4 +137,43 @@ func TestRun_RefusesProviderFlagsNoAdapterCanUse(t *testing.T) {
 			require.Equal(t, tc.want+"\n", report.String())
 		})
 	}
+}
+
+// The worker's --settlement-grace-days applies to a run started through
+// the API, which sends the date alone: with a grace of 5 days, a paid
+// attempt of 3 days ago that no report lists still awaits its report,
+// where the default grace of 2 days, or none, would make it
+// missing_in_report.
+func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
+	// The sweep would start the attempt's payment, which this test settles
+	// by hand.
+	st, _ := startWorker(t, "--settlement-grace-days", "5", "--sweep-every", "1h")
+	ctx := context.Background()
+	paid := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(12 * time.Hour)
+	order, err := st.Store().CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Bookstore order")
+	require.NoError(t, err)
+	att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: chargeonce.HashCardToken("tok_visa"),
+		Key: "0190a0a0-0000-7000-8000-000000000001", ReferencePrefix: "shop", Now: paid, AbandonAfter: 30 * time.Minute})
+	require.NoError(t, err)
+	changed, err := st.Store().SettleAttempt(ctx, att.Key, chargeonce.AttemptSucceeded, "ch_unreported", paid)
+	require.NoError(t, err)
+	require.True(t, changed)
+
+	resp, err := http.Post(st.APIURL()+"/api/settlements/"+paid.Format(time.DateOnly)+"/run", "", nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+	var got struct {
+		Status          string         `json:"status"`
+		GraceDays       int            `json:"graceDays"`
+		Awaiting        int            `json:"awaiting"`
+		ExceptionCounts map[string]int `json:"exceptionCounts"`
+	}
+	require.NoError(t, json.Unmarshal(body, &got))
+	require.Equal(t, "provisional", got.Status)
+	require.Equal(t, 5, got.GraceDays)
+	require.Equal(t, 1, got.Awaiting)
+	require.Empty(t, got.ExceptionCounts)
 }
