@@ -200,6 +200,19 @@ type Store interface {
 	// when none was ever published. It reads one row by its primary key, so
 	// that callers may read it for every checkout instead of caching it.
 	PaymentTiming(ctx context.Context) (PublishedTiming, error)
+	// AttemptByReference returns the attempt with this merchant reference,
+	// with its Requests, or ErrNotFound.
+	AttemptByReference(ctx context.Context, merchantReference string) (Attempt, error)
+	// RecordProviderEvent stores e unless an event with its ID is stored
+	// already, and returns the event stored under that ID and whether this
+	// call created it. A duplicate changes nothing, whatever it holds.
+	RecordProviderEvent(ctx context.Context, e ProviderEvent) (stored ProviderEvent, created bool, err error)
+	// MarkProviderEventHandled records what handling the event with this
+	// ID did. The first result recorded is kept.
+	MarkProviderEventHandled(ctx context.Context, id, result string, at time.Time) error
+	// ProviderEvents returns the events for a merchant reference, oldest
+	// first.
+	ProviderEvents(ctx context.Context, merchantReference string) ([]ProviderEvent, error)
 	// Close releases the database connections.
 	Close() error
 }
