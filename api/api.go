@@ -9,6 +9,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/metrics"
 	"chargeonce/store"
+	"chargeonce/webhook"
 )
 
 // Config configures the API handler.
@@ -32,6 +34,13 @@ type Config struct {
 	Metrics prometheus.Gatherer
 	// Logger receives one line per request and the alerts; nil discards.
 	Logger *slog.Logger
+	// WebhookSecrets verify the provider's events at POST
+	// /webhooks/provider; several are valid at once while one is rotated
+	// out. Empty serves no such route.
+	WebhookSecrets []webhook.Secret
+	// Registerer takes the metrics of the API's own; required with
+	// WebhookSecrets.
+	Registerer prometheus.Registerer
 }
 
 // healthTimeout bounds the database check of /healthz.
@@ -65,6 +74,16 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("GET /api/orders/{id}", s.getOrder)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.Handle("GET /metrics", metrics.Handler(cfg.Metrics))
+	if len(cfg.WebhookSecrets) > 0 {
+		if cfg.Registerer == nil {
+			return nil, errors.New("api: config: Registerer is required with WebhookSecrets")
+		}
+		events, err := newProviderEvents(s, cfg.WebhookSecrets, cfg.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
+		s.mux.HandleFunc("POST /webhooks/provider", events.serve)
+	}
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route))), nil
 }
 
