@@ -22,6 +22,8 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("GET /_admin/charges", p.admin(p.listAllCharges))
 	mux.Handle("POST /_admin/reset", p.admin(p.reset))
 	mux.Handle("POST /_admin/expire-keys", p.admin(p.expireKeys))
+	mux.Handle("GET /_admin/webhooks", p.admin(p.getWebhooks))
+	mux.Handle("PUT /_admin/webhooks", p.admin(p.putWebhooks))
 	return mux
 }
 

@@ -29,6 +29,8 @@ const envPrefix = "FAKEPROVIDER"
 
 const about = `Serves the fake card payment provider (POST /v1/charges with Idempotency-Key,
 GET /v1/charges, GET /v1/idempotency) and its admin API under /_admin/.
+With --webhook-url it posts every finished charge, signed per Standard
+Webhooks, to each URL, and retries what is not acknowledged.
 It serves --lookup-rate lookups by merchant reference a second and answers
 429 past it, and publishes that rate and its key retention.
 Its state is in memory, or with --data-file in a SQLite file that a restart
@@ -67,6 +69,17 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.DurationVar(&c.provider.Retention, "retention", fakeprovider.DefaultRetention, "how long an idempotency key is remembered (at least 1s)")
 	fs.Float64Var(&c.provider.LookupRate, "lookup-rate", fakeprovider.DefaultLookupRate, "lookups by merchant reference served a second, published by GET /v1/idempotency; past it a lookup gets 429 (positive: no provider is unlimited)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for charges in progress and open requests")
+	hooks := &c.provider.Webhooks
+	fs.Var((*envflag.List)(&hooks.URLs), "webhook-url", "`URL` that every finished charge's event is posted to; repeat it, or give a comma-separated list (default: no events)")
+	fs.Var((*envflag.List)(&hooks.Secrets), "webhook-secret", "whsec_ `secret` that signs every event; give two while the receiver rotates to a new one")
+	hooks.Schedule = append(fakeprovider.Schedule(nil), fakeprovider.DefaultWebhookSchedule...)
+	fs.Var(&hooks.Schedule, "webhook-schedule", "waits before each retry of an unacknowledged event, comma-separated (the Standard Webhooks schedule)")
+	fs.DurationVar(&hooks.Timeout, "webhook-timeout", fakeprovider.DefaultWebhookTimeout, "how long one delivery may take before it is retried")
+	fs.DurationVar(&hooks.Chaos.Delay, "webhook-delay", 0, "how long every event is held back before its first delivery")
+	fs.Float64Var(&hooks.Chaos.DropRate, "webhook-drop-rate", 0, "probability, 0 to 1, that a delivery is lost on the way and retried on the schedule")
+	fs.Float64Var(&hooks.Chaos.DuplicateRate, "webhook-duplicate-rate", 0, "probability, 0 to 1, that a delivered event is delivered once more")
+	fs.DurationVar(&hooks.Chaos.Reorder, "webhook-reorder", 0, "hold every event back by a random time below this, so that events overtake one another")
+	fs.Uint64Var(&hooks.Chaos.Seed, "webhook-seed", 1, "seed of the random source behind the webhook chaos")
 	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
 
 	err := envflag.Parse(fs, args, envPrefix, getenv)
@@ -132,7 +145,8 @@ func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provide
 	srv := serve.Start(ln, p)
 	mode := p.Mode()
 	logger.Info("fake provider listening", "addr", srv.Addr(), "mode", mode.Name,
-		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention(), "lookup_rate", p.LookupRate())
+		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention(), "lookup_rate", p.LookupRate(),
+		"webhook_endpoints", len(p.Webhooks().Endpoints))
 	select {
 	case <-srv.Stopped():
 	case <-ctx.Done():
