@@ -58,7 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (stack.Config, *cli.LogFlags, error) {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg stack.Config
+	// The fake provider tells the API about every charge, as a real one does.
+	cfg := stack.Config{ProviderEvents: true}
 	fs.StringVar(&cfg.DataDir, "data-dir", ".chargeonce", "`directory` of the Temporal, app and fake provider SQLite files and the payload key")
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "interface every part listens on")
 	fs.IntVar(&cfg.TemporalPort, stack.FlagTemporalPort, 7233, "Temporal frontend gRPC `port` (the temporal CLI's default)")
@@ -114,6 +115,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}
+	fmt.Fprintf(w, "  provider events  %s, signed with the secret in %s\n", s.WebhookURL(), s.WebhookSecretFile())
 	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa\n")
 	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
 }

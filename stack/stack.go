@@ -37,6 +37,7 @@ import (
 	"chargeonce/store"
 	"chargeonce/temporalclient"
 	"chargeonce/temporalserver"
+	"chargeonce/webhook"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )
@@ -48,7 +49,13 @@ const (
 	// ProviderDBFile is where dev keeps the fake provider's state, through
 	// Config.Provider.DataFile.
 	ProviderDBFile = "fakeprovider.db"
+	// WebhookSecretFile keeps the secret that signs the fake provider's
+	// events to the API, generated on first start.
+	WebhookSecretFile = "webhook.secret"
 )
+
+// WebhookPath is where the API receives the provider's events.
+const WebhookPath = "/webhooks/provider"
 
 // Config configures the stack. Ports of 0 take a free port.
 type Config struct {
@@ -78,8 +85,14 @@ type Config struct {
 	ReplaceTiming bool
 	// CheckoutBudget is how long a checkout waits; zero means the default.
 	CheckoutBudget time.Duration
-	// Provider configures the fake provider (chaos mode, retention).
+	// Provider configures the fake provider (chaos mode, retention,
+	// webhook chaos).
 	Provider fakeprovider.Config
+	// ProviderEvents makes the fake provider post its events to the API's
+	// WebhookPath, signed with the secret of WebhookSecretFile, which the
+	// API verifies. Without it, only lookups and customer retries settle
+	// an unknown outcome.
+	ProviderEvents bool
 	// SweepEvery is the outbox sweep's period; zero means the default.
 	SweepEvery time.Duration
 	// ExternalWorkers leaves the payment worker, and with it the outbox
@@ -109,8 +122,10 @@ type Stack struct {
 	cfg        Config
 	tempDir    string
 	keyCreated bool
-	provider   *fakeprovider.Provider
-	providerS  *serve.Server
+	// secretCreated reports that Start generated the webhook secret file.
+	secretCreated bool
+	provider      *fakeprovider.Provider
+	providerS     *serve.Server
 	// mu guards temporal, which RestartTemporal replaces.
 	mu       sync.Mutex
 	temporal *temporalserver.Server
@@ -172,7 +187,12 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.startProvider(providerLn); err != nil {
+	secret, created, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	s.secretCreated = created
+	if err := s.startProvider(providerLn, apiURL+WebhookPath, secret); err != nil {
 		return err
 	}
 	if err := s.startTemporal(ctx, apiURL+codecPath); err != nil {
@@ -204,7 +224,8 @@ func (s *Stack) start(ctx context.Context) error {
 		}
 	}
 
-	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger})
+	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger,
+		WebhookSecrets: []webhook.Secret{secret}, Registerer: reg})
 	if err != nil {
 		return err
 	}
@@ -275,10 +296,14 @@ func (s *Stack) keyring() (*codec.Keyring, error) {
 	return k, nil
 }
 
-func (s *Stack) startProvider(ln net.Listener) error {
+func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook.Secret) error {
 	cfg := s.cfg.Provider
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger.With("component", "fakeprovider")
+	}
+	if s.cfg.ProviderEvents {
+		cfg.Webhooks.URLs = []string{webhookURL}
+		cfg.Webhooks.Secrets = []string{secret.String()}
 	}
 	p, err := fakeprovider.New(cfg)
 	if err != nil {
@@ -469,6 +494,16 @@ func (s *Stack) KeyCreated() bool { return s.keyCreated }
 
 // KeyFile is the payload key file under the data directory.
 func (s *Stack) KeyFile() string { return filepath.Join(s.dataDir(), CodecKeyFile) }
+
+// WebhookURL is where the API receives the provider's events.
+func (s *Stack) WebhookURL() string { return s.APIURL() + WebhookPath }
+
+// WebhookSecretFile is the file under the data directory that keeps the
+// secret signing the provider's events.
+func (s *Stack) WebhookSecretFile() string { return filepath.Join(s.dataDir(), WebhookSecretFile) }
+
+// WebhookSecretCreated reports whether Start generated the webhook secret.
+func (s *Stack) WebhookSecretCreated() bool { return s.secretCreated }
 
 // Provider is the fake provider, for tests and demos.
 func (s *Stack) Provider() *fakeprovider.Provider { return s.provider }

@@ -2,6 +2,8 @@ package webhook_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,4 +145,23 @@ func FuzzParseSignatures(f *testing.F) {
 			require.Len(t, s, 32)
 		}
 	})
+}
+
+func TestLoadOrCreateSecretFile_CreatesOnceThenKeeps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "webhook.secret")
+	first, created, err := webhook.LoadOrCreateSecretFile(path)
+	require.NoError(t, err)
+	require.True(t, created)
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	again, created, err := webhook.LoadOrCreateSecretFile(path)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, first, again)
+
+	require.NoError(t, os.WriteFile(path, []byte("not a secret\n"), 0o600))
+	_, _, err = webhook.LoadOrCreateSecretFile(path)
+	require.ErrorContains(t, err, "starts with whsec_")
 }
