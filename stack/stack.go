@@ -359,6 +359,14 @@ func (s *Stack) runTemporal(ctx context.Context, frontendPort, uiPort int, codec
 // themselves; workflows resume from the file. It needs a DataDir, because an
 // in-memory server would come back empty.
 func (s *Stack) RestartTemporal(ctx context.Context) error {
+	return s.RestartTemporalAfter(ctx, nil)
+}
+
+// RestartTemporalAfter is RestartTemporal that runs whileDown, when it is
+// not nil, while the server is stopped, so that a test can watch the stack
+// without Temporal. The server starts again whatever whileDown returns;
+// its error is returned then.
+func (s *Stack) RestartTemporalAfter(ctx context.Context, whileDown func(context.Context) error) error {
 	if s.cfg.DataDir == "" {
 		return errors.New("stack: restart Temporal: the server runs in memory; set DataDir to keep its state across a restart")
 	}
@@ -385,14 +393,18 @@ func (s *Stack) RestartTemporal(ctx context.Context) error {
 	if err := old.Stop(); err != nil {
 		return fmt.Errorf("stack: restart Temporal: stop: %w", err)
 	}
+	var downErr error
+	if whileDown != nil {
+		downErr = whileDown(ctx)
+	}
 	t, err := s.runTemporal(ctx, frontendPort, uiPort, codecEndpoint)
 	if err != nil {
-		return fmt.Errorf("stack: restart Temporal: %w", err)
+		return errors.Join(downErr, fmt.Errorf("stack: restart Temporal: %w", err))
 	}
 	s.mu.Lock()
 	s.temporal = t
 	s.mu.Unlock()
-	return nil
+	return downErr
 }
 
 func (s *Stack) currentTemporal() *temporalserver.Server {
