@@ -58,8 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (stack.Config, *cli.LogFlags, error) {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	// The fake provider tells the API about every charge, as a real one does.
-	cfg := stack.Config{ProviderEvents: true}
+	var cfg stack.Config
 	fs.StringVar(&cfg.DataDir, "data-dir", ".chargeonce", "`directory` of the Temporal, app and fake provider SQLite files and the payload key")
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "interface every part listens on")
 	fs.IntVar(&cfg.TemporalPort, stack.FlagTemporalPort, 7233, "Temporal frontend gRPC `port` (the temporal CLI's default)")
@@ -73,6 +72,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
 	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default 30s)")
+	fs.BoolVar(&cfg.ProviderEvents, "provider-events", true, "the fake provider posts a signed event per finished charge to the API, as a real provider does; false leaves unknown outcomes to lookups and retries")
 	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current); default: a key file in the data directory")
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
@@ -115,7 +115,11 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}
-	fmt.Fprintf(w, "  provider events  %s, signed with the secret in %s\n", s.WebhookURL(), s.WebhookSecretFile())
+	events := "off (--provider-events=false)"
+	if cfg.ProviderEvents {
+		events = "on"
+	}
+	fmt.Fprintf(w, "  provider events  %s, %s, signed with the secret in %s\n", events, s.WebhookURL(), s.WebhookSecretFile())
 	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa\n")
 	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
 }
