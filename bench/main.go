@@ -42,6 +42,9 @@ type options struct {
 	// SQLite database instead of a file.
 	memoryTemporal bool
 	logLevel       string
+	// events, when positive, runs only the events mode with that many
+	// checkouts.
+	events int
 }
 
 // Defaults of a full run and of a --quick run.
@@ -69,6 +72,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "concurrent workflow and activity task executions of each worker (0: SDK default)")
 	fs.BoolVar(&o.memoryTemporal, "memory-temporal", false, "run the embedded Temporal server on in-memory SQLite instead of a file")
 	fs.StringVar(&o.logLevel, "log-level", defaultLogLvl, "level of the stack's logs on stderr: debug, info, warn or error")
+	fs.IntVar(&o.events, "events", 0, fmt.Sprintf("run only the events mode: this many checkouts (at most %d) against a provider slower than the charge budget, with provider events and with lookups only", maxEvents))
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -101,6 +105,8 @@ func (o options) withDefaults() (options, error) {
 		return o, fmt.Errorf("--pollers %d must be between 0 (SDK default) and 64", o.pollers)
 	case o.maxConcurrent < 0 || o.maxConcurrent > 10000:
 		return o, fmt.Errorf("--max-concurrent %d must be between 0 (SDK default) and 10000", o.maxConcurrent)
+	case o.events < 0 || o.events > maxEvents:
+		return o, fmt.Errorf("--events %d must be between 0 (the full run) and %d", o.events, maxEvents)
 	case o.out == "":
 		return o, errors.New("--out must name a file")
 	}
@@ -145,7 +151,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 
-	rep, err := runBench(ctx, o, log, progress)
+	runMode := runBench
+	if o.events > 0 {
+		runMode = runEvents
+	}
+	rep, err := runMode(ctx, o, log, progress)
 	if err != nil {
 		progress.Error("benchmark failed", "error", err)
 		return 1
