@@ -55,6 +55,13 @@ func newProviderEvents(s *server, secrets []webhook.Secret, reg prometheus.Regis
 	if err := reg.Register(results); err != nil {
 		return nil, err
 	}
+	// Every result is exported from 0, so that a rate over it starts at once.
+	for _, r := range []string{
+		string(checkout.EventSignaled), string(checkout.EventSettled), string(checkout.EventUnknownReference),
+		string(checkout.EventNoWorkflow), string(checkout.EventDuplicate), eventRefused, eventMalformed, eventUnavailable,
+	} {
+		results.WithLabelValues(r)
+	}
 	return &providerEvents{server: s, verifier: webhook.NewVerifier(secrets, nil), results: results}, nil
 }
 
@@ -83,7 +90,8 @@ func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request) {
 	result, err := e.checkout.HandleProviderEvent(r.Context(), ev)
 	if err != nil {
 		e.results.WithLabelValues(eventUnavailable).Inc()
-		e.log.Error("provider event not handled; the provider delivers it again", "event", id, "error", err)
+		// Not for a human: the provider delivers it again.
+		e.log.Warn("provider event not handled; the provider delivers it again", "event", id, "error", err)
 		writeProblem(w, e.log, newProblem(kindUnavailable, "the event could not be handled now; deliver it again"))
 		return
 	}
