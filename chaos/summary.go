@@ -23,6 +23,7 @@ func (r *run) summarize(ctx context.Context) (Summary, error) {
 		Unexpected:       r.unexpected,
 		Orders:           map[chargeonce.OrderStatus]int{},
 		Attempts:         map[chargeonce.AttemptStatus]int{},
+		EventTries:       map[string]int{},
 	}
 	ids := append([]int64(nil), r.orders...)
 	r.mu.Unlock()
@@ -40,6 +41,9 @@ func (r *run) summarize(ctx context.Context) (Summary, error) {
 		}
 	}
 	s.ChargeRequests, s.LateRequests = chargeRequests(ps.Requests, r.cfg.Retention)
+	for _, d := range r.stack.Provider().Webhooks().Deliveries {
+		s.EventTries[d.Outcome]++
+	}
 	for _, id := range ids {
 		o, attempts, err := r.stack.Store().GetOrder(ctx, id)
 		if err != nil {

@@ -218,14 +218,14 @@ type Delivery struct {
 	Outcome string `json:"outcome"`
 }
 
-// Outcomes of a delivery try.
+// The outcomes of a delivery try, as Delivery.Outcome says them.
 const (
-	deliveryDelivered = "delivered"
-	deliveryDuplicate = "delivered again as a duplicate"
-	deliveryDropped   = "dropped on the way; retried on the schedule"
-	deliveryFailed    = "not acknowledged; retried on the schedule"
-	deliveryGaveUp    = "not acknowledged; the schedule is over, the event is given up"
-	deliveryGone      = "410 Gone: no more events to this endpoint"
+	DeliveryDelivered = "delivered"
+	DeliveryDuplicate = "delivered again as a duplicate"
+	DeliveryDropped   = "dropped on the way; retried on the schedule"
+	DeliveryFailed    = "not acknowledged; retried on the schedule"
+	DeliveryGaveUp    = "not acknowledged; the schedule is over, the event is given up"
+	DeliveryGone      = "410 Gone: no more events to this endpoint"
 )
 
 // event is the body of an event.
@@ -401,29 +401,29 @@ func (w *webhooks) try(p *pending) {
 	}
 	switch {
 	case !drop && d.Status >= 200 && d.Status < 300:
-		d.Outcome = deliveryDelivered
+		d.Outcome = DeliveryDelivered
 	case !drop && d.Status == http.StatusGone:
-		d.Outcome = deliveryGone
+		d.Outcome = DeliveryGone
 	case p.tries > len(w.cfg.Schedule):
-		d.Outcome = deliveryGaveUp
+		d.Outcome = DeliveryGaveUp
 	case drop:
-		d.Outcome = deliveryDropped
+		d.Outcome = DeliveryDropped
 	default:
-		d.Outcome = deliveryFailed
+		d.Outcome = DeliveryFailed
 	}
 	w.record(d)
 	switch d.Outcome {
-	case deliveryDelivered:
+	case DeliveryDelivered:
 		if duplicate {
 			again := d
 			again.Try, again.Time = p.tries+1, time.Now().UTC()
 			again.Status = w.post(p)
-			again.Outcome = deliveryDuplicate
+			again.Outcome = DeliveryDuplicate
 			w.record(again)
 		}
-	case deliveryGone:
+	case DeliveryGone:
 		w.stopEndpoint(p.endpoint)
-	case deliveryDropped, deliveryFailed:
+	case DeliveryDropped, DeliveryFailed:
 		p.due = time.Now().Add(w.cfg.Schedule[p.tries-1])
 		w.mu.Lock()
 		heap.Push(&w.queue, p)
@@ -459,7 +459,7 @@ func (w *webhooks) post(p *pending) int {
 
 func (w *webhooks) record(d Delivery) {
 	level := slog.LevelInfo
-	if d.Outcome != deliveryDelivered && d.Outcome != deliveryDuplicate {
+	if d.Outcome != DeliveryDelivered && d.Outcome != DeliveryDuplicate {
 		level = slog.LevelWarn
 	}
 	w.log.Log(context.Background(), level, "webhook "+d.Outcome, "event", d.ID, "type", d.Type, "charge", d.ChargeID, "endpoint", d.Endpoint, "try", d.Try, "status", d.Status)

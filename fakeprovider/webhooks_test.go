@@ -108,7 +108,7 @@ func TestWebhooks_AFinishedChargeIsPostedSignedToEveryEndpoint(t *testing.T) {
 	}
 	for _, d := range deliveries {
 		require.Equal(t, 1, d.Try)
-		require.Equal(t, deliveryDelivered, d.Outcome)
+		require.Equal(t, DeliveryDelivered, d.Outcome)
 		require.NotZero(t, d.Status)
 	}
 }
@@ -147,7 +147,7 @@ func TestWebhooks_UnacknowledgedEventsAreRetriedOnTheScheduleThenGivenUp(t *test
 	deliveries := awaitDeliveries(t, f.p, 3)
 	require.Equal(t, []int{1, 2, 3}, tries(deliveries))
 	require.Equal(t, []int{500, 500, 200}, statuses(deliveries))
-	require.Equal(t, deliveryDelivered, deliveries[2].Outcome)
+	require.Equal(t, DeliveryDelivered, deliveries[2].Outcome)
 	got := flaky.received()
 	require.Equal(t, got[0].id, got[2].id, "a retry carries the same id")
 
@@ -155,7 +155,7 @@ func TestWebhooks_UnacknowledgedEventsAreRetriedOnTheScheduleThenGivenUp(t *test
 	g.do(t, post("key-1", validBody))
 	deliveries = awaitDeliveries(t, g.p, 4)
 	require.Equal(t, []int{1, 2, 3, 4}, tries(deliveries), "the first try and one per wait of the schedule")
-	require.Equal(t, deliveryGaveUp, deliveries[3].Outcome)
+	require.Equal(t, DeliveryGaveUp, deliveries[3].Outcome)
 	require.Zero(t, g.p.Webhooks().Pending)
 }
 
@@ -181,7 +181,7 @@ func TestWebhooks_ChaosDropsDuplicatesAndDelays(t *testing.T) {
 		f := newFixture(t, Config{Webhooks: cfg})
 		f.do(t, post("key-1", validBody))
 		deliveries := awaitDeliveries(t, f.p, 4)
-		require.Equal(t, []string{deliveryDropped, deliveryDropped, deliveryDropped, deliveryGaveUp}, outcomes(deliveries))
+		require.Equal(t, []string{DeliveryDropped, DeliveryDropped, DeliveryDropped, DeliveryGaveUp}, outcomes(deliveries))
 		require.Empty(t, r.received())
 	})
 	t.Run("duplicate", func(t *testing.T) {
@@ -191,7 +191,7 @@ func TestWebhooks_ChaosDropsDuplicatesAndDelays(t *testing.T) {
 		f := newFixture(t, Config{Webhooks: cfg})
 		f.do(t, post("key-1", validBody))
 		deliveries := awaitDeliveries(t, f.p, 2)
-		require.Equal(t, []string{deliveryDelivered, deliveryDuplicate}, outcomes(deliveries))
+		require.Equal(t, []string{DeliveryDelivered, DeliveryDuplicate}, outcomes(deliveries))
 		got := r.received()
 		require.Len(t, got, 2)
 		require.Equal(t, got[0], got[1])
