@@ -119,7 +119,11 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if cfg.ProviderEvents {
 		events = "on"
 	}
-	fmt.Fprintf(w, "  provider events  %s, %s, signed with the secret in %s\n", events, s.WebhookURL(), s.WebhookSecretFile())
+	kept := "kept in"
+	if s.WebhookSecretCreated() {
+		kept = "generated into"
+	}
+	fmt.Fprintf(w, "  provider events  %s, %s, signed with the secret %s %s\n", events, s.WebhookURL(), kept, s.WebhookSecretFile())
 	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa\n")
 	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
 }
