@@ -9,6 +9,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,7 +22,11 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/metrics"
 	"chargeonce/store"
+	"chargeonce/webhook"
 )
+
+// WebhookPath is where the API receives the provider's events.
+const WebhookPath = "/webhooks/provider"
 
 // Config configures the API handler.
 type Config struct {
@@ -36,6 +41,13 @@ type Config struct {
 	// Temporal runs the settlement workflow of
 	// POST /api/settlements/{date}/run; nil answers that route 503.
 	Temporal client.Client
+	// WebhookSecrets verify the provider's events at POST
+	// /webhooks/provider; several are valid at once while one is rotated
+	// out. Empty serves no such route.
+	WebhookSecrets []webhook.Secret
+	// Registerer takes the metrics of the API's own; required with
+	// WebhookSecrets.
+	Registerer prometheus.Registerer
 }
 
 // healthTimeout bounds the database check of /healthz.
@@ -72,6 +84,16 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.runSettlement)
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.Handle("GET /metrics", metrics.Handler(cfg.Metrics))
+	if len(cfg.WebhookSecrets) > 0 {
+		if cfg.Registerer == nil {
+			return nil, errors.New("api: config: Registerer is required with WebhookSecrets")
+		}
+		events, err := newProviderEvents(s, cfg.WebhookSecrets, cfg.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
+		s.mux.HandleFunc("POST "+WebhookPath, events.serve)
+	}
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route))), nil
 }
 

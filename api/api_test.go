@@ -20,6 +20,7 @@ import (
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/store"
+	"chargeonce/webhook"
 	"chargeonce/workflows"
 )
 
@@ -48,16 +49,23 @@ func startTestAPI(t *testing.T) *testAPI {
 // has published its timing.
 func startTestAPIBeforeAnyWorker(t *testing.T) *testAPI {
 	t.Helper()
+	// Nothing listens on port 1; a test that reached Temporal would fail.
+	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(temporal.Close)
+	return startTestAPIWith(t, temporal, nil)
+}
+
+// startTestAPIWith starts the API on a fresh database with this Temporal
+// client, and the webhook secrets when there are some.
+func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Secret) *testAPI {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chargeonce.db")
 	st, err := store.Open(ctx, "sqlite:"+path)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 
-	// Nothing listens on port 1; a test that reached Temporal would fail.
-	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
-	require.NoError(t, err)
-	t.Cleanup(temporal.Close)
 	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
 	require.NoError(t, err)
 
@@ -66,7 +74,7 @@ func startTestAPIBeforeAnyWorker(t *testing.T) *testAPI {
 	reg.MustRegister(marker)
 	marker.Inc()
 
-	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg})
+	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg, WebhookSecrets: secrets, Registerer: reg})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -98,7 +106,7 @@ func (a *testAPI) send(t *testing.T, method, path, contentType, body string) (in
 func (a *testAPI) snapshot(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, table := range []string{"orders", "payment_attempts", "provider_requests"} {
+	for _, table := range []string{"orders", "payment_attempts", "provider_requests", "provider_events"} {
 		rows, err := a.db.Query("SELECT * FROM " + table + " ORDER BY 1")
 		require.NoError(t, err)
 		cols, err := rows.Columns()

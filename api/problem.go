@@ -22,6 +22,7 @@ const (
 	kindNoWorker         kind = "no-payment-worker"
 	kindNotProcessed     kind = "provider-unavailable"
 	kindInternal         kind = "internal-error"
+	kindUnauthorized     kind = "unauthorized"
 )
 
 // problemTypeBase prefixes the problem kind to form the RFC 9457 type URI.
@@ -47,6 +48,7 @@ var problems = map[kind]struct {
 	kindNoWorker:         {http.StatusServiceUnavailable, "No payment worker has started yet; nothing was charged"},
 	kindNotProcessed:     {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was charged."},
 	kindInternal:         {http.StatusInternalServerError, "An internal error occurred."},
+	kindUnauthorized:     {http.StatusUnauthorized, "The request's signature is missing or not valid."},
 }
 
 // problem is an RFC 9457 problem details object.

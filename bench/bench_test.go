@@ -109,6 +109,8 @@ func TestParseOptions_RefusesBadValues(t *testing.T) {
 		{[]string{"--pollers", "65"}, "--pollers 65 must be between 0 (SDK default) and 64"},
 		{[]string{"--max-concurrent", "-2"}, "--max-concurrent -2 must be between 0 (SDK default) and 10000"},
 		{[]string{"--out", ""}, "--out must name a file"},
+		{[]string{"--events", "-1"}, "--events -1 must be between 0 (the full run) and 1000"},
+		{[]string{"--events", "1001"}, "--events 1001 must be between 0 (the full run) and 1000"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]: bench takes only flags`},
 	} {
 		_, err := parseOptions(tc.args, &bytes.Buffer{})

@@ -45,6 +45,9 @@ type options struct {
 	// cluster runs on the local cluster (package cluster) instead of the
 	// embedded stack.
 	cluster bool
+	// events, when positive, runs only the events mode with that many
+	// checkouts.
+	events int
 }
 
 // Defaults of a full run and of a --quick run.
@@ -73,6 +76,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.memoryTemporal, "memory-temporal", false, "run the embedded Temporal server on in-memory SQLite instead of a file")
 	fs.StringVar(&o.logLevel, "log-level", defaultLogLvl, "level of the stack's logs on stderr: debug, info, warn or error")
 	fs.BoolVar(&o.cluster, "cluster", false, "measure the local cluster instead (go run ./deploy/cluster): checkouts through its two API processes beside the bare workflow on its Temporal server, with two workers and with one")
+	fs.IntVar(&o.events, "events", 0, fmt.Sprintf("run only the events mode: this many checkouts (at most %d) against a provider slower than the charge budget, with provider events and with lookups only", maxEvents))
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -105,6 +109,10 @@ func (o options) withDefaults() (options, error) {
 		return o, fmt.Errorf("--pollers %d must be between 0 (SDK default) and 64", o.pollers)
 	case o.maxConcurrent < 0 || o.maxConcurrent > 10000:
 		return o, fmt.Errorf("--max-concurrent %d must be between 0 (SDK default) and 10000", o.maxConcurrent)
+	case o.events < 0 || o.events > maxEvents:
+		return o, fmt.Errorf("--events %d must be between 0 (the full run) and %d", o.events, maxEvents)
+	case o.cluster && o.events > 0:
+		return o, errors.New("--events runs on the embedded stack only; leave out --cluster")
 	case o.out == "":
 		return o, errors.New("--out must name a file")
 	}
@@ -150,8 +158,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	runner := runBench
-	if o.cluster {
+	switch {
+	case o.cluster:
 		runner = runCluster
+	case o.events > 0:
+		runner = runEvents
 	}
 	rep, err := runner(ctx, o, log, progress)
 	if err != nil {

@@ -17,7 +17,10 @@
 //   - the provider forgets keys older than its retention, and customers
 //     retry after that;
 //   - on PostgreSQL, the database server is restarted, which fails every
-//     query in flight and every pooled connection.
+//     query in flight and every pooled connection;
+//   - the provider's events (signed webhooks to the API) are delayed,
+//     dropped, duplicated and reordered, and forged events are posted to
+//     the API, which must refuse every one.
 //
 // Customers retry after a pending answer, double-click, switch cards while a
 // payment is pending (which must be refused) and after a decline (which must
@@ -54,6 +57,7 @@ import (
 	"chargeonce/stack"
 	"chargeonce/store"
 	"chargeonce/temporalserver"
+	"chargeonce/webhook"
 	"chargeonce/workflows"
 )
 
@@ -100,6 +104,11 @@ type Config struct {
 	// while checkouts run through it; only on an external stack
 	// (RunExternal), whose API instances are processes.
 	APIKills int
+	// WebhookSwitches is how many times the webhook chaos of the provider's
+	// events changes: delay, drops, duplicates, reordering.
+	WebhookSwitches int
+	// ForgedEvents is how many forged events are posted to the API.
+	ForgedEvents int
 	// DatabaseURL, a postgres:// URL, runs the merchant database on
 	// PostgreSQL: the run creates a fresh database there with the URL's
 	// role, which needs CREATEDB, and drops it at the end. Empty means a
@@ -143,8 +152,8 @@ type Config struct {
 
 // DefaultConfig is the CI-sized run on SQLite: 200 checkouts by 12
 // customers, 3 worker kills, 1 Temporal restart, 12 provider mode switches,
-// 5% lost starts and 20 late retries. A count set to zero turns its fault
-// off.
+// 5% lost starts, 20 late retries, 10 webhook chaos switches and 8 forged
+// events. A count set to zero turns its fault off.
 func DefaultConfig() Config {
 	return Config{
 		Checkouts:      200,
@@ -154,6 +163,9 @@ func DefaultConfig() Config {
 		ModeSwitches:   12,
 		LostStarts:     0.05,
 		LateRetries:    20,
+		// The provider's events are on in every run; these vary them.
+		WebhookSwitches: 10,
+		ForgedEvents:    8,
 	}
 }
 
@@ -187,7 +199,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Checkouts < 1 || c.Clients < 1:
 		return fmt.Errorf("chaos: checkouts (%d) and clients (%d) must be positive; DefaultConfig sizes a CI run", c.Checkouts, c.Clients)
-	case c.WorkerKills < 0 || c.ServerRestarts < 0 || c.ModeSwitches < 0 || c.LateRetries < 0 || c.PostgresRestarts < 0 || c.APIKills < 0:
+	case c.WorkerKills < 0 || c.ServerRestarts < 0 || c.ModeSwitches < 0 || c.LateRetries < 0 || c.PostgresRestarts < 0 || c.APIKills < 0 ||
+		c.WebhookSwitches < 0 || c.ForgedEvents < 0:
 		return errors.New("chaos: fault counts must not be negative")
 	case c.DatabaseURL != "" && !isPostgresURL(c.DatabaseURL):
 		return errors.New("chaos: the database URL must start with postgres:// or postgresql://; leave it empty to run on SQLite")
@@ -213,6 +226,8 @@ const (
 	FaultLostStart     = "lost workflow start"
 	FaultKeysExpired   = "provider keys expired"
 	FaultPostgres      = "PostgreSQL restart"
+	FaultWebhookChaos  = "webhook chaos switch"
+	FaultForgedEvent   = "forged event"
 )
 
 // Customer behaviours, as counted in Summary.Behaviours.
@@ -248,6 +263,9 @@ type Summary struct {
 	LateRequests int
 	Orders       map[chargeonce.OrderStatus]int
 	Attempts     map[chargeonce.AttemptStatus]int
+	// EventTries counts the provider's event delivery tries by outcome
+	// (fakeprovider.Delivery.Outcome).
+	EventTries map[string]int
 	// Unexpected lists answers that break the checkout contract, such as
 	// another card accepted while a payment is pending.
 	Unexpected []string
@@ -282,6 +300,9 @@ func (s Summary) String() string {
 	row("charges succeeded / failed", fmt.Sprintf("%d / %d", s.ChargesSucceeded, s.ChargesFailed))
 	for _, k := range sortedStrings(s.Faults) {
 		row("fault: "+k, s.Faults[k])
+	}
+	for _, k := range sortedStrings(s.EventTries) {
+		row("event tries: "+k, s.EventTries[k])
 	}
 	row("requests with a key past retention", s.LateRequests)
 	row("orders paid / placed / pending", fmt.Sprintf("%d / %d / %d",
@@ -358,7 +379,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		Host:            "127.0.0.1",
 		UIPort:          -1,
 		CheckoutBudget:  cfg.CheckoutBudget,
-		Provider:        fakeprovider.Config{Retention: cfg.Retention},
+		Provider:        fakeprovider.Config{Retention: cfg.Retention, Webhooks: fakeprovider.WebhookConfig{Schedule: webhookSchedule}},
+		ProviderEvents:  true,
 		ExternalWorkers: true,
 		CodecKeys:       keys,
 		Logger:          slog.New(slog.NewTextHandler(cfg.StackLogs, nil)),
@@ -513,6 +535,12 @@ type target interface {
 	ExpireKeys(ctx context.Context, retention time.Duration) (int, error)
 	// ProviderRequests is the provider's request log.
 	ProviderRequests(ctx context.Context) ([]fakeprovider.RequestRecord, error)
+	// ProviderWebhooks is the provider's webhook state, with every
+	// delivery.
+	ProviderWebhooks(ctx context.Context) (fakeprovider.WebhookState, error)
+	// WebhookSecret is the secret the API verifies the provider's events
+	// with.
+	WebhookSecret() (webhook.Secret, error)
 }
 
 // run is the state of one Run.

@@ -22,6 +22,7 @@ import (
 	"chargeonce/stack"
 	"chargeonce/store"
 	"chargeonce/temporalclient"
+	"chargeonce/webhook"
 )
 
 // FaultAPIKill is the kind of an API instance killed with SIGKILL while
@@ -44,6 +45,9 @@ type External struct {
 	DatabaseURL string
 	// CodecKeys is their payload keyring.
 	CodecKeys string
+	// WebhookSecret is the secret the APIs verify the provider's events
+	// with, whsec_….
+	WebhookSecret string
 	// Processes kills and starts the stack's processes by name: worker-1,
 	// worker-2, api-1, api-2, temporal and postgresql.
 	Processes Processes
@@ -64,8 +68,9 @@ type Processes interface {
 }
 
 // Env are the variables an external stack's services need for a run of
-// cfg, by service: the workers' payment timing, the APIs' checkout budget
-// and the provider's key retention. The stack must start with them.
+// cfg, by service: the workers' payment timing, the APIs' checkout budget,
+// the provider's key retention and event retry schedule. The stack must
+// start with them.
 func Env(cfg Config) map[string]map[string]string {
 	cfg = cfg.withDefaults()
 	worker := map[string]string{
@@ -78,7 +83,7 @@ func Env(cfg Config) map[string]map[string]string {
 	return map[string]map[string]string{
 		"worker":       worker,
 		"api":          {"CHARGEONCE_CHECKOUT_BUDGET": cfg.CheckoutBudget.String()},
-		"fakeprovider": {"FAKEPROVIDER_RETENTION": cfg.Retention.String()},
+		"fakeprovider": {"FAKEPROVIDER_RETENTION": cfg.Retention.String(), "FAKEPROVIDER_WEBHOOK_SCHEDULE": webhookSchedule.String()},
 	}
 }
 
@@ -139,6 +144,28 @@ func (e *externalStack) ProviderRequests(ctx context.Context) ([]fakeprovider.Re
 	return ps.Requests, err
 }
 
+func (e *externalStack) ProviderWebhooks(ctx context.Context) (fakeprovider.WebhookState, error) {
+	var st fakeprovider.WebhookState
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ext.ProviderURL+"/_admin/webhooks", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("webhooks: %s", resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+func (e *externalStack) WebhookSecret() (webhook.Secret, error) {
+	return webhook.ParseSecret(e.ext.WebhookSecret)
+}
+
 // embeddedStack is the target of a run on the stack it starts itself.
 type embeddedStack struct{ *stack.Stack }
 
@@ -148,6 +175,15 @@ func (s embeddedStack) ExpireKeys(_ context.Context, retention time.Duration) (i
 
 func (s embeddedStack) ProviderRequests(context.Context) ([]fakeprovider.RequestRecord, error) {
 	return s.Provider().Requests(), nil
+}
+
+func (s embeddedStack) ProviderWebhooks(context.Context) (fakeprovider.WebhookState, error) {
+	return s.Provider().Webhooks(), nil
+}
+
+func (s embeddedStack) WebhookSecret() (webhook.Secret, error) {
+	secret, _, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
+	return secret, err
 }
 
 // RunExternal runs the customers and the faults against an external stack
@@ -287,6 +323,7 @@ func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, err
 		Namespace:       ClusterNamespace,
 		DatabaseURL:     c.DatabaseURL(),
 		CodecKeys:       c.CodecKeys(),
+		WebhookSecret:   c.WebhookSecret(),
 		Processes:       c,
 		Workers:         len(c.WorkerURLs()),
 		APIs:            len(c.APIURLs()),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -53,6 +54,15 @@ func (r *run) plan() []fault {
 	for j := range r.cfg.ServerRestarts {
 		plan = append(plan, fault{at: spread(j, r.cfg.ServerRestarts, 0.07), kind: FaultServerRestart,
 			fire: r.stack.RestartTemporal})
+	}
+	for j := range r.cfg.WebhookSwitches {
+		c := r.webhookChaosFor(j)
+		plan = append(plan, fault{at: spread(j, r.cfg.WebhookSwitches, 0.05), kind: FaultWebhookChaos,
+			fire: func(ctx context.Context) error { return r.setWebhookChaos(ctx, c) }})
+	}
+	for j := range r.cfg.ForgedEvents {
+		plan = append(plan, fault{at: spread(j, r.cfg.ForgedEvents, 0.02), kind: FaultForgedEvent,
+			fire: func(ctx context.Context) error { return r.forgeEvent(ctx, j) }})
 	}
 	for j := range r.cfg.PostgresRestarts {
 		plan = append(plan, fault{at: spread(j, r.cfg.PostgresRestarts, -0.1), kind: FaultPostgres,
@@ -132,22 +142,30 @@ func (r *run) killWorker(ctx context.Context, w *workerProcess) error {
 // setMode switches the provider's chaos mode through its admin API, as an
 // operator of a separate provider process would.
 func (r *run) setMode(ctx context.Context, m fakeprovider.Mode) error {
-	body, err := json.Marshal(m)
+	if err := r.putAdmin(ctx, "/_admin/mode", m); err != nil {
+		return fmt.Errorf("chaos: set provider mode %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// putAdmin PUTs v as JSON to the provider's admin API at path.
+func (r *run) putAdmin(ctx context.Context, path string, v any) error {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.stack.ProviderURL()+"/_admin/mode", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.stack.ProviderURL()+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("chaos: set provider mode %s: %w", m.Name, err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("chaos: set provider mode %s: %s", m.Name, resp.Status)
+		return errors.New(resp.Status)
 	}
 	return nil
 }

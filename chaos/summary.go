@@ -24,6 +24,7 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		Unexpected:       r.unexpected,
 		Orders:           map[chargeonce.OrderStatus]int{},
 		Attempts:         map[chargeonce.AttemptStatus]int{},
+		EventTries:       map[string]int{},
 	}
 	ids := append([]int64(nil), r.orders...)
 	r.mu.Unlock()
@@ -41,6 +42,13 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		}
 	}
 	s.ChargeRequests, s.LateRequests = chargeRequests(ps.Requests, r.cfg.Retention)
+	hooks, err := r.stack.ProviderWebhooks(ctx)
+	if err != nil {
+		return s, fmt.Errorf("chaos: the provider's webhooks: %w", err)
+	}
+	for _, d := range hooks.Deliveries {
+		s.EventTries[d.Outcome]++
+	}
 	for _, id := range ids {
 		o, attempts, err := r.stack.Store().GetOrder(ctx, id)
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"chargeonce/temporalclient"
+	"chargeonce/webhook"
 )
 
 // Layout is where a cluster keeps its files, under one data directory.
@@ -62,6 +63,10 @@ func (l Layout) UI() string { return filepath.Join(l.Dir, "ui") }
 // ProviderData is the fake provider's SQLite file.
 func (l Layout) ProviderData() string { return filepath.Join(l.Dir, "fakeprovider.db") }
 
+// WebhookSecretFile holds the secret of the provider's events, generated at
+// the first start.
+func (l Layout) WebhookSecretFile() string { return filepath.Join(l.Dir, "webhook.secret") }
+
 // CodecKeyFile holds the payload keyring, generated at the first start.
 func (l Layout) CodecKeyFile() string { return filepath.Join(l.Dir, "codec.key") }
 
@@ -82,11 +87,11 @@ type Config struct {
 
 // Cluster is a running cluster.
 type Cluster struct {
-	layout    Layout
-	ports     Ports
-	env       map[string]map[string]string
-	codecKeys string
-	log       *slog.Logger
+	layout  Layout
+	ports   Ports
+	env     map[string]map[string]string
+	secrets Secrets
+	log     *slog.Logger
 	// procs are the long-running processes in start order.
 	procs  []*Process
 	byName map[string]*Process
@@ -128,9 +133,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
-	if c.codecKeys, err = codecKeys(layout.CodecKeyFile()); err != nil {
+	if c.secrets.CodecKeys, err = codecKeys(layout.CodecKeyFile()); err != nil {
 		return nil, err
 	}
+	hook, _, err := webhook.LoadOrCreateSecretFile(layout.WebhookSecretFile())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c.secrets.WebhookSecret = hook.String()
 	if err := c.build(ctx); err != nil {
 		return nil, err
 	}
@@ -224,7 +234,7 @@ func (c *Cluster) writeConfigs() error {
 }
 
 // Parts are the cluster's parts.
-func (c *Cluster) Parts() []Part { return Parts(c.ports, c.layout, c.codecKeys) }
+func (c *Cluster) Parts() []Part { return Parts(c.ports, c.layout, c.secrets) }
 
 func (c *Cluster) startParts(ctx context.Context) error {
 	for _, part := range c.Parts() {
@@ -576,7 +586,10 @@ func (c *Cluster) Layout() Layout { return c.layout }
 func (c *Cluster) Ports() Ports { return c.ports }
 
 // CodecKeys is the payload keyring of the workers and the APIs.
-func (c *Cluster) CodecKeys() string { return c.codecKeys }
+func (c *Cluster) CodecKeys() string { return c.secrets.CodecKeys }
+
+// WebhookSecret is the secret that signs the fake provider's events.
+func (c *Cluster) WebhookSecret() string { return c.secrets.WebhookSecret }
 
 // APIURLs are the base URLs of the checkout APIs.
 func (c *Cluster) APIURLs() []string {

@@ -16,6 +16,8 @@ import (
 	mathrand "math/rand/v2"
 	"net"
 	"strconv"
+
+	"chargeonce/api"
 )
 
 // PostgresVersion is the major version of PostgreSQL the cluster runs, from
@@ -126,16 +128,25 @@ const (
 	appURLFormat = "postgres://chargeonce:chargeonce@%s/chargeonce?sslmode=disable"
 )
 
+// Secrets are what the cluster generates at its first start and keeps in its
+// data directory.
+type Secrets struct {
+	// CodecKeys is the payload keyring of the workers and the APIs.
+	CodecKeys string
+	// WebhookSecret signs the fake provider's events, which the APIs verify.
+	WebhookSecret string
+}
+
 // Parts are the cluster's parts in start order, on the ports p, with their
-// files where l says, and the payload keyring codecKeys.
-func Parts(p Ports, l Layout, codecKeys string) []Part {
+// files where l says, and the secrets sec.
+func Parts(p Ports, l Layout, sec Secrets) []Part {
 	pg := strconv.Itoa(p.Postgres)
 	backend := func(extra map[string]string) map[string]string {
 		env := map[string]string{
 			"CHARGEONCE_TEMPORAL_ADDRESS":   addr(p.Temporal),
 			"CHARGEONCE_TEMPORAL_NAMESPACE": "default",
 			"CHARGEONCE_DATABASE_URL":       fmt.Sprintf(appURLFormat, addr(p.Postgres)),
-			"CHARGEONCE_CODEC_KEYS":         codecKeys,
+			"CHARGEONCE_CODEC_KEYS":         sec.CodecKeys,
 			"CHARGEONCE_LOG_FORMAT":         "json",
 		}
 		for k, v := range extra {
@@ -192,6 +203,10 @@ func Parts(p Ports, l Layout, codecKeys string) []Part {
 			Command: []string{"fakeprovider"},
 			Env: map[string]string{
 				"FAKEPROVIDER_ADDR": addr(p.Provider), "FAKEPROVIDER_MODE": "normal", "FAKEPROVIDER_RETENTION": "24h",
+				// The first API receives the events; while it is down, the
+				// provider delivers them again on its retry schedule.
+				"FAKEPROVIDER_WEBHOOK_URL":    httpURL(p.APIs[0]) + api.WebhookPath,
+				"FAKEPROVIDER_WEBHOOK_SECRET": sec.WebhookSecret,
 			},
 			Local: map[string]string{"FAKEPROVIDER_DATA_FILE": l.ProviderData()},
 		},
@@ -206,7 +221,7 @@ func Parts(p Ports, l Layout, codecKeys string) []Part {
 		{
 			Service: "api", Replicas: 2, Package: "chargeonce/cmd/api", Binary: "api",
 			Command: []string{"api"},
-			Env:     backend(map[string]string{"CHARGEONCE_LISTEN": addr(p.APIs[0])}),
+			Env:     backend(map[string]string{"CHARGEONCE_LISTEN": addr(p.APIs[0]), "CHARGEONCE_WEBHOOK_SECRET": sec.WebhookSecret}),
 		},
 	}
 }

@@ -24,7 +24,7 @@ func TestFreePorts_AreDistinctAndFitASmallint(t *testing.T) {
 
 func TestParts_GiveEachReplicaItsOwnListenPort(t *testing.T) {
 	p := DefaultPorts()
-	for _, part := range Parts(p, Layout{Dir: "/data"}, "k1:key") {
+	for _, part := range Parts(p, Layout{Dir: "/data"}, Secrets{CodecKeys: "k1:key", WebhookSecret: "whsec_test"}) {
 		if part.Replicas < 2 {
 			continue
 		}

@@ -77,6 +77,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.Int64Var(&cfg.Provider.Fee.FixedMinor, "provider-fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the fake provider's settlement reports, in minor units")
 	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default 30s)")
+	fs.BoolVar(&cfg.ProviderEvents, "provider-events", true, "the fake provider posts a signed event per finished charge to the API, as a real provider does; false leaves unknown outcomes to lookups and retries")
 	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current); default: a key file in the data directory")
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
@@ -126,6 +127,15 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}
+	events := "off (--provider-events=false)"
+	if cfg.ProviderEvents {
+		events = "on"
+	}
+	kept := "kept in"
+	if s.WebhookSecretCreated() {
+		kept = "generated into"
+	}
+	fmt.Fprintf(w, "  provider events  %s, %s, signed with the secret %s %s\n", events, s.WebhookURL(), kept, s.WebhookSecretFile())
 	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa\n")
 	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
 }

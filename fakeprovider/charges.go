@@ -250,6 +250,7 @@ func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay
 		}
 	}
 	p.addChargeLocked(charge)
+	p.webhooks.enqueue(charge)
 }
 
 // addChargeLocked appends c to the charges and indexes it.

@@ -29,6 +29,8 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST /_admin/expire-keys", p.admin(p.expireKeys))
 	mux.Handle("POST /_admin/charges", p.admin(p.plantCharge))
 	mux.Handle("POST /_admin/settlements", p.admin(p.alterSettlement))
+	mux.Handle("GET /_admin/webhooks", p.admin(p.getWebhooks))
+	mux.Handle("PUT /_admin/webhooks", p.admin(p.putWebhooks))
 	return mux
 }
 

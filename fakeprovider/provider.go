@@ -77,6 +77,10 @@ type Config struct {
 	// Fee is the fee rule of the settlement reports; the zero rule charges
 	// no fee.
 	Fee FeeRule
+	// Webhooks configures the events sent when a charge finishes; the zero
+	// value sends none. Events waiting for delivery are kept in memory
+	// only, also with a DataFile.
+	Webhooks WebhookConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -117,7 +121,10 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.DataFile, "?#") {
 		return fmt.Errorf("data file %q: the path must not contain ? or #", c.DataFile)
 	}
-	return c.Fee.Validate()
+	if err := c.Fee.Validate(); err != nil {
+		return err
+	}
+	return c.Webhooks.Validate()
 }
 
 // Provider is the fake provider: an http.Handler and the state behind it. It
@@ -134,6 +141,8 @@ type Provider struct {
 	// file is nil when the state is in memory only. Every use holds mu.
 	file *dataFile
 	fee  FeeRule
+	// webhooks delivers the events of finished charges.
+	webhooks *webhooks
 
 	// closed is closed by Close to release requests held by ModeDrop.
 	closed chan struct{}
@@ -182,6 +191,7 @@ func New(cfg Config) (*Provider, error) {
 		}
 	}
 	p.mux = p.routes()
+	p.webhooks = newWebhooks(cfg.Webhooks, cfg.Logger)
 	return p, nil
 }
 
@@ -323,6 +333,7 @@ func (p *Provider) Reset() error {
 	}
 	p.resetLocked()
 	p.rng = newRand(p.mode.Seed)
+	p.webhooks.forgetDeliveries()
 	return nil
 }
 
@@ -381,8 +392,9 @@ func (p *Provider) Wait(ctx context.Context) error {
 }
 
 // Close stops accepting new charges (they get 503; replays are still served),
-// releases requests held by ModeDrop by closing their connections, and waits
-// until the charges in progress are stored or ctx is done. Call it before
+// releases requests held by ModeDrop by closing their connections, waits
+// until the charges in progress are stored or ctx is done, and then stops
+// the webhook deliveries, those in flight too. Call it before
 // http.Server.Shutdown, so that held requests do not keep Shutdown waiting.
 func (p *Provider) Close(ctx context.Context) error {
 	p.mu.Lock()
@@ -391,7 +403,9 @@ func (p *Provider) Close(ctx context.Context) error {
 		close(p.closed)
 	}
 	p.mu.Unlock()
-	return p.Wait(ctx)
+	err := p.Wait(ctx)
+	p.webhooks.close()
+	return err
 }
 
 // startWorkLocked records that a charge is being processed.

@@ -38,6 +38,7 @@ import (
 	"chargeonce/store"
 	"chargeonce/temporalclient"
 	"chargeonce/temporalserver"
+	"chargeonce/webhook"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )
@@ -49,6 +50,9 @@ const (
 	// ProviderDBFile is where dev keeps the fake provider's state, through
 	// Config.Provider.DataFile.
 	ProviderDBFile = "fakeprovider.db"
+	// WebhookSecretFile keeps the secret that signs the fake provider's
+	// events to the API, generated on first start.
+	WebhookSecretFile = "webhook.secret"
 )
 
 // Config configures the stack. Ports of 0 take a free port.
@@ -79,11 +83,17 @@ type Config struct {
 	ReplaceTiming bool
 	// CheckoutBudget is how long a checkout waits; zero means the default.
 	CheckoutBudget time.Duration
-	// Provider configures the fake provider (chaos mode, retention).
+	// Provider configures the fake provider (chaos mode, retention,
+	// webhook chaos).
 	Provider fakeprovider.Config
 	// ProviderAPI is the dialect the worker speaks to the fake provider,
 	// dialect.IETF or dialect.Stripe; empty means IETF.
 	ProviderAPI string
+	// ProviderEvents makes the fake provider post its events to the API's
+	// api.WebhookPath, signed with the secret of WebhookSecretFile, which the
+	// API verifies. Without it, only lookups and customer retries settle
+	// an unknown outcome.
+	ProviderEvents bool
 	// SweepEvery is the outbox sweep's period; zero means the default.
 	SweepEvery time.Duration
 	// ExternalWorkers leaves the payment worker, and with it the outbox
@@ -113,8 +123,10 @@ type Stack struct {
 	cfg        Config
 	tempDir    string
 	keyCreated bool
-	provider   *fakeprovider.Provider
-	providerS  *serve.Server
+	// secretCreated reports that Start generated the webhook secret file.
+	secretCreated bool
+	provider      *fakeprovider.Provider
+	providerS     *serve.Server
 	// mu guards temporal, which RestartTemporal replaces.
 	mu       sync.Mutex
 	temporal *temporalserver.Server
@@ -176,7 +188,12 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.startProvider(providerLn); err != nil {
+	secret, created, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	s.secretCreated = created
+	if err := s.startProvider(providerLn, apiURL+api.WebhookPath, secret); err != nil {
 		return err
 	}
 	if err := s.startTemporal(ctx, apiURL+codecPath); err != nil {
@@ -208,7 +225,8 @@ func (s *Stack) start(ctx context.Context) error {
 		}
 	}
 
-	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger, Temporal: s.client})
+	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger, Temporal: s.client,
+		WebhookSecrets: []webhook.Secret{secret}, Registerer: reg})
 	if err != nil {
 		return err
 	}
@@ -279,10 +297,14 @@ func (s *Stack) keyring() (*codec.Keyring, error) {
 	return k, nil
 }
 
-func (s *Stack) startProvider(ln net.Listener) error {
+func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook.Secret) error {
 	cfg := s.cfg.Provider
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger.With("component", "fakeprovider")
+	}
+	if s.cfg.ProviderEvents {
+		cfg.Webhooks.URLs = []string{webhookURL}
+		cfg.Webhooks.Secrets = []string{secret.String()}
 	}
 	p, err := fakeprovider.New(cfg)
 	if err != nil {
@@ -338,6 +360,14 @@ func (s *Stack) runTemporal(ctx context.Context, frontendPort, uiPort int, codec
 // themselves; workflows resume from the file. It needs a DataDir, because an
 // in-memory server would come back empty.
 func (s *Stack) RestartTemporal(ctx context.Context) error {
+	return s.RestartTemporalAfter(ctx, nil)
+}
+
+// RestartTemporalAfter is RestartTemporal that runs whileDown, when it is
+// not nil, while the server is stopped, so that a test can watch the stack
+// without Temporal. The server starts again whatever whileDown returns;
+// its error is returned then.
+func (s *Stack) RestartTemporalAfter(ctx context.Context, whileDown func(context.Context) error) error {
 	if s.cfg.DataDir == "" {
 		return errors.New("stack: restart Temporal: the server runs in memory; set DataDir to keep its state across a restart")
 	}
@@ -364,14 +394,18 @@ func (s *Stack) RestartTemporal(ctx context.Context) error {
 	if err := old.Stop(); err != nil {
 		return fmt.Errorf("stack: restart Temporal: stop: %w", err)
 	}
+	var downErr error
+	if whileDown != nil {
+		downErr = whileDown(ctx)
+	}
 	t, err := s.runTemporal(ctx, frontendPort, uiPort, codecEndpoint)
 	if err != nil {
-		return fmt.Errorf("stack: restart Temporal: %w", err)
+		return errors.Join(downErr, fmt.Errorf("stack: restart Temporal: %w", err))
 	}
 	s.mu.Lock()
 	s.temporal = t
 	s.mu.Unlock()
-	return nil
+	return downErr
 }
 
 func (s *Stack) currentTemporal() *temporalserver.Server {
@@ -483,6 +517,16 @@ func (s *Stack) KeyCreated() bool { return s.keyCreated }
 
 // KeyFile is the payload key file under the data directory.
 func (s *Stack) KeyFile() string { return filepath.Join(s.dataDir(), CodecKeyFile) }
+
+// WebhookURL is where the API receives the provider's events.
+func (s *Stack) WebhookURL() string { return s.APIURL() + api.WebhookPath }
+
+// WebhookSecretFile is the file under the data directory that keeps the
+// secret signing the provider's events.
+func (s *Stack) WebhookSecretFile() string { return filepath.Join(s.dataDir(), WebhookSecretFile) }
+
+// WebhookSecretCreated reports whether Start generated the webhook secret.
+func (s *Stack) WebhookSecretCreated() bool { return s.secretCreated }
 
 // Provider is the fake provider, for tests and demos.
 func (s *Stack) Provider() *fakeprovider.Provider { return s.provider }

@@ -202,6 +202,19 @@ type Store interface {
 	PaymentTiming(ctx context.Context) (PublishedTiming, error)
 	// SettlementStore keeps the daily settlement.
 	SettlementStore
+	// AttemptByReference returns the attempt with this merchant reference,
+	// with its Requests, or ErrNotFound.
+	AttemptByReference(ctx context.Context, merchantReference string) (Attempt, error)
+	// RecordProviderEvent stores e unless an event with its ID is stored
+	// already, and returns the event stored under that ID and whether this
+	// call created it. A duplicate changes nothing, whatever it holds.
+	RecordProviderEvent(ctx context.Context, e ProviderEvent) (stored ProviderEvent, created bool, err error)
+	// MarkProviderEventHandled records what handling the event with this
+	// ID did. The first result recorded is kept.
+	MarkProviderEventHandled(ctx context.Context, id, result string, at time.Time) error
+	// ProviderEvents returns the events for a merchant reference, oldest
+	// first.
+	ProviderEvents(ctx context.Context, merchantReference string) ([]ProviderEvent, error)
 	// Close releases the database connections.
 	Close() error
 }

@@ -57,6 +57,11 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	require.Equal(t, 3, sum.Faults[chaos.FaultWorkerKill])
 	require.Equal(t, 1, sum.Faults[chaos.FaultServerRestart])
 	require.Equal(t, 12, sum.Faults[chaos.FaultMode])
+	require.Equal(t, 10, sum.Faults[chaos.FaultWebhookChaos])
+	require.Equal(t, 8, sum.Faults[chaos.FaultForgedEvent], "every forged event was refused, or Unexpected says so")
+	for _, outcome := range []string{fakeprovider.DeliveryDelivered, fakeprovider.DeliveryDropped, fakeprovider.DeliveryDuplicate} {
+		require.Positive(t, sum.EventTries[outcome], outcome)
+	}
 	require.Positive(t, sum.Faults[chaos.FaultLostStart])
 	require.Positive(t, sum.Faults[chaos.FaultKeysExpired])
 	for _, b := range []string{chaos.BehaviourDoubleClick, chaos.BehaviourRetry, chaos.BehaviourSwitchWhile,

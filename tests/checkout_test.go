@@ -417,6 +417,13 @@ type checkoutStackConfig struct {
 	// API is the dialect the worker speaks to the fake provider; empty
 	// means the IETF draft's.
 	API string
+	// ProviderEvents makes the fake provider post its events to the API,
+	// with the delivery of Webhooks (schedule, chaos).
+	ProviderEvents bool
+	Webhooks       fakeprovider.WebhookConfig
+	// DataDir keeps Temporal's state on disk, so that it can be
+	// restarted; empty runs it in memory.
+	DataDir string
 }
 
 // checkoutResponse is one answer of the checkout API.
@@ -589,6 +596,7 @@ func unusedAddress(t *testing.T) string {
 // checkoutStack is the whole stack, started for one test, with the parts
 // these tests reach into.
 type checkoutStack struct {
+	stack       *stack.Stack
 	apiURL      string
 	providerURL string
 	provider    *fakeprovider.Provider
@@ -615,8 +623,10 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		Host:           "127.0.0.1",
 		Timing:         cfg.Timing,
 		CheckoutBudget: cfg.Budget,
-		Provider:       fakeprovider.Config{Mode: cfg.Mode, LookupRate: cfg.LookupRate},
+		Provider:       fakeprovider.Config{Mode: cfg.Mode, LookupRate: cfg.LookupRate, Webhooks: cfg.Webhooks},
 		ProviderAPI:    cfg.API,
+		ProviderEvents: cfg.ProviderEvents,
+		DataDir:        cfg.DataDir,
 		Logger:         logger,
 	})
 	require.NoError(t, err)
@@ -626,6 +636,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		require.NoError(t, st.Close(ctx))
 	})
 	return &checkoutStack{
+		stack:       st,
 		apiURL:      st.APIURL(),
 		providerURL: st.ProviderURL(),
 		provider:    st.Provider(),

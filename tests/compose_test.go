@@ -168,7 +168,7 @@ func TestDockerCompose_DeclaresWhatTheClusterRuns(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(raw, &compose))
 	versions := moduleVersions(t, root)
 
-	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{}, "k1:key")
+	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{}, cluster.Secrets{CodecKeys: "k1:key", WebhookSecret: "whsec_test"})
 	declared := make([]string, 0, len(parts))
 	for _, part := range parts {
 		declared = append(declared, part.Service)

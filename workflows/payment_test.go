@@ -613,6 +613,57 @@ func TestPaymentWorkflow_ProviderEventChecksAtOnce(t *testing.T) {
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: 2}, queryStatus(t, wenv))
 }
 
+// TestPaymentWorkflow_ProviderEventDuringTheChargePhaseIsNotLost: an event
+// that arrives while the charge requests are still going out makes the first
+// lookup happen as soon as the phase ends unknown, not at MinAge, and the
+// attempt settles from what that lookup finds.
+func TestPaymentWorkflow_ProviderEventDuringTheChargePhaseIsNotLost(t *testing.T) {
+	tests := []struct {
+		name  string
+		found activities.FindChargeResult
+		want  chargeonce.AttemptStatus
+	}{
+		{"the lookup finds the charge", activities.FindChargeResult{Found: activities.FoundSucceeded, ProviderPaymentID: "ch_000001"}, chargeonce.AttemptSucceeded},
+		{"the lookup finds nothing: a bogus event settles nothing", activities.FindChargeResult{Found: activities.FoundNone}, chargeonce.AttemptAbandoned},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := activitiestest.New(t, dropping)
+			intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+			wenv := newWorkflowEnv(t, env, createdAt)
+			var acts *activities.Activities
+			var lookups []time.Time
+			wenv.OnActivity(acts.FindCharge, mock.Anything, mock.Anything).Return(
+				func(context.Context, activities.FindChargeInput) (activities.FindChargeResult, error) {
+					lookups = append(lookups, wenv.Now().UTC())
+					return tt.found, nil
+				})
+			var phase string
+			wenv.RegisterDelayedCallback(func() {
+				phase = queryStatus(t, wenv).Phase
+				wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: "ch_000001"})
+			}, time.Millisecond)
+
+			res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
+
+			require.Equal(t, workflows.PhaseCharging, phase, "the event came during the charge phase")
+			require.Equal(t, tt.want, res.Status)
+			require.NotEmpty(t, lookups)
+			timing := shortCharge.WithDefaults()
+			require.Less(t, lookups[0], createdAt.Add(timing.MinAge), "looked up at once, not at MinAge")
+			if tt.want == chargeonce.AttemptSucceeded {
+				require.Equal(t, "ch_000001", res.ProviderPaymentID)
+				require.Len(t, lookups, 1)
+				require.Equal(t, lookups[0], wenv.Now().UTC(), "settled by that lookup")
+				return
+			}
+			// Nothing found: the lookups go on on the key's grid, as without
+			// the event.
+			require.Equal(t, timing.LookupTimes(intent.Key, intent.CreatedAt), lookups[1:])
+		})
+	}
+}
+
 func TestPaymentWorkflow_MismatchingChargeFailsTheAttempt(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{Breaker: patientBreaker})
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)

@@ -10,14 +10,17 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 
 	"chargeonce/alert"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/envflag"
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
+	"chargeonce/webhook"
 )
 
 func main() {
@@ -32,12 +35,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	listen := fs.String("listen", ":8080", "`address` of the checkout API")
 	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: the published charge budget + 2s)")
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
+	var secretList envflag.List
+	fs.Var(&secretList, "webhook-secret", "whsec_ `secret` that signs the provider's events at POST /webhooks/provider; repeat it, or give a comma-separated list,\nto keep an old secret valid while the provider rotates to a new one (default: no webhook endpoint)")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	logger, err := logFlags.Logger(stderr)
 	if err != nil {
 		return err
+	}
+	var secrets []webhook.Secret
+	if len(secretList) > 0 {
+		if secrets, err = webhook.ParseSecrets(secretList); err != nil {
+			return cli.UsageError{Err: fmt.Errorf("--webhook-secret: %w", err)}
+		}
 	}
 	ln, err := serve.Listen(*listen, "listen")
 	if err != nil {
@@ -61,10 +72,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if _, err := svc.Timing(ctx); err != nil {
 		logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
 	}
-	handler, err := api.New(api.Config{Checkout: svc, Store: conn.Store, Metrics: reg, Logger: logger, Temporal: conn.Temporal})
+	handler, err := api.New(api.Config{Checkout: svc, Store: conn.Store, Metrics: reg, Logger: logger, Temporal: conn.Temporal, WebhookSecrets: secrets, Registerer: reg})
 	if err != nil {
 		return err
 	}
-	logger.Info("checkout API started", "listen", ln.Addr().String())
+	logger.Info("checkout API started", "listen", ln.Addr().String(), "webhook_secrets", len(secrets))
 	return serve.Run(ctx, ln, handler)
 }

@@ -51,3 +51,27 @@ func TestRun_HelpListsTheCheckoutBudgetAndNoTiming(t *testing.T) {
 		require.NotContains(t, help, timing+" ")
 	}
 }
+
+func TestRun_BadWebhookSecretIsAUsageError(t *testing.T) {
+	for name, env := range map[string]func(string) string{
+		"flag": noEnv,
+		"env": func(v string) string {
+			if v == "CHARGEONCE_WEBHOOK_SECRET" {
+				return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw,not-a-secret"
+			}
+			return ""
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr, report bytes.Buffer
+			args := []string{"--listen", "127.0.0.1:0"}
+			if name == "flag" {
+				args = append(args, "--webhook-secret", "not-a-secret")
+			}
+			err := run(context.Background(), args, env, &stdout, &stderr)
+			require.Equal(t, 2, cli.ExitCode(&report, "api", err))
+			require.Contains(t, report.String(), "--webhook-secret: secret ")
+			require.Contains(t, report.String(), "starts with whsec_")
+		})
+	}
+}

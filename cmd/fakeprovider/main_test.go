@@ -28,6 +28,14 @@ func env(vars map[string]string) func(string) string {
 	return func(name string) string { return vars[name] }
 }
 
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// defaultWebhooks is the webhook configuration without webhook flags: no
+// endpoint, the default schedule.
+var defaultWebhooks = fakeprovider.WebhookConfig{
+	Schedule: fakeprovider.DefaultWebhookSchedule, Timeout: fakeprovider.DefaultWebhookTimeout, Chaos: fakeprovider.WebhookChaos{Seed: 1},
+}
+
 func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 	environment := map[string]string{
 		"FAKEPROVIDER_ADDR":             "127.0.0.1:9000",
@@ -43,7 +51,7 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 	}
 	fromEnvironment := config{
 		addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
-		provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, LookupRate: 20, DataFile: "fake.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 30}},
+		provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, LookupRate: 20, DataFile: "fake.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 30}},
 	}
 	oneFlag := fromEnvironment
 	oneFlag.provider.Mode.Name = fakeprovider.ModeRateLimit
@@ -55,21 +63,39 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 	}{
 		{"defaults", nil, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, Fee: fakeprovider.DefaultFee},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, Fee: fakeprovider.DefaultFee},
 		}},
 		{"environment only", nil, environment, fromEnvironment},
 		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--lookup-rate", "0.5", "--shutdown-timeout", "1s", "--data-file", "other.db", "--fee-fixed", "5"}, environment, config{
 			addr: ":0", shutdownTimeout: time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, LookupRate: 0.5, DataFile: "other.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 5}},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, LookupRate: 0.5, DataFile: "other.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 5}},
 		}},
 		{"one flag, the rest from the environment", []string{"--mode", "rate_limit"}, environment, oneFlag},
+		{"webhooks", []string{"--webhook-url", "http://api:8080/webhooks/provider", "--webhook-url", "http://other/hook", "--webhook-drop-rate", "0.1"}, map[string]string{
+			"FAKEPROVIDER_WEBHOOK_SECRET":         testSecret + "," + testSecret,
+			"FAKEPROVIDER_WEBHOOK_SCHEDULE":       "1s,2s",
+			"FAKEPROVIDER_WEBHOOK_TIMEOUT":        "3s",
+			"FAKEPROVIDER_WEBHOOK_DELAY":          "4s",
+			"FAKEPROVIDER_WEBHOOK_DROP_RATE":      "0.9",
+			"FAKEPROVIDER_WEBHOOK_DUPLICATE_RATE": "0.2",
+			"FAKEPROVIDER_WEBHOOK_REORDER":        "5s",
+			"FAKEPROVIDER_WEBHOOK_SEED":           "6",
+		}, config{
+			addr: ":8099", shutdownTimeout: 15 * time.Second,
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50,
+				Webhooks: fakeprovider.WebhookConfig{
+					URLs: []string{"http://api:8080/webhooks/provider", "http://other/hook"}, Secrets: []string{testSecret, testSecret},
+					Schedule: fakeprovider.Schedule{time.Second, 2 * time.Second}, Timeout: 3 * time.Second,
+					Chaos: fakeprovider.WebhookChaos{Delay: 4 * time.Second, DropRate: 0.1, DuplicateRate: 0.2, Reorder: 5 * time.Second, Seed: 6},
+				}},
+		}},
 		{"data file without a mode flag keeps the file's mode", []string{"--data-file", "fake.db"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
 		}},
 		{"data file with one mode flag", []string{"--data-file", "fake.db", "--seed", "3"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
 		}},
 	}
 	for _, tt := range tests {
@@ -111,6 +137,10 @@ func TestRun_BadSettingsExit2NamingTheirSource(t *testing.T) {
 		{"bad addr", []string{"--addr", "8099"}, nil, `invalid settings: --addr must be host:port such as :8099, got "8099"`},
 		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, `invalid settings: --shutdown-timeout must be positive, got 0s`},
 		{"query in data file", nil, map[string]string{"FAKEPROVIDER_DATA_FILE": "fake.db?mode=ro"}, `invalid settings: data file "fake.db?mode=ro": the path must not contain ? or #`},
+		{"webhook URL without a secret", []string{"--webhook-url", "http://api:8080/webhooks/provider"}, nil, `invalid settings: webhook secret: webhook: at least one secret is needed`},
+		{"relative webhook URL", []string{"--webhook-url", "/webhooks/provider", "--webhook-secret", testSecret}, nil, `invalid settings: webhook URL "/webhooks/provider" must be an absolute http or https URL`},
+		{"bad webhook schedule", nil, map[string]string{"FAKEPROVIDER_WEBHOOK_SCHEDULE": "5s,never"}, `invalid value "5s,never" for environment variable FAKEPROVIDER_WEBHOOK_SCHEDULE: a schedule is positive durations separated by commas, such as 5s,5m,30m; got "never"`},
+		{"webhook drop rate above 1", []string{"--webhook-drop-rate", "1.5"}, nil, `invalid settings: webhook drop rate must be between 0 and 1, got 1.5`},
 		{"unknown flag", []string{"--colour"}, nil, "flag provided but not defined: -colour"},
 		{"stray argument", []string{"serve"}, nil, `unexpected argument "serve" (flags start with --)`},
 	}

@@ -79,3 +79,21 @@ func TestAnyGiven_CountsTheCommandLineAndTheEnvironmentButNotDefaults(t *testing
 		})
 	}
 }
+
+func TestList_TakesRepeatedFlagsOrACommaListFromTheEnvironment(t *testing.T) {
+	parse := func(args []string, vars map[string]string) (envflag.List, error) {
+		fs := flag.NewFlagSet("api", flag.ContinueOnError)
+		fs.SetOutput(new(bytes.Buffer))
+		var l envflag.List
+		fs.Var(&l, "webhook-secret", "secret")
+		return l, envflag.Parse(fs, args, "CHARGEONCE", env(vars))
+	}
+	l, err := parse([]string{"--webhook-secret", "a", "--webhook-secret=b,c"}, map[string]string{"CHARGEONCE_WEBHOOK_SECRET": "x"})
+	require.NoError(t, err)
+	require.Equal(t, envflag.List{"a", "b", "c"}, l, "flags win over the environment")
+	l, err = parse(nil, map[string]string{"CHARGEONCE_WEBHOOK_SECRET": "x, y"})
+	require.NoError(t, err)
+	require.Equal(t, envflag.List{"x", "y"}, l)
+	_, err = parse([]string{"--webhook-secret", "a,,b"}, nil)
+	require.ErrorContains(t, err, "empty value")
+}

@@ -1,0 +1,245 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
+
+	"chargeonce"
+	"chargeonce/store"
+	"chargeonce/webhook"
+	"chargeonce/workflows"
+)
+
+// eventsAPI is the API with a webhook secret, over a Temporal client whose
+// signals the test expects.
+type eventsAPI struct {
+	*testAPI
+	secret   webhook.Secret
+	temporal *mocks.Client
+}
+
+func startEventsAPI(t *testing.T) *eventsAPI {
+	t.Helper()
+	secret, err := webhook.ParseSecret(webhook.NewSecret())
+	require.NoError(t, err)
+	temporal := &mocks.Client{}
+	t.Cleanup(func() { temporal.AssertExpectations(t) })
+	return &eventsAPI{testAPI: startTestAPIWith(t, temporal, []webhook.Secret{secret}), secret: secret, temporal: temporal}
+}
+
+// openAttempt stores an order with an open attempt, as a checkout does.
+func (a *eventsAPI) openAttempt(t *testing.T) store.Attempt {
+	t.Helper()
+	ctx := context.Background()
+	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")
+	require.NoError(t, err)
+	attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
+		OrderID: order.ID, CardHash: chargeonce.HashCardToken("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
+		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
+	})
+	require.NoError(t, err)
+	return attempt
+}
+
+// expectSignal expects one provider-event signal to the attempt's workflow,
+// answered with err.
+func (a *eventsAPI) expectSignal(attempt store.Attempt, chargeID string, err error) {
+	a.temporal.On("SignalWorkflow", mock.Anything, workflows.WorkflowID(attempt.Key), "", chargeonce.SignalProviderEvent,
+		workflows.ProviderEvent{ChargeID: chargeID}).Return(err).Once()
+}
+
+func eventJSON(typ, chargeID, reference string) string {
+	status := "succeeded"
+	if typ == "charge.failed" {
+		status = "failed"
+	}
+	return fmt.Sprintf(`{"type":%q,"data":{"id":%q,"object":"charge","amount":54890,"currency":"TRY","status":%q,"merchant_reference":%q}}`,
+		typ, chargeID, status, reference)
+}
+
+// post delivers body with headers to POST /webhooks/provider, and returns
+// the status and the result the API reports.
+func (a *eventsAPI) post(t *testing.T, h http.Header, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, a.url+"/webhooks/provider", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var answer struct {
+		Result string `json:"result"`
+		Type   string `json:"type"`
+	}
+	require.NoError(t, json.Unmarshal(data, &answer), string(data))
+	if resp.StatusCode != http.StatusOK {
+		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+		return resp.StatusCode, answer.Type
+	}
+	return resp.StatusCode, answer.Result
+}
+
+// deliver signs body as event id, sent now, and posts it.
+func (a *eventsAPI) deliver(t *testing.T, id, body string) (int, string) {
+	t.Helper()
+	h := http.Header{}
+	webhook.Sign(h, id, time.Now(), []byte(body), a.secret)
+	return a.post(t, h, body)
+}
+
+// counted reads chargeonce_provider_events_total{result} from /metrics.
+func (a *eventsAPI) counted(t *testing.T, result string) string {
+	t.Helper()
+	_, _, body := a.send(t, http.MethodGet, "/metrics", "", "")
+	prefix := `chargeonce_provider_events_total{result="` + result + `"} `
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if n, ok := strings.CutPrefix(line, prefix); ok {
+			return n
+		}
+	}
+	return "0"
+}
+
+func TestProviderEvent_SignalsTheOpenAttemptOnceAndAcknowledgesDuplicates(t *testing.T) {
+	a := startEventsAPI(t)
+	attempt := a.openAttempt(t)
+	a.expectSignal(attempt, "ch_000001", nil)
+	body := eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference)
+
+	status, result := a.deliver(t, "msg_1", body)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+
+	// The same event again, signed anew as a redelivery is: acknowledged,
+	// and no second signal (the mock allows one).
+	status, result = a.deliver(t, "msg_1", body)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "duplicate", result)
+
+	events, err := a.store.ProviderEvents(context.Background(), attempt.MerchantReference)
+	require.NoError(t, err)
+	require.Len(t, events, 1)
+	require.Equal(t, "signaled", events[0].Result)
+	require.JSONEq(t, body, string(events[0].Payload))
+	require.Equal(t, "1", a.counted(t, "signaled"))
+	require.Equal(t, "1", a.counted(t, "duplicate"))
+	got, err := a.store.GetAttempt(context.Background(), attempt.Key)
+	require.NoError(t, err)
+	require.Equal(t, chargeonce.AttemptOpen, got.Status, "an event settles nothing by itself")
+}
+
+func TestProviderEvent_FailedAfterSucceededChangesNothing(t *testing.T) {
+	a := startEventsAPI(t)
+	ctx := context.Background()
+	attempt := a.openAttempt(t)
+	a.expectSignal(attempt, "ch_000001", nil)
+	status, result := a.deliver(t, "msg_succeeded", eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+	// The workflow's lookup found the charge and settled the attempt.
+	_, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
+	require.NoError(t, err)
+
+	// A failed charge of the same reference, delivered late.
+	status, result = a.deliver(t, "msg_failed", eventJSON("charge.failed", "ch_000002", attempt.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "settled", result)
+
+	order, attempts, err := a.store.GetOrder(ctx, attempt.OrderID)
+	require.NoError(t, err)
+	require.Equal(t, chargeonce.OrderPaid, order.Status)
+	require.Equal(t, "ch_000001", order.ProviderPaymentID)
+	require.Equal(t, chargeonce.AttemptSucceeded, attempts[0].Status)
+	require.Equal(t, "1", a.counted(t, "settled"))
+}
+
+func TestProviderEvent_UnknownReferenceIsAcknowledgedCountedAndKept(t *testing.T) {
+	a := startEventsAPI(t)
+	status, result := a.deliver(t, "msg_1", eventJSON("charge.succeeded", "ch_000001", "elsewhere_1001_x"))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "unknown_reference", result)
+	events, err := a.store.ProviderEvents(context.Background(), "elsewhere_1001_x")
+	require.NoError(t, err)
+	require.Len(t, events, 1)
+	require.Equal(t, "unknown_reference", events[0].Result)
+	require.Equal(t, "1", a.counted(t, "unknown_reference"))
+}
+
+func TestProviderEvent_TemporalUnreachableIs503AndTheRedeliverySignals(t *testing.T) {
+	a := startEventsAPI(t)
+	attempt := a.openAttempt(t)
+	body := eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference)
+	a.expectSignal(attempt, "ch_000001", serviceerror.NewUnavailable("connection refused"))
+
+	status, kind := a.deliver(t, "msg_1", body)
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Equal(t, "urn:chargeonce:problem:unavailable", kind)
+	events, err := a.store.ProviderEvents(context.Background(), attempt.MerchantReference)
+	require.NoError(t, err)
+	require.Len(t, events, 1, "the event is kept")
+	require.Empty(t, events[0].Result, "but not handled")
+
+	a.expectSignal(attempt, "ch_000001", nil)
+	status, result := a.deliver(t, "msg_1", body)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+	require.Equal(t, "1", a.counted(t, "unavailable"))
+	require.Equal(t, "1", a.counted(t, "signaled"))
+}
+
+func TestProviderEvent_BadSignatureOrEventIsRefusedAndStoresNothing(t *testing.T) {
+	a := startEventsAPI(t)
+	attempt := a.openAttempt(t)
+	good := eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference)
+	other, err := webhook.ParseSecret(webhook.NewSecret())
+	require.NoError(t, err)
+	signed := func(secret webhook.Secret, at time.Time, body string) http.Header {
+		h := http.Header{}
+		webhook.Sign(h, "msg_1", at, []byte(body), secret)
+		return h
+	}
+	tests := []struct {
+		name    string
+		headers http.Header
+		body    string
+		status  int
+		result  string
+	}{
+		{"no signature", http.Header{}, good, http.StatusUnauthorized, "refused"},
+		{"another secret", signed(other, time.Now(), good), good, http.StatusUnauthorized, "refused"},
+		{"stale", signed(a.secret, time.Now().Add(-webhook.Tolerance-time.Minute), good), good, http.StatusUnauthorized, "refused"},
+		{"tampered body", signed(a.secret, time.Now(), good), strings.Replace(good, "ch_000001", "ch_000002", 1), http.StatusUnauthorized, "refused"},
+		{"not JSON", signed(a.secret, time.Now(), "charge.succeeded"), "charge.succeeded", http.StatusBadRequest, "malformed"},
+		{"unknown type", signed(a.secret, time.Now(), eventJSON("charge.refunded", "ch_000001", attempt.MerchantReference)),
+			eventJSON("charge.refunded", "ch_000001", attempt.MerchantReference), http.StatusBadRequest, "malformed"},
+		{"no reference", signed(a.secret, time.Now(), eventJSON("charge.succeeded", "ch_000001", "")),
+			eventJSON("charge.succeeded", "ch_000001", ""), http.StatusBadRequest, "malformed"},
+		{"no data", signed(a.secret, time.Now(), `{"type":"charge.succeeded"}`), `{"type":"charge.succeeded"}`, http.StatusBadRequest, "malformed"},
+		{"too large", signed(a.secret, time.Now(), strings.Repeat(" ", 65<<10)+good), strings.Repeat(" ", 65<<10) + good, http.StatusBadRequest, "malformed"},
+	}
+	before := a.snapshot(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _ := a.post(t, tt.headers, tt.body)
+			require.Equal(t, tt.status, status)
+			require.Equal(t, before, a.snapshot(t), "a refused event changes nothing")
+		})
+	}
+	require.Equal(t, "4", a.counted(t, "refused"))
+	require.Equal(t, "5", a.counted(t, "malformed"))
+}
