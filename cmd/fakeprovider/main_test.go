@@ -82,7 +82,7 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 			"FAKEPROVIDER_WEBHOOK_SEED":           "6",
 		}, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50,
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, Fee: fakeprovider.DefaultFee,
 				Webhooks: fakeprovider.WebhookConfig{
 					URLs: []string{"http://api:8080/webhooks/provider", "http://other/hook"}, Secrets: []string{testSecret, testSecret},
 					Schedule: fakeprovider.Schedule{time.Second, 2 * time.Second}, Timeout: 3 * time.Second,
