@@ -429,13 +429,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := r.execute(ctx); err != nil {
 		return Summary{}, err
 	}
-	dates, err := r.settleDays(ctx, began)
-	if err != nil {
-		return Summary{}, err
-	}
-	sum, err := r.summarize(ctx, dates)
-	sum.Wall = time.Since(began)
-	return sum, err
+	return r.finish(ctx, began)
 }
 
 // newKeyring makes a fresh payload key for the stack and the workers.

@@ -240,13 +240,7 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	if err := r.execute(ctx); err != nil {
 		return Summary{}, err
 	}
-	dates, err := r.settleDays(ctx, began)
-	if err != nil {
-		return Summary{}, err
-	}
-	sum, err := r.summarize(ctx, dates)
-	sum.Wall = time.Since(began)
-	return sum, err
+	return r.finish(ctx, began)
 }
 
 func names(service string, n int) []string {

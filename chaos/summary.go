@@ -11,6 +11,18 @@ import (
 	"chargeonce/invariant"
 )
 
+// finish settles the days of a run that began then, as the daily schedule
+// would, and summarizes it.
+func (r *run) finish(ctx context.Context, began time.Time) (Summary, error) {
+	dates, err := r.settleDays(ctx, began)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, err := r.summarize(ctx, dates)
+	sum.Wall = time.Since(began)
+	return sum, err
+}
+
 // summarize reads the end state and runs the checker, which also reads the
 // settlement of the days settled.
 func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) {

@@ -46,10 +46,7 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("chaos run summary:\n%s", sum)
 
-	require.True(t, sum.Report.OK(), "invariant violations")
-	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
-	require.Zero(t, sum.LateRequests, "no key was sent after its retention")
-	require.True(t, sum.OK())
+	requireEveryPromiseKept(t, sum)
 
 	// The run did what it claims: every planned fault fired, and the
 	// customers behaved in every way.
@@ -115,9 +112,7 @@ func TestChaos_PostgreSQLRestartBreaksNoPromise(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&serverStarted))
 	require.True(t, serverStarted.After(began), "PostgreSQL started at %v, before the run began at %v", serverStarted, began)
 
-	require.True(t, sum.Report.OK(), "invariant violations")
-	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
-	require.True(t, sum.OK())
+	requireEveryPromiseKept(t, sum)
 	require.Equal(t, 80, sum.Checkouts)
 	require.Equal(t, 1, sum.Faults[chaos.FaultPostgres])
 	require.Equal(t, 1, sum.Faults[chaos.FaultWorkerKill])
@@ -167,4 +162,15 @@ func TestChaos_KeyExpiredBeforeALateRetryChargesTwiceWhichIsWhyTheWorkerChecksRe
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.ErrorContains(t, err, "abandon-after 30m0s must be shorter than the provider's key retention 10s")
+}
+
+// requireEveryPromiseKept fails the test unless the run broke no promise:
+// no invariant violation, no answer outside the checkout contract, and no
+// key sent after the provider's retention.
+func requireEveryPromiseKept(t *testing.T, sum chaos.Summary) {
+	t.Helper()
+	require.Empty(t, sum.Report.Violations, "invariant violations")
+	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
+	require.Zero(t, sum.LateRequests, "no key was sent after its retention")
+	require.True(t, sum.OK())
 }

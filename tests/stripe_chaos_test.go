@@ -36,11 +36,7 @@ func TestChaos_StripeDialectKeepsEveryPromise(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("chaos run summary:\n%s", sum)
 
-	require.True(t, sum.Report.OK(), "invariant violations")
-	require.Empty(t, sum.Report.Violations)
-	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
-	require.Zero(t, sum.LateRequests, "no key was sent after its retention")
-	require.True(t, sum.OK())
+	requireEveryPromiseKept(t, sum)
 	require.Equal(t, 100, sum.Checkouts)
 	require.Equal(t, 2, sum.Faults[chaos.FaultWorkerKill])
 	require.Equal(t, 8, sum.Faults[chaos.FaultMode])

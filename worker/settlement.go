@@ -92,3 +92,34 @@ func EnsureSettlementSchedule(ctx context.Context, c client.Client, graceDays in
 	log.Info("settlement schedule updated", "schedule", SettlementScheduleID, "grace_days", graceDays)
 	return nil
 }
+
+// Bounds of keepSettlementSchedule's attempts.
+const (
+	scheduleCallTimeout = 30 * time.Second
+	scheduleRetryFirst  = time.Second
+	scheduleRetryMax    = time.Minute
+)
+
+// keepSettlementSchedule runs EnsureSettlementSchedule until it succeeds or
+// ctx ends. It runs beside the payments rather than before them: a Temporal
+// server that has just started serves workflows before its schedules, and
+// a worker that refused to start for the settlement would leave payments
+// waiting for the books.
+func keepSettlementSchedule(ctx context.Context, c client.Client, graceDays int, log *slog.Logger) {
+	wait := scheduleRetryFirst
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, scheduleCallTimeout)
+		err := EnsureSettlementSchedule(callCtx, c, graceDays, log)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Warn("the settlement schedule is not set yet; payments go on, and the worker tries again", "error", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, scheduleRetryMax)
+	}
+}

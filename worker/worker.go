@@ -74,7 +74,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Reports downloads the provider's settlement reports. When set, the
 	// worker runs the settlement workflows and creates or updates their
-	// daily schedule (EnsureSettlementSchedule); nil runs no settlement.
+	// daily schedule (EnsureSettlementSchedule, in the background);
+	// nil runs no settlement.
 	Reports *settlement.Client
 	// SettlementGraceDays is the settlement's grace period, in days, 0 or
 	// more: see workflows.DefaultSettlementGraceDays. It is the one setting
@@ -146,10 +147,6 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		}
 		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Store: d.Store,
 			GraceDays: d.SettlementGraceDays, Logger: d.Logger, Metrics: settleMetrics})
-		if err := EnsureSettlementSchedule(ctx, d.Client, d.SettlementGraceDays, d.Logger); err != nil {
-			lw.Stop()
-			return nil, err
-		}
 	}
 	if err := w.Start(); err != nil {
 		lw.Stop()
@@ -168,6 +165,9 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	wk := &Worker{payments: w, lookups: lw, stop: stop}
 	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
+	if d.Reports != nil {
+		wk.group.Go(func() { keepSettlementSchedule(bgCtx, d.Client, d.SettlementGraceDays, d.Logger) })
+	}
 	return wk, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"time"
 
+	"chargeonce/api"
 	"chargeonce/cluster"
 	"chargeonce/internal/cli"
 )
@@ -71,6 +72,7 @@ func printBanner(w io.Writer, c *cluster.Cluster, took time.Duration) {
 	fmt.Fprintf(w, "  Temporal         %s (namespace default, on PostgreSQL)\n", c.TemporalAddress())
 	fmt.Fprintf(w, "  PostgreSQL       %s\n", c.DatabaseURL())
 	fmt.Fprintf(w, "  fake provider    %s\n", c.ProviderURL())
+	fmt.Fprintf(w, "  provider events  %s%s, signed with the secret kept in %s\n", c.APIURLs()[0], api.WebhookPath, c.Layout().WebhookSecretFile())
 	for i, u := range c.WorkerURLs() {
 		fmt.Fprintf(w, "  worker %d         %s (/healthz, /metrics, /codec)\n", i+1, u)
 	}
