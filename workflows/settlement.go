@@ -79,8 +79,12 @@ func RegisterSettlement(r worker.Registry, s *activities.Settlement) {
 
 // settlementActivityOptions let a long report take its time while a stuck
 // download or match is noticed by its missed heartbeats.
+// SettlementActivityTimeout bounds one attempt of a settlement activity,
+// such as a report's whole download.
+const SettlementActivityTimeout = time.Hour
+
 var settlementActivityOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: time.Hour,
+	StartToCloseTimeout: SettlementActivityTimeout,
 	HeartbeatTimeout:    2 * time.Minute,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        5 * time.Second,

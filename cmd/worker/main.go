@@ -30,7 +30,6 @@ import (
 	"chargeonce/internal/cli"
 	"chargeonce/internal/serve"
 	"chargeonce/metrics"
-	"chargeonce/settlement"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )
@@ -46,6 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
 	providerFlags := providerFlagsOf(fs)
+	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")
 	graceDays := fs.Int("settlement-grace-days", workflows.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
 	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
@@ -64,6 +64,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return err
 	}
 	pc, providerURL, err := providerFlags.port(logger)
+	if err != nil {
+		return err
+	}
+	reports, err := settlementReports(*settlementURL, providerURL, logger)
 	if err != nil {
 		return err
 	}
@@ -92,9 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	w, err := worker.Start(ctx, worker.Deps{
 		Client: conn.Temporal, Namespace: conn.Namespace, Provider: pc, Store: conn.Store, Checkout: svc,
 		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery, Registerer: reg, Logger: logger,
-		// A report download is bounded by its activity's timeout, not by
-		// --provider-timeout, which bounds one charge or lookup.
-		Reports: &settlement.Client{BaseURL: providerURL, HTTP: &http.Client{}}, SettlementGraceDays: *graceDays,
+		Reports: reports, SettlementGraceDays: *graceDays,
 	})
 	if err != nil {
 		return err

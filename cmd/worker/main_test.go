@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"chargeonce/internal/cli"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
+	"chargeonce/provider/stripe"
 	"chargeonce/stack"
 	"chargeonce/store"
 	"chargeonce/temporalserver"
@@ -126,6 +128,7 @@ func TestRun_RefusesProviderFlagsNoAdapterCanUse(t *testing.T) {
 		{"publishable key", []string{"--provider", "stripe", "--stripe-api-key", "pk_test_1"}, "worker: stripe: the API key must be a secret key, sk_test_… or sk_live_… (see --help)"},
 		{"Stripe key for the IETF API", []string{"--stripe-api-key", "sk_test_1"}, "worker: --stripe-api-key and --stripe-search-delay need --provider stripe (see --help)"},
 		{"no timeout", []string{"--provider-timeout", "0s"}, "worker: --provider-timeout must be positive (see --help)"},
+		{"settlement URL without a host", []string{"--settlement-url", "http://"}, `worker: --settlement-url: config: BaseURL "http://" has no host (see --help)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,4 +179,29 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	require.Equal(t, 5, got.GraceDays)
 	require.Equal(t, 1, got.Awaiting)
 	require.Empty(t, got.ExceptionCounts)
+}
+
+func TestSettlementReports_ReadTheProvidersReportsExceptOnStripesOwnAPI(t *testing.T) {
+	cases := []struct {
+		name, flag, provider, want string
+	}{
+		{"the provider's URL by default", "", "http://127.0.0.1:8099", "http://127.0.0.1:8099"},
+		{"the flag wins", "http://reports.example", "http://127.0.0.1:8099", "http://reports.example"},
+		{"none on Stripe's own API", "", stripe.DefaultBaseURL, ""},
+		{"the flag on Stripe's own API", "http://reports.example", stripe.DefaultBaseURL, "http://reports.example"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			reports, err := settlementReports(tc.flag, tc.provider, slog.New(slog.NewTextHandler(&logs, nil)))
+			require.NoError(t, err)
+			if tc.want == "" {
+				require.Nil(t, reports)
+				require.Contains(t, logs.String(), "no daily settlement")
+				return
+			}
+			require.Equal(t, tc.want, reports.BaseURL)
+			require.Empty(t, logs.String())
+		})
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
 	"chargeonce/provider/stripe"
+	"chargeonce/settlement"
+	"chargeonce/workflows"
 )
 
 // defaultProviderURL is the fake provider of the dev stack, which speaks
@@ -73,4 +75,25 @@ func (f *providerFlags) port(logger *slog.Logger) (*provider.Breaker, string, er
 		return nil, "", cli.UsageError{Err: err}
 	}
 	return p, url, nil
+}
+
+// settlementReports is the client of the provider's settlement reports at
+// flagURL, or by default at the provider's URL; nil, with a warning, on
+// Stripe's own API, which publishes its reports in another way.
+func settlementReports(flagURL, providerURL string, logger *slog.Logger) (*settlement.Client, error) {
+	u := flagURL
+	if u == "" {
+		if providerURL == stripe.DefaultBaseURL {
+			logger.Warn("no daily settlement: Stripe publishes its settlement reports through its Reporting API, which chargeonce does not read; give --settlement-url to read reports in the provider contract's format")
+			return nil, nil
+		}
+		u = providerURL
+	}
+	// A report download is bounded like its activity, not by
+	// --provider-timeout, which bounds one charge or lookup.
+	hc := &http.Client{Timeout: workflows.SettlementActivityTimeout}
+	if _, err := provider.CheckHTTP(u, hc); err != nil {
+		return nil, cli.UsageError{Err: fmt.Errorf("--settlement-url: %w", err)}
+	}
+	return &settlement.Client{BaseURL: u, HTTP: hc}, nil
 }
