@@ -34,17 +34,7 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	bin, err := chaos.BuildWorker(ctx, t.TempDir())
-	require.NoError(t, err)
-
-	cfg := chaos.DefaultConfig()
-	cfg.WorkerBinary, cfg.Seed, cfg.DataDir = bin, 7, t.TempDir()
-	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
-	sum, err := chaos.Run(ctx, cfg)
-	require.NoError(t, err)
-	t.Logf("chaos run summary:\n%s", sum)
+	_, sum := runChaos(t, 8*time.Minute, func(cfg *chaos.Config) { cfg.Seed = 7 })
 
 	requireEveryPromiseKept(t, sum)
 
@@ -88,23 +78,15 @@ func TestChaos_PostgreSQLRestartBreaksNoPromise(t *testing.T) {
 	if dsn == "" {
 		t.Skipf("PostgreSQL chaos run skipped: set %s (run .ci/postgres.sh as root to get one)", postgresURLEnv)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	bin, err := chaos.BuildWorker(ctx, t.TempDir())
-	require.NoError(t, err)
-
-	cfg := chaos.DefaultConfig()
-	cfg.WorkerBinary, cfg.Seed, cfg.DataDir = bin, 11, t.TempDir()
-	cfg.DatabaseURL = dsn
-	cfg.Checkouts, cfg.WorkerKills, cfg.ServerRestarts, cfg.PostgresRestarts = 80, 1, 0, 1
-	cfg.ModeSwitches, cfg.LateRetries = 6, 10
-	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
 	began := time.Now()
-	sum, err := chaos.Run(ctx, cfg)
-	require.NoError(t, err)
-	t.Logf("chaos run summary:\n%s", sum)
+	_, sum := runChaos(t, 6*time.Minute, func(cfg *chaos.Config) {
+		cfg.Seed, cfg.DatabaseURL = 11, dsn
+		cfg.Checkouts, cfg.WorkerKills, cfg.ServerRestarts, cfg.PostgresRestarts = 80, 1, 0, 1
+		cfg.ModeSwitches, cfg.LateRetries = 6, 10
+	})
 
 	// The server really went down during the run.
+	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
@@ -173,4 +155,23 @@ func requireEveryPromiseKept(t *testing.T, sum chaos.Summary) {
 	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
 	require.Zero(t, sum.LateRequests, "no key was sent after its retention")
 	require.True(t, sum.OK())
+}
+
+// runChaos runs a chaos run on the embedded stack, with the worker binary
+// built for it and the default configuration as edit changes it, within
+// timeout, and logs its summary.
+func runChaos(t *testing.T, timeout time.Duration, edit func(*chaos.Config)) (chaos.Config, chaos.Summary) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	bin, err := chaos.BuildWorker(ctx, t.TempDir())
+	require.NoError(t, err)
+	cfg := chaos.DefaultConfig()
+	cfg.WorkerBinary, cfg.DataDir = bin, t.TempDir()
+	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+	edit(&cfg)
+	sum, err := chaos.Run(ctx, cfg)
+	require.NoError(t, err)
+	t.Logf("chaos run summary:\n%s", sum)
+	return cfg, sum
 }

@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,20 +19,11 @@ func TestChaos_StripeDialectKeepsEveryPromise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	bin, err := chaos.BuildWorker(ctx, t.TempDir())
-	require.NoError(t, err)
-
-	cfg := chaos.DefaultConfig()
-	cfg.WorkerBinary, cfg.Seed, cfg.DataDir = bin, 16, t.TempDir()
-	cfg.ProviderAPI = dialect.Stripe
-	cfg.Checkouts, cfg.WorkerKills, cfg.ServerRestarts = 100, 2, 0
-	cfg.ModeSwitches, cfg.LateRetries = 8, 10
-	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
-	sum, err := chaos.Run(ctx, cfg)
-	require.NoError(t, err)
-	t.Logf("chaos run summary:\n%s", sum)
+	cfg, sum := runChaos(t, 6*time.Minute, func(cfg *chaos.Config) {
+		cfg.Seed, cfg.ProviderAPI = 16, dialect.Stripe
+		cfg.Checkouts, cfg.WorkerKills, cfg.ServerRestarts = 100, 2, 0
+		cfg.ModeSwitches, cfg.LateRetries = 8, 10
+	})
 
 	requireEveryPromiseKept(t, sum)
 	require.Equal(t, 100, sum.Checkouts)
