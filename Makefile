@@ -13,13 +13,13 @@ dev:
 .PHONY: cluster
 ## cluster: run the production shape from real parts, each its own process (PostgreSQL, Temporal server and Web UI, 2 workers, 2 APIs, fake provider)
 cluster:
-	$(GO) run ./deploy/cluster
+	$(GO) run ./dev/cmd/cluster
 
 # Packages that link the embedded Temporal server. The race detector makes
 # the server several times slower to build and run, so `make test` runs
 # their tests without it; `make check` runs everything with it.
-SERVER_PKGS := ./cmd/worker/... ./tests/... ./temporalserver/... ./stack/... ./dev/... ./bench/... ./chaos/... ./workflows/internal/...
-SERVER_DIRS := -e /cmd/worker -e /tests -e /temporalserver -e /stack -e /dev -e /bench -e /chaos -e /workflows/internal
+SERVER_PKGS := ./cmd/worker ./tests ./dev ./dev/stack ./dev/temporalserver ./verify/chaos ./verify/cmd/...
+SERVER_DIRS := -e '/cmd/worker$$' -e '/tests$$' -e '/dev$$' -e /dev/stack -e /dev/temporalserver -e /verify/chaos -e /verify/cmd/
 
 ## test: start PostgreSQL (Debian package, loopback) and run every test; the race detector covers all but the server-backed packages
 test:
@@ -49,7 +49,7 @@ workflowcheck:
 
 ## bench: the hot pure functions, with allocation counts
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./fakeprovider/... ./provider/... ./codec/... ./bench/...
+	$(GO) test -run '^$$' -bench . -benchmem . ./fakeprovider/... ./provider/... ./internal/codec/... ./verify/cmd/bench/...
 
 ## bench-stack: the whole stack under load against its references (about 5 minutes; BENCH_FLAGS=--quick for 2)
 bench-stack:
@@ -61,8 +61,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMoney_RoundTrips$$' -fuzztime $(FUZZTIME) .
 	$(GO) test -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME) ./fakeprovider
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCharge$$' -fuzztime $(FUZZTIME) ./fakeprovider
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSignatures$$' -fuzztime $(FUZZTIME) ./webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSignatures$$' -fuzztime $(FUZZTIME) ./internal/webhook
 
 ## soak: a long fault-injection run (2000 checkouts, 10 worker kills, 3 Temporal restarts); exits 1 on any broken promise
 soak:
-	$(GO) run ./chaos/cmd/chaos --checkouts 2000 --worker-kills 10 --server-restarts 3
+	$(GO) run ./verify/cmd/chaos --checkouts 2000 --worker-kills 10 --server-restarts 3

@@ -22,8 +22,8 @@ import (
 	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/activities/activitiestest"
-	"chargeonce/alert"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/alert"
 	"chargeonce/provider"
 )
 

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"chargeonce"
-	"chargeonce/alert"
-	"chargeonce/settlement"
+	"chargeonce/internal/alert"
+	"chargeonce/provider/settlement"
 	"chargeonce/store"
 )
 

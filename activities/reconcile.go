@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"chargeonce"
-	"chargeonce/alert"
+	"chargeonce/internal/alert"
 	"chargeonce/provider"
 	"chargeonce/store"
 )

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"chargeonce"
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 	"chargeonce/store"
 )
 

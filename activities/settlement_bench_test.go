@@ -25,7 +25,7 @@ import (
 
 	"chargeonce/activities"
 	"chargeonce/internal/pgdb"
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 	"chargeonce/store"
 )
 

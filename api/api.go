@@ -20,9 +20,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"chargeonce/checkout"
-	"chargeonce/metrics"
+	"chargeonce/internal/metrics"
+	"chargeonce/internal/webhook"
 	"chargeonce/store"
-	"chargeonce/webhook"
 )
 
 // WebhookPath is where the API receives the provider's events.

@@ -19,8 +19,8 @@ import (
 
 	"chargeonce/api"
 	"chargeonce/checkout"
+	"chargeonce/internal/webhook"
 	"chargeonce/store"
-	"chargeonce/webhook"
 	"chargeonce/workflows"
 )
 

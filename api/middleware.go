@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"chargeonce/alert"
+	"chargeonce/internal/alert"
 )
 
 // statusRecorder remembers the status of a response for the request log and

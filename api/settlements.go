@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"chargeonce"
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"chargeonce/checkout"
-	"chargeonce/webhook"
+	"chargeonce/internal/webhook"
 )
 
 // The event types of the provider contract.

@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"chargeonce"
+	"chargeonce/internal/webhook"
 	"chargeonce/store"
-	"chargeonce/webhook"
 	"chargeonce/workflows"
 )
 

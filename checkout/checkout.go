@@ -33,7 +33,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"chargeonce"
-	"chargeonce/alert"
+	"chargeonce/internal/alert"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )

@@ -4,7 +4,7 @@
 # update-schema applies only the versions not applied yet.
 #
 # docker-compose.yml runs it in the admin-tools image; the local cluster
-# (go run ./deploy/cluster) runs it with its own PostgreSQL address and the
+# (go run ./dev/cmd/cluster) runs it with its own PostgreSQL address and the
 # schema directory of the server module.
 set -eu
 seeds=${POSTGRES_SEEDS:-postgresql}

@@ -17,12 +17,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"chargeonce/dev/stack"
+	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/envflag"
 	"chargeonce/provider/dialect"
-	"chargeonce/stack"
-	"chargeonce/temporalserver"
 	"chargeonce/worker"
 )
 

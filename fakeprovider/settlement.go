@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"chargeonce"
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 )
 
 // FeeRule is the provider's fee on each charge: a percentage, in basis

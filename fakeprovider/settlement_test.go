@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 )
 
 // reportDay is the test clock's date.

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"chargeonce/webhook"
+	"chargeonce/internal/webhook"
 )
 
 // The event types the provider sends.

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
-	"chargeonce/chaos"
+	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
-	"chargeonce/invariant"
-	"chargeonce/stack"
+	"chargeonce/verify/chaos"
+	"chargeonce/verify/invariant"
 )
 
 // testLog writes each log line to the test's log.

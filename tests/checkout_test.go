@@ -19,10 +19,10 @@ import (
 
 	"chargeonce"
 	"chargeonce/checkout"
+	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
-	"chargeonce/stack"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )

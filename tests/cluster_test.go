@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/chaos"
-	"chargeonce/cluster"
+	"chargeonce/dev/cluster"
+	"chargeonce/verify/chaos"
 )
 
 // The production shape from real parts (package cluster), under real

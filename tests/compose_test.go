@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/mod/modfile"
 
-	"chargeonce/cluster"
+	"chargeonce/dev/cluster"
 )
 
 // composeFile is the part of docker-compose.yml the checks below read.
@@ -155,7 +155,7 @@ func repoRoot(t *testing.T) string {
 	return dir
 }
 
-// The local cluster (go run ./deploy/cluster) runs what docker-compose.yml
+// The local cluster (go run ./dev/cmd/cluster) runs what docker-compose.yml
 // declares, so that what runs here is what users deploy: the same services
 // and replicas, the same versions, the same commands, and the same
 // environment variables with the same values, apart from where each part

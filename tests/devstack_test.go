@@ -26,10 +26,10 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
-	"chargeonce/codec"
+	"chargeonce/dev/stack"
+	"chargeonce/dev/temporalserver"
+	"chargeonce/internal/codec"
 	"chargeonce/internal/syncbuf"
-	"chargeonce/stack"
-	"chargeonce/temporalserver"
 	"chargeonce/workflows"
 )
 

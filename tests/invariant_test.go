@@ -18,8 +18,8 @@ import (
 
 	"chargeonce"
 	"chargeonce/fakeprovider"
-	"chargeonce/invariant"
 	"chargeonce/store"
+	"chargeonce/verify/invariant"
 )
 
 // checkInterval is the reconciliation interval the checker allows past an

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"chargeonce"
+	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
-	"chargeonce/temporalserver"
 	"chargeonce/workflows"
 )
 

@@ -16,11 +16,11 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/syncbuf"
-	"chargeonce/invariant"
 	"chargeonce/store"
-	"chargeonce/temporalserver"
+	"chargeonce/verify/invariant"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )

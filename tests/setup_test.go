@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/temporalserver"
+	"chargeonce/dev/temporalserver"
 )
 
 // The worker and the API check the namespace's search attributes at start:

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/chaos"
 	"chargeonce/provider/dialect"
+	"chargeonce/verify/chaos"
 )
 
 // The fault-injection run with the workers speaking Stripe's dialect: worker

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/codec"
+	"chargeonce/dev/stack"
+	"chargeonce/internal/codec"
 	"chargeonce/provider/dialect"
-	"chargeonce/stack"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"chargeonce/metrics"
+	"chargeonce/internal/metrics"
 	"chargeonce/workflows"
 )
 

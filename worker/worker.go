@@ -29,9 +29,9 @@ import (
 	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/checkout"
-	"chargeonce/metrics"
+	"chargeonce/internal/metrics"
 	"chargeonce/provider"
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )

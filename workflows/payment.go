@@ -22,7 +22,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/activities"
-	"chargeonce/alert"
+	"chargeonce/internal/alert"
 )
 
 // The phases of a payment, as the status query reports them.

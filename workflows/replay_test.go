@@ -16,7 +16,7 @@ import (
 
 // The histories in testdata were recorded on a real Temporal server by
 //
-//	go run ./workflows/internal/recordhistories
+//	go run ./verify/cmd/recordhistories
 //
 // which runs each payment scenario against the fake provider and also writes
 // broken-*.json, a history the workflow can never have produced. Regenerate
@@ -41,7 +41,7 @@ func TestReplay_RecordedHistoriesReplay(t *testing.T) {
 			good = append(good, p)
 		}
 	}
-	require.GreaterOrEqual(t, len(good), 6, "recorded histories are missing; run go run ./workflows/internal/recordhistories")
+	require.GreaterOrEqual(t, len(good), 6, "recorded histories are missing; run go run ./verify/cmd/recordhistories")
 	for _, p := range good {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			require.NoError(t, replay(t, p))

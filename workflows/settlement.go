@@ -15,7 +15,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/activities"
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 )
 
 // DefaultSettlementGraceDays is how many days after its date a charge may

@@ -26,7 +26,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
-	"chargeonce/settlement"
+	"chargeonce/provider/settlement"
 	"chargeonce/store"
 )
 

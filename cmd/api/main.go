@@ -13,14 +13,14 @@ import (
 	"fmt"
 	"io"
 
-	"chargeonce/alert"
 	"chargeonce/api"
 	"chargeonce/checkout"
+	"chargeonce/internal/alert"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/envflag"
+	"chargeonce/internal/metrics"
 	"chargeonce/internal/serve"
-	"chargeonce/metrics"
-	"chargeonce/webhook"
+	"chargeonce/internal/webhook"
 )
 
 func main() {

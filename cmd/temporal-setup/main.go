@@ -25,7 +25,7 @@ import (
 
 	"chargeonce/internal/cli"
 	"chargeonce/internal/logging"
-	"chargeonce/temporalclient"
+	"chargeonce/internal/temporalclient"
 	"chargeonce/workflows"
 )
 

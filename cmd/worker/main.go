@@ -24,12 +24,12 @@ import (
 	"net/http"
 
 	"chargeonce"
-	"chargeonce/alert"
 	"chargeonce/checkout"
-	"chargeonce/codec"
+	"chargeonce/internal/alert"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/codec"
+	"chargeonce/internal/metrics"
 	"chargeonce/internal/serve"
-	"chargeonce/metrics"
 	"chargeonce/worker"
 	"chargeonce/workflows"
 )

@@ -16,14 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
-	"chargeonce/alert"
+	"chargeonce/dev/stack"
+	"chargeonce/dev/temporalserver"
+	"chargeonce/internal/alert"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/provider/stripe"
-	"chargeonce/stack"
 	"chargeonce/store"
-	"chargeonce/temporalserver"
 )
 
 func noEnv(string) string { return "" }

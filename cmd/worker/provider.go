@@ -12,8 +12,8 @@ import (
 	"chargeonce/internal/envflag"
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
+	"chargeonce/provider/settlement"
 	"chargeonce/provider/stripe"
-	"chargeonce/settlement"
 	"chargeonce/workflows"
 )
 

@@ -9,10 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"chargeonce/codec"
-	"chargeonce/metrics"
+	"chargeonce/internal/codec"
+	"chargeonce/internal/metrics"
+	"chargeonce/internal/temporalclient"
 	"chargeonce/store"
-	"chargeonce/temporalclient"
 	"chargeonce/workflows"
 )
 

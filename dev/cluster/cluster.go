@@ -1,0 +1,614 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"chargeonce/internal/temporalclient"
+	"chargeonce/internal/webhook"
+)
+
+// Layout is where a cluster keeps its files, under one data directory.
+type Layout struct {
+	// Dir is the data directory.
+	Dir string
+	// Repo is the module's root, where the binaries are built from and
+	// deploy/ is read.
+	Repo string
+	// ServerModule is the directory of the Temporal server module, whose
+	// schema/ the sql tool applies.
+	ServerModule string
+	// UIModule is the directory of the ui-server module, whose config/
+	// the Web UI reads.
+	UIModule string
+}
+
+// Bin is where the binaries are built.
+func (l Layout) Bin() string { return filepath.Join(l.Dir, "bin") }
+
+// Logs is where every process writes its log.
+func (l Layout) Logs() string { return filepath.Join(l.Dir, "logs") }
+
+// Postgres is PostgreSQL's data directory.
+func (l Layout) Postgres() string { return filepath.Join(l.Dir, "postgres") }
+
+// Schema is the server module's schema directory.
+func (l Layout) Schema() string { return filepath.Join(l.ServerModule, "schema") }
+
+// DynamicConfig is the Temporal server's dynamic configuration file.
+func (l Layout) DynamicConfig() string { return filepath.Join(l.Dir, "temporal-dynamicconfig.yaml") }
+
+// UI is the Web UI's root, holding its config/ directory.
+func (l Layout) UI() string { return filepath.Join(l.Dir, "ui") }
+
+// ProviderData is the fake provider's SQLite file.
+func (l Layout) ProviderData() string { return filepath.Join(l.Dir, "fakeprovider.db") }
+
+// WebhookSecretFile holds the secret of the provider's events, generated at
+// the first start.
+func (l Layout) WebhookSecretFile() string { return filepath.Join(l.Dir, "webhook.secret") }
+
+// CodecKeyFile holds the payload keyring, generated at the first start.
+func (l Layout) CodecKeyFile() string { return filepath.Join(l.Dir, "codec.key") }
+
+// Config says where a cluster keeps its data and which ports it uses.
+type Config struct {
+	// DataDir keeps PostgreSQL's data, the binaries, the logs and the
+	// payload key; a cluster started again on it finds its data.
+	DataDir string
+	// Ports are the loopback ports; zero means DefaultPorts.
+	Ports Ports
+	// Env adds variables to, or replaces them in, the environment of the
+	// named services, such as a chaos run's short payment timing for
+	// "worker".
+	Env map[string]map[string]string
+	// Logger tells the start's progress; nil discards.
+	Logger *slog.Logger
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	layout  Layout
+	ports   Ports
+	env     map[string]map[string]string
+	secrets Secrets
+	log     *slog.Logger
+	// procs are the long-running processes in start order.
+	procs  []*Process
+	byName map[string]*Process
+}
+
+// startTimeout bounds each wait for a part to become ready.
+const startTimeout = 3 * time.Minute
+
+// dynamicConfig pins what checkout relies on (Update-With-Start and eager
+// workflow start, on by default in this version) and lets the Web UI and
+// the checker poll visibility more than 10 times a second.
+const dynamicConfig = `frontend.enableUpdateWorkflowExecution:
+  - value: true
+system.enableEagerWorkflowStart:
+  - value: true
+frontend.namespaceRPS.visibility:
+  - value: 100
+`
+
+// Start builds the binaries, starts every part in order and waits until
+// each answers. On an error it stops what it started.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("cluster: a data directory is required")
+	}
+	if cfg.Ports == (Ports{}) {
+		cfg.Ports = DefaultPorts()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	layout, err := newLayout(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{layout: layout, ports: cfg.Ports, env: cfg.Env, log: cfg.Logger, byName: map[string]*Process{}}
+	for _, dir := range []string{layout.Bin(), layout.Logs(), filepath.Join(layout.UI(), "config")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	if c.secrets.CodecKeys, err = codecKeys(layout.CodecKeyFile()); err != nil {
+		return nil, err
+	}
+	hook, _, err := webhook.LoadOrCreateSecretFile(layout.WebhookSecretFile())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c.secrets.WebhookSecret = hook.String()
+	if err := c.build(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.writeConfigs(); err != nil {
+		return nil, err
+	}
+	if err := c.startParts(ctx); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = c.Stop(stopCtx)
+		return nil, err
+	}
+	return c, nil
+}
+
+// newLayout finds the module's root and the Temporal modules' directories.
+func newLayout(ctx context.Context, dataDir string) (Layout, error) {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return Layout{}, fmt.Errorf("cluster: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "chargeonce", "go.temporal.io/server", "github.com/temporalio/ui-server/v2").Output()
+	if err != nil {
+		return Layout{}, fmt.Errorf("cluster: find the modules (run it inside the chargeonce module): %w", err)
+	}
+	dirs := strings.Fields(string(out))
+	if len(dirs) != 3 {
+		return Layout{}, fmt.Errorf("cluster: go list gave %q", out)
+	}
+	return Layout{Dir: dir, Repo: dirs[0], ServerModule: dirs[1], UIModule: dirs[2]}, nil
+}
+
+// codecKeys reads the payload keyring of file, generating it at the first
+// start: payloads written by one start must be readable by the next.
+func codecKeys(file string) (string, error) {
+	if raw, err := os.ReadFile(file); err == nil {
+		return strings.TrimSpace(string(raw)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("cluster: payload key: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return "", fmt.Errorf("cluster: payload key: %w", err)
+	}
+	keys := "k1:" + base64.StdEncoding.EncodeToString(key)
+	if err := os.WriteFile(file, []byte(keys+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("cluster: payload key: %w", err)
+	}
+	return keys, nil
+}
+
+// build builds every binary into the data directory; the Go build cache
+// makes it quick after the first time.
+func (c *Cluster) build(ctx context.Context) error {
+	began := time.Now()
+	for _, part := range c.Parts() {
+		if part.Package == "" {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(c.layout.Bin(), part.Binary), part.Package)
+		cmd.Dir = c.layout.Repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("cluster: build %s: %w\n%s", part.Package, err, out)
+		}
+	}
+	c.log.Info("binaries built", "dir", c.layout.Bin(), "took", time.Since(began).Round(time.Second))
+	return nil
+}
+
+// writeConfigs writes the Temporal server's dynamic configuration and the
+// Web UI's configuration, which is the one its Docker image reads.
+func (c *Cluster) writeConfigs() error {
+	if err := os.WriteFile(c.layout.DynamicConfig(), []byte(dynamicConfig), 0o644); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	for _, name := range []string{"base.yaml", "docker.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(c.layout.UIModule, "config", name))
+		if err != nil {
+			return fmt.Errorf("cluster: Web UI configuration: %w", err)
+		}
+		if name == "docker.yaml" {
+			// The image binds every interface of its container; here the
+			// UI stays on loopback like every other part.
+			raw = append(raw, []byte("\nhost: "+Host+"\n")...)
+		}
+		if err := os.WriteFile(filepath.Join(c.layout.UI(), "config", name), raw, 0o644); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return nil
+}
+
+// Parts are the cluster's parts.
+func (c *Cluster) Parts() []Part { return Parts(c.ports, c.layout, c.secrets) }
+
+func (c *Cluster) startParts(ctx context.Context) error {
+	for _, part := range c.Parts() {
+		for i := range part.Replicas {
+			name := part.Service
+			if part.Replicas > 1 {
+				name += "-" + strconv.Itoa(i+1)
+			}
+			p, err := c.process(part, name, i)
+			if err != nil {
+				return err
+			}
+			if part.Job {
+				if err := c.runJob(ctx, p); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := p.Start(); err != nil {
+				return err
+			}
+			c.procs = append(c.procs, p)
+			c.byName[name] = p
+			if err := c.awaitReady(ctx, part, p, i); err != nil {
+				return err
+			}
+			c.log.Info("part started", "part", name, "log", p.Log)
+		}
+	}
+	return nil
+}
+
+// process prepares the process of replica i of part.
+func (c *Cluster) process(part Part, name string, i int) (*Process, error) {
+	env := replicaEnv(part, c.ports, i)
+	maps.Copy(env, c.env[part.Service])
+	logFile := filepath.Join(c.layout.Logs(), name+".log")
+	switch part.Service {
+	case "postgresql":
+		return c.postgresProcess(env, logFile)
+	}
+	// What compose runs inside its image, the cluster runs from the bin
+	// directory, and the files compose mounts at /deploy from the module.
+	argv := append(slices.Clone(part.Entrypoint), part.Command...)
+	for i, a := range argv {
+		if strings.HasPrefix(a, "/deploy/") {
+			argv[i] = filepath.Join(c.layout.Repo, a)
+		}
+	}
+	if len(part.Entrypoint) == 0 {
+		argv[0] = filepath.Join(c.layout.Bin(), argv[0])
+	}
+	p := newProcess(name, argv[0], argv[1:], env, logFile)
+	p.dir = c.layout.Dir
+	return p, nil
+}
+
+// jobTimeout bounds a job.
+const jobTimeout = 5 * time.Minute
+
+func (c *Cluster) runJob(ctx context.Context, p *Process) error {
+	if err := p.Start(); err != nil {
+		return err
+	}
+	// A stop asked for meanwhile ends the job too.
+	stop := context.AfterFunc(ctx, func() { _ = p.Stop(stopTimeout) })
+	defer stop()
+	if err := p.Wait(jobTimeout); err != nil {
+		_ = p.Kill()
+		return errors.Join(ctx.Err(), err)
+	}
+	c.log.Info("job done", "part", p.Name, "log", p.Log)
+	return ctx.Err()
+}
+
+// awaitReady waits until replica i of part answers.
+func (c *Cluster) awaitReady(ctx context.Context, part Part, p *Process, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	probe := func(probe func(context.Context) error) error {
+		return temporalclient.WaitFor(ctx, p.Name+" (log: "+p.Log+")", func(ctx context.Context) error {
+			if !p.Running() {
+				return fmt.Errorf("%s exited: %v", p.Name, p.Wait(0))
+			}
+			return probe(ctx)
+		})
+	}
+	switch part.Service {
+	case "postgresql":
+		return probe(func(ctx context.Context) error { return c.initPostgres(ctx) })
+	case "temporal":
+		return probe(c.temporalServes)
+	case "temporal-ui":
+		return probe(httpOK(httpURL(c.ports.UI) + "/healthz"))
+	case "fakeprovider":
+		return probe(httpOK(httpURL(c.ports.Provider) + "/_admin/mode"))
+	case "worker":
+		return probe(httpOK(httpURL(c.ports.Workers[i]) + "/healthz"))
+	case "api":
+		return probe(httpOK(httpURL(c.ports.APIs[i]) + "/healthz"))
+	}
+	return nil
+}
+
+func httpOK(target string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", target, resp.Status)
+		}
+		return nil
+	}
+}
+
+// postgresBin is the directory of Debian's PostgreSQL binaries.
+func postgresBin() (string, error) {
+	dir := filepath.Join("/usr/lib/postgresql", PostgresVersion, "bin")
+	if _, err := os.Stat(filepath.Join(dir, "postgres")); err != nil {
+		return "", fmt.Errorf("cluster: PostgreSQL %s is not installed (apt-get install postgresql-%s, or run .ci/postgres.sh): %w",
+			PostgresVersion, PostgresVersion, err)
+	}
+	return dir, nil
+}
+
+// postgresProcess initialises PostgreSQL's data directory at the first
+// start and returns the server's process. PostgreSQL refuses to run as
+// root, so as root it runs as Debian's postgres user.
+func (c *Cluster) postgresProcess(env map[string]string, logFile string) (*Process, error) {
+	bin, err := postgresBin()
+	if err != nil {
+		return nil, err
+	}
+	data := env["PGDATA"]
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: PostgreSQL runs as the postgres user: %w", err)
+		}
+		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := c.initdb(bin, data, env, cred); err != nil {
+			return nil, err
+		}
+	}
+	p := newProcess("postgresql", filepath.Join(bin, "postgres"), []string{
+		"-D", data, "-p", env["PGPORT"], "-c", "listen_addresses=" + Host, "-c", "unix_socket_directories=" + data,
+	}, nil, logFile)
+	// Fast shutdown: roll back open transactions and close connections.
+	p.stopSignal, p.cred = syscall.SIGINT, cred
+	return p, nil
+}
+
+func (c *Cluster) initdb(bin, data string, env map[string]string, cred *syscall.Credential) error {
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if cred != nil {
+		if err := reachable(filepath.Dir(data)); err != nil {
+			return err
+		}
+	}
+	pwfile := filepath.Join(data, "..", "postgres.pw")
+	if err := os.WriteFile(pwfile, []byte(env["POSTGRES_PASSWORD"]+"\n"), 0o600); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	defer os.Remove(pwfile)
+	if cred != nil {
+		for _, f := range []string{data, pwfile} {
+			if err := os.Chown(f, int(cred.Uid), int(cred.Gid)); err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+		}
+	}
+	cmd := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", env["POSTGRES_USER"], "--pwfile", pwfile,
+		"--auth-host=scram-sha-256", "--auth-local=peer", "-E", "UTF8")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(data)
+		return fmt.Errorf("cluster: initdb: %w\n%s", err, out)
+	}
+	c.log.Info("PostgreSQL initialised", "dir", data)
+	return nil
+}
+
+// reachable checks that another user can reach dir, as PostgreSQL's user
+// must reach its data directory; the cluster's own directory is opened up.
+func reachable(dir string) error {
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		if info.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("cluster: PostgreSQL runs as the postgres user, who cannot enter %s (mode %v); put the data directory elsewhere", d, info.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// initPostgres connects as the superuser, and runs deploy/postgres-init.sql
+// unless its role exists already: compose runs it once, when the volume
+// is created.
+func (c *Cluster) initPostgres(ctx context.Context) error {
+	admin := fmt.Sprintf("postgres://%s:%s@%s/postgres?sslmode=disable", temporalUser, temporalUser, addr(c.ports.Postgres))
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = 'chargeonce')").Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	raw, err := os.ReadFile(filepath.Join(c.layout.Repo, "deploy", "postgres-init.sql"))
+	if err != nil {
+		return err
+	}
+	// CREATE DATABASE cannot run in the transaction that one multi-statement
+	// query is, so each statement goes alone.
+	for _, stmt := range strings.Split(string(raw), ";") {
+		if sql := stripComments(stmt); sql != "" {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("deploy/postgres-init.sql: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func stripComments(stmt string) string {
+	var b bytes.Buffer
+	for _, line := range strings.Split(stmt, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// stopTimeout bounds the clean stop of one process.
+const stopTimeout = 30 * time.Second
+
+// Stop stops every process, the last started first, each cleanly unless
+// it overruns its time; the data stays for the next start.
+func (c *Cluster) Stop(ctx context.Context) error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		timeout := stopTimeout
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+			timeout = max(time.Until(d), time.Second)
+		}
+		if err := c.procs[i].Stop(timeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Process returns the process named like worker-1, api-2, temporal or
+// postgresql, or nil.
+func (c *Cluster) Process(name string) *Process { return c.byName[name] }
+
+// Processes are the long-running processes in start order.
+func (c *Cluster) Processes() []*Process { return c.procs }
+
+// Kill kills the named process with SIGKILL, as a crash does.
+func (c *Cluster) Kill(name string) error {
+	p := c.byName[name]
+	if p == nil {
+		return fmt.Errorf("cluster: no process %q", name)
+	}
+	return p.Kill()
+}
+
+// StopProcess stops the named process cleanly.
+func (c *Cluster) StopProcess(name string) error {
+	p := c.byName[name]
+	if p == nil {
+		return fmt.Errorf("cluster: no process %q", name)
+	}
+	return p.Stop(stopTimeout)
+}
+
+// StartAgain starts the named process, stopped or killed before, and waits
+// until it answers.
+func (c *Cluster) StartAgain(ctx context.Context, name string) error {
+	p := c.byName[name]
+	if p == nil {
+		return fmt.Errorf("cluster: no process %q", name)
+	}
+	if err := p.Start(); err != nil {
+		return err
+	}
+	for _, part := range c.Parts() {
+		for i := range part.Replicas {
+			if part.Service == name || part.Service+"-"+strconv.Itoa(i+1) == name {
+				return c.awaitReady(ctx, part, p, i)
+			}
+		}
+	}
+	return nil
+}
+
+// temporalServes probes the frontend's HTTP API, which answers once the
+// server's services have joined and the namespace is loaded; before the
+// first setup the namespace may be missing, which is an answer too.
+func (c *Cluster) temporalServes(ctx context.Context) error {
+	target := httpURL(c.ports.TemporalInternal[0]) + "/api/v1/namespaces/default"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
+		return fmt.Errorf("GET %s: %s", target, resp.Status)
+	}
+	return nil
+}
+
+// Layout is where the cluster keeps its files.
+func (c *Cluster) Layout() Layout { return c.layout }
+
+// Ports are the cluster's ports.
+func (c *Cluster) Ports() Ports { return c.ports }
+
+// CodecKeys is the payload keyring of the workers and the APIs.
+func (c *Cluster) CodecKeys() string { return c.secrets.CodecKeys }
+
+// WebhookSecret is the secret that signs the fake provider's events.
+func (c *Cluster) WebhookSecret() string { return c.secrets.WebhookSecret }
+
+// APIURLs are the base URLs of the checkout APIs.
+func (c *Cluster) APIURLs() []string {
+	return []string{httpURL(c.ports.APIs[0]), httpURL(c.ports.APIs[1])}
+}
+
+// WorkerURLs are the base URLs of the workers' /healthz, /metrics and codec.
+func (c *Cluster) WorkerURLs() []string {
+	return []string{httpURL(c.ports.Workers[0]), httpURL(c.ports.Workers[1])}
+}
+
+// ProviderURL is the fake provider's base URL.
+func (c *Cluster) ProviderURL() string { return httpURL(c.ports.Provider) }
+
+// UIURL is the Temporal Web UI's base URL.
+func (c *Cluster) UIURL() string { return httpURL(c.ports.UI) }
+
+// TemporalAddress is the Temporal frontend's host:port.
+func (c *Cluster) TemporalAddress() string { return addr(c.ports.Temporal) }
+
+// DatabaseURL is the merchant database.
+func (c *Cluster) DatabaseURL() string { return fmt.Sprintf(appURLFormat, addr(c.ports.Postgres)) }

@@ -1,0 +1,541 @@
+// Package stack runs the whole chargeonce system in one process: an embedded
+// Temporal server with its Web UI, the fake card provider, the payment
+// worker, and the checkout API, on SQLite files under one data directory.
+// The merchant database may instead be PostgreSQL (Config.DatabaseURL).
+//
+// It is what `go run ./dev` starts, and what the end-to-end tests start, so
+// that the tests exercise the program a newcomer runs.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"chargeonce/api"
+	"chargeonce/checkout"
+	"chargeonce/dev/temporalserver"
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/alert"
+	"chargeonce/internal/codec"
+	"chargeonce/internal/metrics"
+	"chargeonce/internal/serve"
+	"chargeonce/internal/temporalclient"
+	"chargeonce/internal/webhook"
+	"chargeonce/provider/dialect"
+	"chargeonce/provider/settlement"
+	"chargeonce/store"
+	"chargeonce/worker"
+	"chargeonce/workflows"
+)
+
+// Files under the data directory.
+const (
+	AppDBFile    = "chargeonce.db"
+	CodecKeyFile = "codec.key"
+	// ProviderDBFile is where dev keeps the fake provider's state, through
+	// Config.Provider.DataFile.
+	ProviderDBFile = "fakeprovider.db"
+	// WebhookSecretFile keeps the secret that signs the fake provider's
+	// events to the API, generated on first start.
+	WebhookSecretFile = "webhook.secret"
+)
+
+// Config configures the stack. Ports of 0 take a free port.
+type Config struct {
+	// DatabaseURL is the merchant database's DSN, as store.Open takes it.
+	// Empty means the SQLite file AppDBFile in the data directory.
+	DatabaseURL string
+	// DataDir holds the SQLite files and the payload key. Empty means a
+	// temporary directory, removed on Close, and an in-memory Temporal.
+	DataDir string
+	// Host is the interface every part listens on.
+	Host string
+	// TemporalPort is the frontend's gRPC port (7233 for the official CLI).
+	TemporalPort int
+	// UIPort serves the Temporal Web UI.
+	UIPort int
+	// ProviderPort serves the fake provider.
+	ProviderPort int
+	// APIPort serves the checkout API.
+	APIPort int
+	// Timing is the payment timing of the stack's worker, which publishes it
+	// in the merchant database for every checkout; zero fields take the
+	// defaults. With ExternalWorkers it must be zero: the worker processes
+	// own and publish the timing.
+	Timing workflows.Timing
+	// ReplaceTiming makes the stack's worker replace a different timing
+	// published earlier on the same database, instead of refusing to start.
+	ReplaceTiming bool
+	// CheckoutBudget is how long a checkout waits; zero means the default.
+	CheckoutBudget time.Duration
+	// Provider configures the fake provider (chaos mode, retention,
+	// webhook chaos).
+	Provider fakeprovider.Config
+	// ProviderAPI is the dialect the worker speaks to the fake provider,
+	// dialect.IETF or dialect.Stripe; empty means IETF.
+	ProviderAPI string
+	// ProviderEvents makes the fake provider post its events to the API's
+	// api.WebhookPath, signed with the secret of WebhookSecretFile, which the
+	// API verifies. Without it, only lookups and customer retries settle
+	// an unknown outcome.
+	ProviderEvents bool
+	// SweepEvery is the outbox sweep's period; zero means the default.
+	SweepEvery time.Duration
+	// ExternalWorkers leaves the payment worker, and with it the outbox
+	// sweep, to separate worker processes, so that a fault-injection run can
+	// kill them without killing the stack.
+	ExternalWorkers bool
+	// WorkerOptions tune the payment worker's Temporal worker (pollers,
+	// concurrency); the zero value is the SDK's defaults.
+	WorkerOptions sdkworker.Options
+	// CodecKeys is the payload keyring; empty means a key file in DataDir,
+	// generated on first start.
+	CodecKeys string
+	// Logger receives the logs of every part.
+	Logger *slog.Logger
+}
+
+// Flag names that move each port; a busy port's error names them.
+const (
+	FlagTemporalPort = "temporal-port"
+	FlagUIPort       = "ui-port"
+	FlagProviderPort = "provider-port"
+	FlagAPIPort      = "api-port"
+)
+
+// Stack is a running local stack. Close it once.
+type Stack struct {
+	cfg        Config
+	tempDir    string
+	keyCreated bool
+	// secretCreated reports that Start generated the webhook secret file.
+	secretCreated bool
+	provider      *fakeprovider.Provider
+	providerS     *serve.Server
+	// mu guards temporal, which RestartTemporal replaces.
+	mu       sync.Mutex
+	temporal *temporalserver.Server
+	client   client.Client
+	store    store.Store
+	checkout *checkout.Service
+	worker   *worker.Worker
+	apiS     *serve.Server
+	closers  []func(context.Context) error
+}
+
+// Start starts every part, in dependency order. On error, the parts already
+// started are stopped again.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	if cfg.Logger == nil {
+		return nil, errors.New("stack: a logger is required")
+	}
+	if cfg.ExternalWorkers && (cfg.Timing != (workflows.Timing{}) || cfg.ReplaceTiming) {
+		return nil, errors.New("stack: Timing and ReplaceTiming configure the stack's own worker; with ExternalWorkers the worker processes publish their timing")
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	s := &Stack{cfg: cfg}
+	if err := s.start(ctx); err != nil {
+		_ = s.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) start(ctx context.Context) error {
+	// One registry serves the whole stack, and it counts the alerts that
+	// any part logs.
+	reg := metrics.NewRegistry()
+	logger, err := alert.Counting(s.cfg.Logger, reg)
+	if err != nil {
+		return err
+	}
+	s.cfg.Logger = logger
+	cfg := s.cfg
+	if err := s.prepareDataDir(); err != nil {
+		return err
+	}
+
+	// Take the HTTP ports first, so that a busy port is reported before
+	// anything slow starts.
+	providerLn, err := s.listen(cfg.ProviderPort, FlagProviderPort)
+	if err != nil {
+		return err
+	}
+	apiLn, err := s.listen(cfg.APIPort, FlagAPIPort)
+	if err != nil {
+		return err
+	}
+	apiURL := "http://" + apiLn.Addr().String()
+
+	keyring, err := s.keyring()
+	if err != nil {
+		return err
+	}
+	secret, created, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	s.secretCreated = created
+	if err := s.startProvider(providerLn, apiURL+api.WebhookPath, secret); err != nil {
+		return err
+	}
+	if err := s.startTemporal(ctx, apiURL+codecPath); err != nil {
+		return err
+	}
+	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
+
+	sdkMetrics, err := metrics.TemporalHandler(reg, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	s.client, err = temporalclient.Dial(ctx,
+		temporalclient.Config{Address: s.TemporalAddress(), Namespace: temporalserver.DefaultNamespace},
+		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, func(context.Context) error { s.client.Close(); return nil })
+
+	if err := s.openStore(ctx, reg); err != nil {
+		return err
+	}
+	if err := s.startCheckout(); err != nil {
+		return err
+	}
+	if !cfg.ExternalWorkers {
+		if err := s.startWorker(ctx, reg); err != nil {
+			return err
+		}
+	}
+
+	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger, Temporal: s.client,
+		WebhookSecrets: []webhook.Secret{secret}, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	// The browser calls the codec from the UI's origin, under whichever
+	// name the user typed for the loopback address.
+	ui := s.UIURL()
+	origins := []string{ui, strings.Replace(ui, "//127.0.0.1:", "//localhost:", 1)}
+	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, origins...)))
+	mux.Handle("/", handler)
+	s.apiS = serve.Start(apiLn, mux)
+	s.closers = append(s.closers, s.apiS.Shutdown)
+	return nil
+}
+
+// codecPath is where the API server serves the payload codec for the Web UI.
+const codecPath = "/codec"
+
+func (s *Stack) prepareDataDir() error {
+	if s.cfg.DataDir != "" {
+		if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
+			return fmt.Errorf("stack: create data directory: %w", err)
+		}
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "chargeonce-")
+	if err != nil {
+		return fmt.Errorf("stack: create a temporary data directory: %w", err)
+	}
+	s.tempDir = dir
+	s.closers = append(s.closers, func(context.Context) error { return os.RemoveAll(dir) })
+	return nil
+}
+
+// dataDir is where the app database and the key live.
+func (s *Stack) dataDir() string {
+	if s.tempDir != "" {
+		return s.tempDir
+	}
+	return s.cfg.DataDir
+}
+
+// listen takes a port for a server that starts later. Until that server
+// owns the listener, Close releases it; closing it twice is harmless.
+func (s *Stack) listen(port int, flag string) (net.Listener, error) {
+	ln, err := serve.Listen(net.JoinHostPort(s.cfg.Host, strconv.Itoa(port)), flag)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func(context.Context) error {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	return ln, nil
+}
+
+func (s *Stack) keyring() (*codec.Keyring, error) {
+	if s.cfg.CodecKeys != "" {
+		return codec.ParseKeyring(s.cfg.CodecKeys)
+	}
+	k, created, err := codec.LoadOrCreateKeyFile(filepath.Join(s.dataDir(), CodecKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("stack: payload key: %w", err)
+	}
+	s.keyCreated = created
+	return k, nil
+}
+
+func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook.Secret) error {
+	cfg := s.cfg.Provider
+	if cfg.Logger == nil {
+		cfg.Logger = s.cfg.Logger.With("component", "fakeprovider")
+	}
+	if s.cfg.ProviderEvents {
+		cfg.Webhooks.URLs = []string{webhookURL}
+		cfg.Webhooks.Secrets = []string{secret.String()}
+	}
+	p, err := fakeprovider.New(cfg)
+	if err != nil {
+		return fmt.Errorf("stack: fake provider: %w", err)
+	}
+	s.provider = p
+	s.providerS = serve.Start(ln, p)
+	s.closers = append(s.closers, func(context.Context) error { return p.CloseDataFile() }, s.providerS.Shutdown, p.Close)
+	return nil
+}
+
+func (s *Stack) startTemporal(ctx context.Context, codecEndpoint string) error {
+	t, err := s.runTemporal(ctx, s.cfg.TemporalPort, s.cfg.UIPort, codecEndpoint)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.temporal = t
+	s.mu.Unlock()
+	return nil
+}
+
+// runTemporal starts the embedded Temporal server on the given ports.
+func (s *Stack) runTemporal(ctx context.Context, frontendPort, uiPort int, codecEndpoint string) (*temporalserver.Server, error) {
+	dbDir := s.cfg.DataDir // empty: in memory
+	t, err := temporalserver.Start(ctx, temporalserver.Config{
+		DataDir:          dbDir,
+		Host:             s.cfg.Host,
+		FrontendPort:     frontendPort,
+		UIPort:           uiPort,
+		Namespace:        temporalserver.DefaultNamespace,
+		CodecEndpoint:    codecEndpoint,
+		SearchAttributes: workflows.SearchAttributes(),
+		Logger:           s.cfg.Logger,
+	})
+	var busy *temporalserver.PortError
+	if errors.As(err, &busy) {
+		flag := FlagTemporalPort
+		if busy.Role == "ui" {
+			flag = FlagUIPort
+		}
+		return nil, fmt.Errorf("%w: stop what is using it, or choose another with --%s", err, flag)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stack: Temporal server: %w", err)
+	}
+	return t, nil
+}
+
+// RestartTemporal stops the embedded Temporal server and starts it again on
+// the same SQLite file and the same ports, as a crash and restart of the
+// Temporal service would. Clients, workers and the API reconnect by
+// themselves; workflows resume from the file. It needs a DataDir, because an
+// in-memory server would come back empty.
+func (s *Stack) RestartTemporal(ctx context.Context) error {
+	return s.RestartTemporalAfter(ctx, nil)
+}
+
+// RestartTemporalAfter is RestartTemporal that runs whileDown, when it is
+// not nil, while the server is stopped, so that a test can watch the stack
+// without Temporal. The server starts again whatever whileDown returns;
+// its error is returned then.
+func (s *Stack) RestartTemporalAfter(ctx context.Context, whileDown func(context.Context) error) error {
+	if s.cfg.DataDir == "" {
+		return errors.New("stack: restart Temporal: the server runs in memory; set DataDir to keep its state across a restart")
+	}
+	old := s.currentTemporal()
+	codecEndpoint := s.apiS.URL() + codecPath
+	_, port, err := net.SplitHostPort(old.FrontendAddress())
+	if err != nil {
+		return fmt.Errorf("stack: restart Temporal: frontend address: %w", err)
+	}
+	frontendPort, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("stack: restart Temporal: frontend port: %w", err)
+	}
+	uiPort := -1
+	if ui := old.UIAddress(); ui != "" {
+		u, err := url.Parse(ui)
+		if err != nil {
+			return fmt.Errorf("stack: restart Temporal: Web UI address: %w", err)
+		}
+		if uiPort, err = strconv.Atoi(u.Port()); err != nil {
+			return fmt.Errorf("stack: restart Temporal: Web UI port: %w", err)
+		}
+	}
+	if err := old.Stop(); err != nil {
+		return fmt.Errorf("stack: restart Temporal: stop: %w", err)
+	}
+	var downErr error
+	if whileDown != nil {
+		downErr = whileDown(ctx)
+	}
+	t, err := s.runTemporal(ctx, frontendPort, uiPort, codecEndpoint)
+	if err != nil {
+		return errors.Join(downErr, fmt.Errorf("stack: restart Temporal: %w", err))
+	}
+	s.mu.Lock()
+	s.temporal = t
+	s.mu.Unlock()
+	return downErr
+}
+
+func (s *Stack) currentTemporal() *temporalserver.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.temporal
+}
+
+func (s *Stack) openStore(ctx context.Context, reg prometheus.Registerer) error {
+	st, err := store.Open(ctx, s.DatabaseURL())
+	if err != nil {
+		return fmt.Errorf("stack: app database: %w", err)
+	}
+	s.store = st
+	s.closers = append(s.closers, func(context.Context) error { return st.Close() })
+	return metrics.RegisterOpenAttempts(reg, st, s.cfg.Logger)
+}
+
+func (s *Stack) startCheckout() error {
+	var err error
+	s.checkout, err = checkout.New(checkout.Config{
+		Store:    s.store,
+		Temporal: s.client,
+		Budget:   s.cfg.CheckoutBudget,
+		Logger:   s.cfg.Logger,
+	})
+	return err
+}
+
+func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) error {
+	var stripeKey string
+	if s.cfg.ProviderAPI == dialect.Stripe {
+		stripeKey = fakeprovider.StripeTestKey
+	}
+	// The fake's search reads its books at once: no lookup delay.
+	pc, err := dialect.New(dialect.Config{
+		API:          s.cfg.ProviderAPI,
+		BaseURL:      s.providerS.URL(),
+		HTTPClient:   &http.Client{Timeout: time.Minute},
+		StripeAPIKey: stripeKey,
+		Logger:       s.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("stack: provider client: %w", err)
+	}
+	w, err := worker.Start(ctx, worker.Deps{
+		Client:        s.client,
+		Namespace:     temporalserver.DefaultNamespace,
+		Provider:      pc,
+		Store:         s.store,
+		Checkout:      s.checkout,
+		Timing:        s.cfg.Timing.WithDefaults(),
+		ReplaceTiming: s.cfg.ReplaceTiming,
+		SweepEvery:    s.cfg.SweepEvery,
+		Registerer:    reg,
+		Options:       s.cfg.WorkerOptions,
+		Logger:        s.cfg.Logger,
+		// A report download is bounded by its activity's timeout.
+		Reports:             &settlement.Client{BaseURL: s.providerS.URL(), HTTP: &http.Client{}},
+		SettlementGraceDays: workflows.DefaultSettlementGraceDays,
+	})
+	if err != nil {
+		return err
+	}
+	s.worker = w
+	s.closers = append(s.closers, func(context.Context) error { w.Stop(); return nil })
+	return nil
+}
+
+// Close stops every part in the reverse order of starting. The API stops
+// first so no new checkout begins, Temporal and the databases last.
+func (s *Stack) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i](ctx))
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// APIURL is the checkout API's base URL.
+func (s *Stack) APIURL() string { return s.apiS.URL() }
+
+// ProviderURL is the fake provider's base URL.
+func (s *Stack) ProviderURL() string { return s.providerS.URL() }
+
+// TemporalAddress is the Temporal frontend's host:port.
+func (s *Stack) TemporalAddress() string { return s.currentTemporal().FrontendAddress() }
+
+// TemporalPersistence describes the embedded Temporal server's database and
+// its settings, for logs and benchmark reports.
+func (s *Stack) TemporalPersistence() string { return s.currentTemporal().PersistenceSettings() }
+
+// UIURL is the Temporal Web UI's base URL, empty when the UI is off.
+func (s *Stack) UIURL() string { return s.currentTemporal().UIAddress() }
+
+// DatabaseURL is the app database's DSN, which the worker processes of a
+// stack with ExternalWorkers open too: Config.DatabaseURL, or the SQLite
+// file in the data directory.
+func (s *Stack) DatabaseURL() string {
+	if s.cfg.DatabaseURL != "" {
+		return s.cfg.DatabaseURL
+	}
+	return "sqlite:" + filepath.Join(s.dataDir(), AppDBFile)
+}
+
+// KeyCreated reports whether Start generated the payload key file.
+func (s *Stack) KeyCreated() bool { return s.keyCreated }
+
+// KeyFile is the payload key file under the data directory.
+func (s *Stack) KeyFile() string { return filepath.Join(s.dataDir(), CodecKeyFile) }
+
+// WebhookURL is where the API receives the provider's events.
+func (s *Stack) WebhookURL() string { return s.APIURL() + api.WebhookPath }
+
+// WebhookSecretFile is the file under the data directory that keeps the
+// secret signing the provider's events.
+func (s *Stack) WebhookSecretFile() string { return filepath.Join(s.dataDir(), WebhookSecretFile) }
+
+// WebhookSecretCreated reports whether Start generated the webhook secret.
+func (s *Stack) WebhookSecretCreated() bool { return s.secretCreated }
+
+// Provider is the fake provider, for tests and demos.
+func (s *Stack) Provider() *fakeprovider.Provider { return s.provider }
+
+// Store is the app database.
+func (s *Stack) Store() store.Store { return s.store }
+
+// Client is a Temporal client with the stack's payload encryption.
+func (s *Stack) Client() client.Client { return s.client }
+
+// Checkout is the checkout service behind the API.
+func (s *Stack) Checkout() *checkout.Service { return s.checkout }

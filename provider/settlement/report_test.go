@@ -1,0 +1,120 @@
+package settlement_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/provider/settlement"
+)
+
+const header = "balance_transaction_id,created_utc,charge_id,merchant_reference,reporting_category,gross,fee,net,currency\n"
+
+func TestWriterReader_RoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := settlement.NewWriter(&buf)
+	require.NoError(t, err)
+	require.NoError(t, w.Write(settlement.Record{BalanceTransactionID: "txn_1", CreatedUTC: "2026-03-14T12:09:26Z", ChargeID: "ch_1",
+		MerchantReference: "bookstore-1001-a", ReportingCategory: "charge", Gross: "548.90", Fee: "16.22", Net: "532.68", Currency: "TRY"}))
+	require.NoError(t, w.Write(settlement.Record{BalanceTransactionID: "txn_2", CreatedUTC: "2026-03-14T13:00:00Z", ChargeID: "ch_1",
+		MerchantReference: "bookstore-1001-a", ReportingCategory: "refund", Gross: "-100.00", Fee: "0.00", Net: "-100.00", Currency: "TRY"}))
+	require.NoError(t, w.Flush())
+	require.True(t, strings.HasPrefix(buf.String(), header))
+
+	r, err := settlement.NewReader(&buf)
+	require.NoError(t, err)
+	first, err := r.Next()
+	require.NoError(t, err)
+	require.Equal(t, settlement.Line{No: 2, BalanceTransactionID: "txn_1", Created: time.Date(2026, 3, 14, 12, 9, 26, 0, time.UTC),
+		ChargeID: "ch_1", MerchantReference: "bookstore-1001-a", Category: "charge", Gross: 54890, Fee: 1622, Net: 53268, Currency: "TRY"}, first)
+	refund, err := r.Next()
+	require.NoError(t, err)
+	require.Equal(t, int64(-10000), refund.Gross)
+	_, err = r.Next()
+	require.ErrorIs(t, err, io.EOF)
+}
+
+func TestReader_MalformedLineIsReportedAndReadingGoesOn(t *testing.T) {
+	tests := []struct{ name, line, reason string }{
+		{"amount with a comma", `txn_1,2026-03-14T12:00:00Z,ch_1,r,charge,"548,90",0.00,548.90,TRY`, `gross: invalid amount: "548,90" is not a plain decimal number such as "548.90"`},
+		{"too many decimals", `txn_1,2026-03-14T12:00:00Z,ch_1,r,charge,1.234,0.00,1.23,TRY`, `gross: invalid amount: "1.234" has 3 decimals, but TRY allows 2`},
+		{"unknown currency", `txn_1,2026-03-14T12:00:00Z,ch_1,r,charge,1.00,0.00,1.00,ZZZ`, `currency: invalid currency: "ZZZ" is not an ISO 4217 currency`},
+		{"bad time", `txn_1,yesterday,ch_1,r,charge,1.00,0.00,1.00,TRY`, `created_utc "yesterday" is not an RFC 3339 time`},
+		{"no charge id", `txn_1,2026-03-14T12:00:00Z,,r,charge,1.00,0.00,1.00,TRY`, `charge_id is empty`},
+		{"net does not add up", `txn_1,2026-03-14T12:00:00Z,ch_1,r,charge,1.00,0.10,1.00,TRY`, `net 1.00 is not gross 1.00 less fee 0.10`},
+		{"missing column", `txn_1,2026-03-14T12:00:00Z,ch_1,r,charge,1.00,0.00,1.00`, `wrong number of fields`},
+		{"bare quote", `txn_1,2026-03-14T12:00:00Z,ch_1,r"x,charge,1.00,0.00,1.00,TRY`, `bare " in non-quoted-field`},
+	}
+	good := "txn_9,2026-03-14T12:00:00Z,ch_9,r9,charge,5.00,0.00,5.00,TRY\n"
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := settlement.NewReader(strings.NewReader(header + tt.line + "\n" + good))
+			require.NoError(t, err)
+			_, err = r.Next()
+			var malformed *settlement.MalformedError
+			require.ErrorAs(t, err, &malformed)
+			require.Equal(t, 2, malformed.Line)
+			require.Equal(t, tt.reason, malformed.Reason)
+			next, err := r.Next()
+			require.NoError(t, err)
+			require.Equal(t, "ch_9", next.ChargeID)
+			require.Equal(t, 3, next.No)
+		})
+	}
+}
+
+func TestReader_WrongHeaderRefusesTheReport(t *testing.T) {
+	for _, body := range []string{"", "id,amount\n", strings.TrimSuffix(header, ",currency\n") + "\n"} {
+		_, err := settlement.NewReader(strings.NewReader(body))
+		require.Error(t, err, "%q", body)
+	}
+}
+
+func TestParseDate_OnlyCalendarDates(t *testing.T) {
+	d, err := settlement.ParseDate("2026-03-14")
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC), d)
+	for _, bad := range []string{"2026-02-30", "2026-3-14", "14-03-2026", "2026-03-14T00:00:00Z", ""} {
+		_, err := settlement.ParseDate(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestClient_OpenStreamsTheReport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/settlements/2026-03-14":
+			require.Equal(t, "text/csv", r.Header.Get("Accept"))
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+			_, _ = io.WriteString(w, header+"txn_1,2026-03-14T12:00:00Z,ch_1,r,charge,5.00,0.00,5.00,TRY\n")
+		default:
+			http.Error(w, "no such report", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	c := &settlement.Client{BaseURL: srv.URL, HTTP: srv.Client()}
+
+	report, err := c.Open(context.Background(), "2026-03-14")
+	require.NoError(t, err)
+	defer report.Close()
+	line, err := report.Next()
+	require.NoError(t, err)
+	require.Equal(t, "ch_1", line.ChargeID)
+
+	_, err = c.Open(context.Background(), "2026-03-15")
+	var status *settlement.StatusError
+	require.True(t, errors.As(err, &status), "%v", err)
+	require.Equal(t, http.StatusNotFound, status.Status)
+	require.ErrorIs(t, err, settlement.ErrUnreadable)
+
+	_, err = c.Open(context.Background(), "March 14")
+	require.Error(t, err)
+}

@@ -1,0 +1,325 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"chargeonce/checkout"
+	"chargeonce/dev/cluster"
+	"chargeonce/dev/stack"
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/codec"
+	"chargeonce/internal/envflag"
+	"chargeonce/internal/temporalclient"
+	"chargeonce/internal/webhook"
+	"chargeonce/store"
+	"chargeonce/verify/invariant"
+)
+
+// FaultAPIKill is the kind of an API instance killed with SIGKILL while
+// checkouts run through it.
+const FaultAPIKill = "API SIGKILL"
+
+// External is a stack that runs outside the run, such as the local cluster
+// (package cluster): the run drives it through the URLs of its parts, and
+// injects real process faults through Processes.
+type External struct {
+	// APIURLs are the checkout APIs; customers spread over them.
+	APIURLs []string
+	// ProviderURL is the fake provider, whose admin API switches its mode,
+	// forgets keys and reports what it was asked.
+	ProviderURL string
+	// TemporalAddress and Namespace are where the checker reads the
+	// workflows.
+	TemporalAddress, Namespace string
+	// DatabaseURL is the merchant database the workers and the APIs use.
+	DatabaseURL string
+	// CodecKeys is their payload keyring.
+	CodecKeys string
+	// WebhookSecret is the secret the APIs verify the provider's events
+	// with, whsec_….
+	WebhookSecret string
+	// Processes kills and starts the stack's processes by name: worker-1,
+	// worker-2, api-1, api-2, temporal and postgresql.
+	Processes Processes
+	// Workers and APIs are how many of each run, named worker-1 … and
+	// api-1 ….
+	Workers, APIs int
+}
+
+// Processes controls the processes of an external stack.
+type Processes interface {
+	// Kill kills the named process with SIGKILL, as a crash does.
+	Kill(name string) error
+	// StopProcess stops the named process cleanly.
+	StopProcess(name string) error
+	// StartAgain starts the named process again and returns once it
+	// answers.
+	StartAgain(ctx context.Context, name string) error
+}
+
+// Env are the variables an external stack's services need for a run of
+// cfg, by service: the workers' payment timing, the APIs' checkout budget,
+// the provider's key retention and event retry schedule. The stack must
+// start with them.
+func Env(cfg Config) map[string]map[string]string {
+	cfg = cfg.withDefaults()
+	worker := map[string]string{
+		"CHARGEONCE_SWEEP_EVERY":      cfg.Timing.Interval.String(),
+		"CHARGEONCE_PROVIDER_TIMEOUT": "10s",
+	}
+	for _, f := range cfg.Timing.Fields() {
+		worker[envflag.Var("CHARGEONCE", f.Flag)] = f.Value.String()
+	}
+	return map[string]map[string]string{
+		"worker":       worker,
+		"api":          {"CHARGEONCE_CHECKOUT_BUDGET": cfg.CheckoutBudget.String()},
+		"fakeprovider": {"FAKEPROVIDER_RETENTION": cfg.Retention.String(), "FAKEPROVIDER_WEBHOOK_SCHEDULE": webhookSchedule.String()},
+	}
+}
+
+// externalStack is the target of a run on an External stack.
+type externalStack struct {
+	ext    External
+	store  store.Store
+	client client.Client
+	http   *http.Client
+	next   atomic.Uint64
+}
+
+// APIURL spreads the requests over the APIs, one after the other.
+func (e *externalStack) APIURL() string {
+	return e.ext.APIURLs[int(e.next.Add(1))%len(e.ext.APIURLs)]
+}
+
+func (e *externalStack) ProviderURL() string   { return e.ext.ProviderURL }
+func (e *externalStack) Store() store.Store    { return e.store }
+func (e *externalStack) Client() client.Client { return e.client }
+
+// RestartTemporal kills the Temporal server with SIGKILL and starts it
+// again on its database.
+func (e *externalStack) RestartTemporal(ctx context.Context) error {
+	if err := e.ext.Processes.Kill("temporal"); err != nil {
+		return err
+	}
+	return e.ext.Processes.StartAgain(ctx, "temporal")
+}
+
+func (e *externalStack) ExpireKeys(ctx context.Context, retention time.Duration) (int, error) {
+	body, err := json.Marshal(map[string]string{"older_than": retention.String()})
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.ext.ProviderURL+"/_admin/expire-keys", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("expire keys: %s", resp.Status)
+	}
+	var out struct {
+		Forgotten int `json:"forgotten"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out.Forgotten, err
+}
+
+func (e *externalStack) ProviderRequests(ctx context.Context) ([]fakeprovider.RequestRecord, error) {
+	ps, err := invariant.OverHTTP{BaseURL: e.ext.ProviderURL, Client: e.http}.ProviderState(ctx)
+	return ps.Requests, err
+}
+
+func (e *externalStack) ProviderWebhooks(ctx context.Context) (fakeprovider.WebhookState, error) {
+	var st fakeprovider.WebhookState
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ext.ProviderURL+"/_admin/webhooks", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("webhooks: %s", resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+func (e *externalStack) WebhookSecret() (webhook.Secret, error) {
+	return webhook.ParseSecret(e.ext.WebhookSecret)
+}
+
+// embeddedStack is the target of a run on the stack it starts itself.
+type embeddedStack struct{ *stack.Stack }
+
+func (s embeddedStack) ExpireKeys(_ context.Context, retention time.Duration) (int, error) {
+	return s.Provider().ExpireKeys(retention)
+}
+
+func (s embeddedStack) ProviderRequests(context.Context) ([]fakeprovider.RequestRecord, error) {
+	return s.Provider().Requests(), nil
+}
+
+func (s embeddedStack) ProviderWebhooks(context.Context) (fakeprovider.WebhookState, error) {
+	return s.Provider().Webhooks(), nil
+}
+
+func (s embeddedStack) WebhookSecret() (webhook.Secret, error) {
+	secret, _, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
+	return secret, err
+}
+
+// RunExternal runs the customers and the faults against an external stack
+// that was started with Env(cfg), and checks every invariant. The run's
+// worker kills, Temporal restarts, PostgreSQL restarts and API kills are
+// real process faults.
+func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error) {
+	// The stack's database is the run's: it is not created for the run.
+	cfg.DatabaseURL = ext.DatabaseURL
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.TemporalAddress == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" {
+		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, and its payload keys")
+	}
+	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
+		return Summary{}, errors.New("chaos: process faults on an external stack need its processes")
+	}
+	if (cfg.WorkerKills > 0 && ext.Workers < 1) || (cfg.APIKills > 0 && ext.APIs < 1) {
+		return Summary{}, errors.New("chaos: worker and API kills need the number of workers and APIs the external stack runs")
+	}
+	cfg = cfg.withDefaults()
+	began := time.Now()
+	keyring, err := codec.ParseKeyring(ext.CodecKeys)
+	if err != nil {
+		return Summary{}, err
+	}
+	st, err := store.Open(ctx, ext.DatabaseURL)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer st.Close()
+	tc, err := temporalclient.Dial(ctx, temporalclient.Config{Address: ext.TemporalAddress, Namespace: ext.Namespace},
+		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring)})
+	if err != nil {
+		return Summary{}, err
+	}
+	defer tc.Close()
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: tc})
+	if err != nil {
+		return Summary{}, err
+	}
+	if err := awaitPublishedTiming(ctx, svc, cfg.Timing); err != nil {
+		return Summary{}, err
+	}
+	lost, closeLost, err := lostStartCheckout(st)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeLost()
+	r := newRun(cfg, &externalStack{ext: ext, store: st, client: tc, http: &http.Client{Timeout: time.Minute}}, lost)
+	r.processes = ext.Processes
+	r.workerNames, r.apiNames = names("worker", ext.Workers), names("api", ext.APIs)
+	if err := r.execute(ctx); err != nil {
+		return Summary{}, err
+	}
+	return r.finish(ctx, began)
+}
+
+func names(service string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = service + "-" + strconv.Itoa(i+1)
+	}
+	return out
+}
+
+// restartProcess kills the named process, keeps it down for a moment, and
+// starts it again. While it is down, and for outageGrace after, an
+// answer that never came is the crash's: the customer asks again.
+func (r *run) restartProcess(ctx context.Context, name string) error {
+	r.mu.Lock()
+	r.outages = append(r.outages, outage{begin: time.Now()})
+	i := len(r.outages) - 1
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.outages[i].end = time.Now().Add(outageGrace)
+		r.mu.Unlock()
+	}()
+	if err := r.processes.Kill(name); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(restartPause):
+	case <-ctx.Done():
+		return nil
+	}
+	return r.processes.StartAgain(ctx, name)
+}
+
+// restartDatabase restarts the PostgreSQL server: through the external
+// stack's processes, or with the restart command.
+func (r *run) restartDatabase(ctx context.Context) error {
+	if r.processes == nil {
+		return r.runRestartCommand(ctx)
+	}
+	if err := r.processes.StopProcess("postgresql"); err != nil {
+		return err
+	}
+	return r.processes.StartAgain(ctx, "postgresql")
+}
+
+// ClusterNamespace is the namespace the cluster's parts use.
+const ClusterNamespace = "default"
+
+// RunOnCluster starts the local cluster (package cluster) in dataDir on
+// unused ports, with the run's timing, runs RunExternal against it with
+// every process fault, and stops it. It builds the cluster's binaries, so
+// it must be called from inside the module.
+func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, error) {
+	ports, err := cluster.FreePorts()
+	if err != nil {
+		return Summary{}, err
+	}
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: dataDir, Ports: ports, Env: Env(cfg), Logger: cfg.Logger})
+	if err != nil {
+		return Summary{}, err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := c.Stop(ctx); err != nil && cfg.Logger != nil {
+			cfg.Logger.Warn("cluster did not stop cleanly", "error", err)
+		}
+	}()
+	return RunExternal(ctx, cfg, External{
+		APIURLs:         c.APIURLs(),
+		ProviderURL:     c.ProviderURL(),
+		TemporalAddress: c.TemporalAddress(),
+		Namespace:       ClusterNamespace,
+		DatabaseURL:     c.DatabaseURL(),
+		CodecKeys:       c.CodecKeys(),
+		WebhookSecret:   c.WebhookSecret(),
+		Processes:       c,
+		Workers:         len(c.WorkerURLs()),
+		APIs:            len(c.APIURLs()),
+	})
+}

@@ -1,0 +1,110 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"chargeonce"
+	"chargeonce/fakeprovider"
+	"chargeonce/verify/invariant"
+)
+
+// finish settles the days of a run that began then, as the daily schedule
+// would, and summarizes it.
+func (r *run) finish(ctx context.Context, began time.Time) (Summary, error) {
+	dates, err := r.settleDays(ctx, began)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, err := r.summarize(ctx, dates)
+	sum.Wall = time.Since(began)
+	return sum, err
+}
+
+// summarize reads the end state and runs the checker, which also reads the
+// settlement of the days settled.
+func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) {
+	r.mu.Lock()
+	s := Summary{
+		Checkouts:        len(r.orders),
+		CheckoutRequests: r.requests,
+		Answers:          r.answers,
+		Behaviours:       r.behave,
+		Faults:           r.faults,
+		Unexpected:       r.unexpected,
+		Orders:           map[chargeonce.OrderStatus]int{},
+		Attempts:         map[chargeonce.AttemptStatus]int{},
+		EventTries:       map[string]int{},
+	}
+	ids := append([]int64(nil), r.orders...)
+	r.mu.Unlock()
+
+	provider := invariant.OverHTTP{BaseURL: r.stack.ProviderURL(), Client: &http.Client{Timeout: time.Minute}}
+	ps, err := provider.ProviderState(ctx)
+	if err != nil {
+		return s, err
+	}
+	for _, c := range ps.Charges {
+		if c.Status == fakeprovider.ChargeSucceeded {
+			s.ChargesSucceeded++
+		} else {
+			s.ChargesFailed++
+		}
+	}
+	s.ChargeRequests, s.LateRequests = chargeRequests(ps.Requests, r.cfg.Retention)
+	hooks, err := r.stack.ProviderWebhooks(ctx)
+	if err != nil {
+		return s, fmt.Errorf("chaos: the provider's webhooks: %w", err)
+	}
+	for _, d := range hooks.Deliveries {
+		s.EventTries[d.Outcome]++
+	}
+	for _, id := range ids {
+		o, attempts, err := r.stack.Store().GetOrder(ctx, id)
+		if err != nil {
+			return s, fmt.Errorf("chaos: order %d: %w", id, err)
+		}
+		s.Orders[o.Status]++
+		for _, a := range attempts {
+			s.Attempts[a.Status]++
+		}
+	}
+	s.Report, err = invariant.Check(ctx, invariant.Config{
+		Store:    r.stack.Store(),
+		Provider: provider,
+		Temporal: r.stack.Client(),
+		Interval: r.cfg.Timing.Interval,
+		// The settlement of the run's days: honest books give no exception.
+		SettlementDates: settled,
+	}, ids)
+	return s, err
+}
+
+// chargeRequests counts the charge requests, and those among them whose key
+// the provider had first seen at least retention earlier: a provider that
+// forgot the key would have charged again.
+func chargeRequests(records []fakeprovider.RequestRecord, retention time.Duration) (all, late int) {
+	first := map[string]time.Time{}
+	var sent []fakeprovider.RequestRecord
+	for _, rec := range records {
+		if !rec.IsCharge() {
+			continue
+		}
+		all++
+		if rec.Key == "" || rec.Fingerprint == "" {
+			continue
+		}
+		sent = append(sent, rec)
+		if seen, ok := first[rec.Key]; !ok || rec.Time.Before(seen) {
+			first[rec.Key] = rec.Time
+		}
+	}
+	for _, rec := range sent {
+		if rec.Time.Sub(first[rec.Key]) >= retention {
+			late++
+		}
+	}
+	return all, late
+}

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"chargeonce/dev/cluster"
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/codec"
+	"chargeonce/internal/temporalclient"
+	"chargeonce/store"
+	"chargeonce/verify/chaos"
+	"chargeonce/verify/invariant"
+)
+
+// clusterBench is a run on the local cluster (package cluster): checkouts
+// through its two API instances, beside the bare one-activity workflow on
+// its Temporal server, with two payment workers and then one.
+type clusterBench struct {
+	o        options
+	progress *slog.Logger
+	c        *cluster.Cluster
+	http     *http.Client
+	amount   string
+	bare     []*bareRunner
+	rep      *Report
+	next     atomic.Uint64
+	orders   []int64
+}
+
+func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Report, error) {
+	started := time.Now()
+	dir, err := os.MkdirTemp("", "chargeonce-bench-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ports, err := cluster.FreePorts()
+	if err != nil {
+		return nil, err
+	}
+	progress.Info("starting the cluster", "dir", dir)
+	// The workers publish the embedded run's timing; the provider keeps
+	// its keys well past it.
+	env := chaos.Env(chaos.Config{Timing: benchTiming(), Retention: fakeprovider.DefaultRetention})
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Ports: ports, Env: env, Logger: progress})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := c.Stop(ctx); err != nil {
+			progress.Warn("cluster did not stop cleanly", "error", err)
+		}
+	}()
+	keyring, err := codec.ParseKeyring(c.CodecKeys())
+	if err != nil {
+		return nil, err
+	}
+	tc, err := temporalclient.Dial(ctx, temporalclient.Config{Address: c.TemporalAddress(), Namespace: chaos.ClusterNamespace},
+		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer tc.Close()
+
+	b := &clusterBench{o: o, progress: progress, c: c, http: &http.Client{Timeout: opTimeout}, amount: "548.90"}
+	for range 2 {
+		r, err := startBare(tc, (&bench{o: o}).workerOptions(), o.eager)
+		if err != nil {
+			return nil, err
+		}
+		b.bare = append(b.bare, r)
+	}
+	defer func() {
+		for _, r := range b.bare {
+			if r != nil {
+				r.stop()
+			}
+		}
+	}()
+	cpuTime = b.cpuTime
+	b.rep = &Report{
+		Command:        "go run ./verify/cmd/bench " + strings.Join(os.Args[1:], " "),
+		Started:        started.UTC().Format(time.RFC3339),
+		GoVersion:      runtime.Version(),
+		CPUs:           runtime.NumCPU(),
+		Persistence:    "Temporal server " + serverVersion() + " as its own process on PostgreSQL " + cluster.PostgresVersion + " (local cluster)",
+		InvariantsHeld: true,
+		Setup: []string{
+			"checkout = POST /api/orders/{id}/checkout to the cluster's two API processes in turn (orders created beforehand); paid = 200",
+			"bare workflow = one workflow with one trivial activity, started with ExecuteWorkflow from this process and run by as many bare workers in this process as there are payment workers, on the same server",
+			"CPU = user+system CPU of every cluster process (PostgreSQL with its backends, Temporal, Web UI, provider, workers, APIs) and of this process, over the phase",
+			fmt.Sprintf("phases: %s each; %d CPUs shared by everything", o.phase, runtime.NumCPU()),
+		},
+	}
+	systems := []system{{"checkout", true, b.prepareCheckout}, {"bare workflow", false, b.prepareBare}}
+	// Warm connections and caches first.
+	for _, s := range systems {
+		run, err := s.prepare(ctx, 20, 0)
+		if err != nil {
+			return nil, err
+		}
+		if p := closedLoop(ctx, 4, 20, time.Minute, run); p.failed > 0 {
+			return nil, fmt.Errorf("warm-up of %s: %d of 20 failed: %w", s.name, p.failed, p.firstErr)
+		}
+	}
+	for _, workers := range []int{2, 1} {
+		if workers == 1 {
+			progress.Info("stopping worker-2 and one bare worker")
+			if err := c.StopProcess("worker-2"); err != nil {
+				return nil, err
+			}
+			b.bare[1].stop()
+			b.bare[1] = nil
+		}
+		if err := b.measure(ctx, systems, workers); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.check(ctx, tc); err != nil {
+		return nil, err
+	}
+	b.rep.Wall = time.Since(started).Round(time.Second).String()
+	return b.rep, nil
+}
+
+// measure runs the closed-loop phases at every concurrency, then the
+// provider-latency phase, with the given number of workers.
+func (b *clusterBench) measure(ctx context.Context, systems []system, workers int) error {
+	label := fmt.Sprintf("%d worker", workers)
+	if workers > 1 {
+		label += "s"
+	}
+	best := make([]float64, len(systems))
+	for _, conc := range concurrencies {
+		results := make([]phase, len(systems))
+		for si, s := range systems {
+			n := maxPool
+			if s.ordered {
+				n = poolSize(max(best[si], 50), conc, b.o.phase)
+			}
+			run, err := s.prepare(ctx, n, 0)
+			if err != nil {
+				return err
+			}
+			b.progress.Info("throughput", "system", s.name, "workers", workers, "concurrency", conc)
+			results[si] = closedLoop(ctx, conc, n, b.o.phase, run)
+			best[si] = max(best[si], results[si].throughput())
+		}
+		suffix := fmt.Sprintf(" c=%d, %s", conc, label)
+		b.rep.add(Row{Section: "throughput", Metric: "checkouts/s" + suffix, Unit: "ops/s",
+			Value: results[0].throughput(), Refs: refs(systems, results, phase.throughput), Note: failedNote(systems, results)})
+		b.rep.add(Row{Section: "cost", Metric: "CPU per op" + suffix, Unit: "ms",
+			Value: results[0].cpuPerOp(), Refs: refs(systems, results, phase.cpuPerOp), Note: "every cluster process and this one"})
+		for _, q := range []float64{0.5, 0.99} {
+			pct := func(p phase) float64 { return p.percentile(q) }
+			b.rep.add(Row{Section: "latency", Metric: fmt.Sprintf("p%.0f", q*100) + suffix, Unit: "ms",
+				Value: pct(results[0]), Refs: refs(systems, results, pct), Note: "closed loop"})
+		}
+	}
+	b.rep.target("throughput: checkout / bare workflow (best of c=1,8,64), "+label, best[0]/best[1], 0.8, true)
+
+	// The same arrival rate for both, with the provider (the bare
+	// activity) taking 50ms, as in the embedded run.
+	rate := 0.5 * best[0]
+	if err := b.setProviderDelay(ctx, providerDelay); err != nil {
+		return err
+	}
+	results := make([]phase, len(systems))
+	for si, s := range systems {
+		n := int(rate*b.o.phase.Seconds()) + 1
+		run, err := s.prepare(ctx, n, providerDelay)
+		if err != nil {
+			return err
+		}
+		results[si] = openLoop(ctx, rate, n, b.o.phase, run)
+	}
+	if err := b.setProviderDelay(ctx, 0); err != nil {
+		return err
+	}
+	overhead := func(p phase) float64 { return p.percentile(0.5) - ms(providerDelay) }
+	b.rep.add(Row{Section: "latency", Metric: "p50 overhead over provider 50ms, " + label, Unit: "ms",
+		Value: overhead(results[0]), Refs: refs(systems, results, overhead),
+		Note: fmt.Sprintf("open loop at %.0f/s for both%s", rate, failedNote(systems, results))})
+	b.rep.target("p50 overhead over provider: checkout / bare workflow, "+label, overhead(results[0])/overhead(results[1]), 1.5, false)
+	return nil
+}
+
+// prepareCheckout creates n orders through the APIs and returns the
+// operation that pays order i through one API or the other.
+func (b *clusterBench) prepareCheckout(ctx context.Context, n int, _ time.Duration) (op, error) {
+	ids := make([]int64, n)
+	for i := range ids {
+		var o struct {
+			ID int64 `json:"id"`
+		}
+		body := fmt.Sprintf(`{"amount": %q, "currency": "TRY", "description": "bench order"}`, b.amount)
+		if err := b.post(ctx, "/api/orders", body, http.StatusCreated, &o); err != nil {
+			return nil, fmt.Errorf("create order: %w", err)
+		}
+		ids[i] = o.ID
+	}
+	b.orders = append(b.orders, ids...)
+	return func(ctx context.Context, i int) error {
+		return b.post(ctx, "/api/orders/"+strconv.FormatInt(ids[i], 10)+"/checkout", `{"card_token": "`+cardToken+`"}`, http.StatusOK, nil)
+	}, nil
+}
+
+func (b *clusterBench) prepareBare(_ context.Context, _ int, delay time.Duration) (op, error) {
+	return func(ctx context.Context, _ int) error {
+		ctx, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		_, err := b.bare[0].run(ctx, delay)
+		return err
+	}, nil
+}
+
+// post sends body to the next API and decodes a want answer into out.
+func (b *clusterBench) post(ctx context.Context, path, body string, want int, out any) error {
+	apis := b.c.APIURLs()
+	base := apis[int(b.next.Add(1))%len(apis)]
+	return b.send(ctx, http.MethodPost, base+path, body, want, out)
+}
+
+func (b *clusterBench) send(ctx context.Context, method, target, body string, want int, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, target, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s answered %d: %s", method, target, resp.StatusCode, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func (b *clusterBench) setProviderDelay(ctx context.Context, delay time.Duration) error {
+	m := fakeprovider.Mode{Name: fakeprovider.ModeNormal}
+	if delay > 0 {
+		m = fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: delay}
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return b.send(ctx, http.MethodPut, b.c.ProviderURL()+"/_admin/mode", string(body), http.StatusOK, nil)
+}
+
+// check runs the invariant checker on every order of the run.
+func (b *clusterBench) check(ctx context.Context, tc client.Client) error {
+	st, err := store.Open(ctx, b.c.DatabaseURL())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := invariant.Check(ctx, invariant.Config{
+		Store:    st,
+		Provider: invariant.OverHTTP{BaseURL: b.c.ProviderURL(), Client: b.http},
+		Temporal: tc,
+		Interval: benchTiming().Interval,
+	}, b.orders)
+	if err != nil {
+		return err
+	}
+	b.rep.add(Row{Section: "invariants", Metric: "violations", Unit: "violations", Value: float64(len(rep.Violations)), Note: rep.String()})
+	b.rep.InvariantsHeld = rep.OK()
+	return nil
+}
+
+// cpuTime is the CPU time of every process of the cluster (each leads its
+// own process group, with its children) and of this one.
+func (b *clusterBench) cpuTime() time.Duration {
+	groups := map[int]bool{}
+	for _, p := range b.c.Processes() {
+		if pid := p.Pid(); pid > 0 {
+			groups[pid] = true
+		}
+	}
+	var ticks int64
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command, which is in parentheses and may
+		// hold spaces: state ppid pgrp … utime(14) stime(15) cutime cstime.
+		fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		if len(fields) < 15 {
+			continue
+		}
+		pgrp, _ := strconv.Atoi(fields[2])
+		if !groups[pgrp] && pid != os.Getpid() {
+			continue
+		}
+		for _, f := range fields[11:15] {
+			n, _ := strconv.ParseInt(f, 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// serverVersion is the Temporal server module's version this binary was
+// built with, which is go.mod's and the cluster's.
+func serverVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if d.Path == "go.temporal.io/server" {
+				return d.Version
+			}
+		}
+	}
+	return "(unknown version)"
+}
+
+// clockTicks is the kernel's USER_HZ, in which /proc reports CPU time; it is
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100

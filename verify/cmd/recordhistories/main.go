@@ -1,0 +1,329 @@
+// Command recordhistories records the histories that the replay tests of the
+// payment workflow run over. It starts an in-process Temporal server, runs
+// each scenario against the fake provider with short timings, and writes
+// every history as JSON to workflows/testdata, plus one deliberately broken
+// history that replay must refuse.
+//
+// Run it from the repository root after a change that is meant to alter the
+// workflow's commands (behind workflow.GetVersion), and check in the result:
+//
+//	go run ./verify/cmd/recordhistories
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"chargeonce"
+	"chargeonce/activities/activitiestest"
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/temporalclient"
+	"chargeonce/provider"
+	"chargeonce/workflows"
+)
+
+var amount = chargeonce.Money{Minor: 54890, Currency: "TRY"}
+
+// failing answers every charge with 503, which processes nothing; its
+// breaker never opens, so every retry reaches the provider.
+var failing = activitiestest.Options{
+	Fake:    fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}},
+	Breaker: provider.BreakerConfig{ConsecutiveFailures: 1000},
+}
+
+// dropping never answers a charge, so that its outcome is unknown; its
+// breaker never opens, so that a customer retry reaches the provider.
+var dropping = activitiestest.Options{
+	Fake:    fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}},
+	Breaker: provider.BreakerConfig{ConsecutiveFailures: 1000},
+}
+
+// breaking answers every charge with 503 behind a breaker that the first one
+// opens: every later request is held back.
+var breaking = activitiestest.Options{
+	Fake:    fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}},
+	Breaker: provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour},
+}
+
+// shortUnknown makes the charge phase give up within a second.
+var shortUnknown = workflows.Timing{
+	AttemptTimeout: 200 * time.Millisecond,
+	ChargeBudget:   time.Second,
+	RetryInterval:  200 * time.Millisecond,
+}
+
+// threeRequests sends at 0s, 1s and 2s, and then no more, since a fourth
+// would not end within the 3s budget. Its wait is a whole second because
+// the test server fires shorter timers late, past the budget.
+var threeRequests = workflows.Timing{
+	AttemptTimeout: 200 * time.Millisecond,
+	ChargeBudget:   3 * time.Second,
+	RetryInterval:  time.Second,
+}
+
+type scenario struct {
+	name  string
+	token string
+	// swept starts the workflow without the card token, as the outbox sweep
+	// does.
+	swept  bool
+	opts   activitiestest.Options
+	timing workflows.Timing
+	// during acts on the running payment, as a customer or the provider would.
+	during func(ctx context.Context, c client.Client, env *activitiestest.Env, intent chargeonce.PaymentIntent) error
+	want   chargeonce.AttemptStatus
+}
+
+func scenarios() []scenario {
+	reconciled := shortUnknown
+	reconciled.MinAge, reconciled.Interval, reconciled.AbandonAfter = 3*time.Second, time.Second, 10*time.Second
+	abandoned := workflows.Timing{
+		AttemptTimeout: 300 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 200 * time.Millisecond,
+		MinAge: 2 * time.Second, Interval: time.Second, AbandonAfter: 4 * time.Second,
+	}
+	retried := shortUnknown
+	retried.MinAge, retried.Interval, retried.AbandonAfter = 20*time.Second, 10*time.Second, time.Minute
+	return []scenario{
+		{name: "approved", token: "tok_visa", want: chargeonce.AttemptSucceeded},
+		{name: "declined", token: "tok_chargeDeclined", want: chargeonce.AttemptDeclined},
+		{
+			name: "slow-409-replay", token: "tok_visa", opts: activitiestest.SlowProvider(),
+			timing: workflows.Timing{AttemptTimeout: 500 * time.Millisecond, RetryInterval: 200 * time.Millisecond},
+			want:   chargeonce.AttemptSucceeded,
+		},
+		{
+			name: "unknown-reconciled", token: "tok_visa", opts: dropping, timing: reconciled,
+			during: func(ctx context.Context, c client.Client, env *activitiestest.Env, intent chargeonce.PaymentIntent) error {
+				if err := waitReconciling(ctx, c, intent.Key); err != nil {
+					return err
+				}
+				return env.ChargeBehindTheBack(ctx, intent)
+			},
+			want: chargeonce.AttemptSucceeded,
+		},
+		{
+			name: "drop-abandoned", token: "tok_visa", timing: abandoned,
+			opts: activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}},
+			want: chargeonce.AttemptAbandoned,
+		},
+		{
+			name: "customer-retry", token: "tok_visa", opts: dropping, timing: retried,
+			during: func(ctx context.Context, c client.Client, env *activitiestest.Env, intent chargeonce.PaymentIntent) error {
+				if err := waitReconciling(ctx, c, intent.Key); err != nil {
+					return err
+				}
+				if err := env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}); err != nil {
+					return err
+				}
+				h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+					WorkflowID:   workflows.WorkflowID(intent.Key),
+					UpdateName:   chargeonce.UpdateCharge,
+					Args:         []any{workflows.ChargeRequest{CardToken: intent.CardToken}},
+					WaitForStage: client.WorkflowUpdateStageCompleted,
+				})
+				if err != nil {
+					return err
+				}
+				var res workflows.PaymentResult
+				if err := h.Get(ctx, &res); err != nil {
+					return err
+				}
+				if res.Status != chargeonce.AttemptSucceeded {
+					return fmt.Errorf("customer retry: got %s, want %s", res.Status, chargeonce.AttemptSucceeded)
+				}
+				return nil
+			},
+			want: chargeonce.AttemptSucceeded,
+		},
+		{name: "provider-errors-not-processed", token: "tok_visa", opts: failing, timing: threeRequests, want: chargeonce.AttemptNotProcessed},
+		{name: "breaker-not-processed", token: "tok_visa", opts: breaking, timing: threeRequests, want: chargeonce.AttemptNotProcessed},
+		{name: "no-token-not-processed", token: "tok_visa", swept: true, want: chargeonce.AttemptNotProcessed},
+	}
+}
+
+func main() {
+	out := flag.String("out", filepath.Join("workflows", "testdata"), "directory the histories are written to")
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := record(ctx, *out, logger); err != nil {
+		logger.Error("recording histories failed", "error", err)
+		os.Exit(1)
+	}
+}
+
+func record(ctx context.Context, out string, logger *slog.Logger) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	sdkLogger := tlog.NewStructuredLogger(logger.With("component", "temporal-sdk"))
+	ts := temporaltest.NewServer(
+		temporaltest.WithBaseClientOptions(client.Options{Logger: sdkLogger}),
+		temporaltest.WithBaseWorkerOptions(worker.Options{}),
+	)
+	defer ts.Stop()
+	c := ts.GetDefaultClient()
+	if err := temporalclient.AddSearchAttributes(ctx, c, ts.GetDefaultNamespace(), workflows.SearchAttributes()); err != nil {
+		return err
+	}
+	for _, sc := range scenarios() {
+		logger.Info("recording", "scenario", sc.name)
+		if err := runScenario(ctx, ts, c, sc, out); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+	}
+	return breakHistory(filepath.Join(out, "approved.json"), filepath.Join(out, "broken-activity-type.json"))
+}
+
+func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Client, sc scenario, out string) (err error) {
+	dir, err := os.MkdirTemp("", "recordhistories-")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	env, err := activitiestest.Start(ctx, sc.opts, dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, env.Close(closeCtx))
+	}()
+	// One task queue per scenario, so that each runs on its own fake
+	// provider. The lookup queue's name is fixed in the workflow; the
+	// scenarios run one after another, each with its own lookup worker.
+	taskQueue := chargeonce.TaskQueue + "-" + sc.name
+	w := ts.NewWorker(taskQueue, func(r worker.Registry) { workflows.Register(r, env.Activities) })
+	defer w.Stop()
+	lw := ts.NewWorker(chargeonce.LookupTaskQueue, func(r worker.Registry) { workflows.RegisterLookups(r, env.Activities) })
+	defer lw.Stop()
+
+	intent, err := env.CreateIntent(ctx, sc.token, amount, time.Now())
+	if err != nil {
+		return err
+	}
+	if sc.swept {
+		intent.CardToken = ""
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    workflows.WorkflowID(intent.Key),
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// As the checkout starts it, so that the histories cover the
+		// production path.
+		TypedSearchAttributes: workflows.StartSearchAttributes(intent),
+	}, workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: sc.timing})
+	if err != nil {
+		return err
+	}
+	if sc.during != nil {
+		if err := sc.during(ctx, c, env, intent); err != nil {
+			return err
+		}
+	}
+	var res workflows.PaymentResult
+	if err := run.Get(ctx, &res); err != nil {
+		return err
+	}
+	if res.Status != sc.want {
+		return fmt.Errorf("payment ended %s (%s), want %s", res.Status, res.Message, sc.want)
+	}
+	history, err := fetchHistory(ctx, c, run.GetID(), run.GetRunID())
+	if err != nil {
+		return err
+	}
+	return writeHistory(filepath.Join(out, sc.name+".json"), history)
+}
+
+// waitReconciling waits until the payment has given up its charge phase.
+func waitReconciling(ctx context.Context, c client.Client, workflowID string) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		val, err := c.QueryWorkflow(ctx, workflowID, "", chargeonce.QueryStatus)
+		if err != nil {
+			return err
+		}
+		var st workflows.Status
+		if err := val.Get(&st); err != nil {
+			return err
+		}
+		if st.Phase != workflows.PhaseCharging {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for reconciliation: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func fetchHistory(ctx context.Context, c client.Client, workflowID, runID string) (*historypb.History, error) {
+	it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	history := &historypb.History{}
+	for it.HasNext() {
+		event, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		history.Events = append(history.Events, event)
+	}
+	return history, nil
+}
+
+// writeHistory writes the history in the JSON form the replayer reads,
+// indented by encoding/json rather than protojson, whose whitespace is
+// deliberately unstable: regenerated files then differ only where the
+// histories do.
+func writeHistory(path string, history *historypb.History) error {
+	b, err := protojson.Marshal(history)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	return os.WriteFile(path, out.Bytes(), 0o644)
+}
+
+// breakHistory writes a copy of a good history in which the first activity
+// scheduled is FindCharge instead of Charge: a history that the workflow code
+// can never have produced.
+func breakHistory(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	history := &historypb.History{}
+	if err := protojson.Unmarshal(b, history); err != nil {
+		return err
+	}
+	for _, event := range history.Events {
+		if attrs := event.GetActivityTaskScheduledEventAttributes(); attrs != nil && attrs.GetActivityType().GetName() == "Charge" {
+			attrs.ActivityType.Name = "FindCharge"
+			return writeHistory(to, history)
+		}
+	}
+	return fmt.Errorf("%s schedules no Charge activity", from)
+}
