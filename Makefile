@@ -4,7 +4,7 @@ GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 
-.PHONY: dev test test-race check fmt vet staticcheck workflowcheck bench bench-stack fuzz soak
+.PHONY: dev test test-race lint check fmt vet staticcheck workflowcheck bench bench-stack fuzz soak
 
 ## dev: run the whole stack in one process (embedded Temporal + Web UI, fake provider, worker, API)
 dev:
@@ -32,8 +32,11 @@ test-race:
 	@if [ -z "$$CHARGEONCE_TEST_POSTGRES_URL" ]; then export $$(sh .ci/postgres.sh | tail -n 1); fi; \
 	$(GO) test -race -timeout 60m ./...
 
-## check: formatting, vet, staticcheck, workflowcheck, then the tests
-check: fmt vet staticcheck workflowcheck test-race
+## lint: formatting, vet, staticcheck and workflowcheck (the determinism check of the workflow code); CI runs it before the tests
+lint: fmt vet staticcheck workflowcheck
+
+## check: lint, then every test with the race detector
+check: lint test-race
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

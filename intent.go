@@ -24,8 +24,8 @@ type PaymentIntent struct {
 	// CardToken is the provider's token for the card. It is kept in clear
 	// only inside encrypted workflow payloads; the database stores its hash.
 	// It is empty when the workflow was started by the outbox sweep, which
-	// has only the hash: such a workflow cannot send a charge until a
-	// customer retry brings the token in the charge update.
+	// has only the hash: such a workflow can send no charge, and settles
+	// its attempt not_processed at once.
 	CardToken string `json:"cardToken,omitempty"`
 	// CardHash is HashCardToken(CardToken), kept so that a token brought
 	// later can be checked against the card of this intent.

@@ -23,8 +23,9 @@ const sweepBatch = 100
 // that a checkout still trying to start its workflow is not raced. Each
 // workflow starts with the published timing, as a checkout's would. The
 // workflow is started without the card token, which only the customer has:
-// it waits for a customer retry to bring the token, or looks the charge up
-// at the provider and abandons the attempt at its deadline. A workflow that
+// with nothing it can send, it settles the attempt not_processed at once, so
+// that the order is payable again and the customer's next checkout starts a
+// new attempt. A workflow that
 // already runs or ran counts as started. Sweep returns how many attempts it
 // marked started, and the errors of the others joined.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
