@@ -51,23 +51,23 @@ func DefaultTiming() Timing {
 	}
 }
 
-// TimingField is one field of a Timing: its Go name, the flag that sets it,
-// what it means, and where its value lives.
+// TimingField is one field of a Timing: the flag that sets it, which also
+// names it in every message, what it means, and where its value lives.
 type TimingField struct {
-	Name, Flag, Usage string
-	Value             *time.Duration
+	Flag, Usage string
+	Value       *time.Duration
 }
 
 // Fields lists t's fields in a fixed order, pointing into t: the one list
 // that defaults, validation, messages and the command-line flags go through.
 func (t *Timing) Fields() []TimingField {
 	return []TimingField{
-		{"AttemptTimeout", "attempt-timeout", "how long one charge request may take", &t.AttemptTimeout},
-		{"ChargeBudget", "charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.ChargeBudget},
-		{"RetryInterval", "retry-interval", "pause between charge requests (a provider's Retry-After wins)", &t.RetryInterval},
-		{"MinAge", "reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
-		{"Interval", "reconcile-interval", "first gap between lookups of an unknown-outcome attempt; later gaps back off to 2, 4 and 8 times it", &t.Interval},
-		{"AbandonAfter", "abandon-after", "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention", &t.AbandonAfter},
+		{"attempt-timeout", "how long one charge request may take", &t.AttemptTimeout},
+		{"charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.ChargeBudget},
+		{"retry-interval", "pause between charge requests (a provider's Retry-After wins)", &t.RetryInterval},
+		{"reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
+		{"reconcile-interval", "first gap between lookups of an unknown-outcome attempt; later gaps back off to 2, 4 and 8 times it", &t.Interval},
+		{"abandon-after", "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention", &t.AbandonAfter},
 	}
 }
 
@@ -84,31 +84,32 @@ func (t Timing) WithDefaults() Timing {
 	return t
 }
 
-// Validate reports every problem that makes t unusable.
+// Validate reports every problem that makes t unusable, naming each field
+// by its flag, which is how the people who set a timing know it.
 func (t Timing) Validate() error {
 	var errs []error
 	for _, f := range t.Fields() {
 		if *f.Value <= 0 {
-			errs = append(errs, fmt.Errorf("timing: %s must be positive, got %s", f.Name, *f.Value))
+			errs = append(errs, fmt.Errorf("timing: --%s must be positive, got %s", f.Flag, *f.Value))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	if t.AttemptTimeout > t.ChargeBudget {
-		errs = append(errs, fmt.Errorf("timing: AttemptTimeout %s exceeds ChargeBudget %s, so not even one request fits the budget", t.AttemptTimeout, t.ChargeBudget))
+		errs = append(errs, fmt.Errorf("timing: --attempt-timeout %s exceeds --charge-budget %s, so not even one request fits the budget", t.AttemptTimeout, t.ChargeBudget))
 	}
 	if t.RetryInterval >= t.ChargeBudget {
-		errs = append(errs, fmt.Errorf("timing: RetryInterval %s must be shorter than ChargeBudget %s, or no retry fits the budget", t.RetryInterval, t.ChargeBudget))
+		errs = append(errs, fmt.Errorf("timing: --retry-interval %s must be shorter than --charge-budget %s, or no retry fits the budget", t.RetryInterval, t.ChargeBudget))
 	}
 	if t.ChargeBudget >= t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: ChargeBudget %s must be shorter than AbandonAfter %s, or an attempt could be abandoned while it is still being charged", t.ChargeBudget, t.AbandonAfter))
+		errs = append(errs, fmt.Errorf("timing: --charge-budget %s must be shorter than --abandon-after %s, or an attempt could be abandoned while it is still being charged", t.ChargeBudget, t.AbandonAfter))
 	}
 	if t.MinAge > t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: MinAge %s exceeds AbandonAfter %s, so the attempt would be abandoned before its first lookup", t.MinAge, t.AbandonAfter))
+		errs = append(errs, fmt.Errorf("timing: --reconcile-min-age %s exceeds --abandon-after %s, so the attempt would be abandoned before its first lookup", t.MinAge, t.AbandonAfter))
 	}
 	if t.ChargeBudget+t.MinAge > t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: ChargeBudget %s plus MinAge %s exceeds AbandonAfter %s, so even the first charge could still be processing when the attempt is abandoned", t.ChargeBudget, t.MinAge, t.AbandonAfter))
+		errs = append(errs, fmt.Errorf("timing: --charge-budget %s plus --reconcile-min-age %s exceeds --abandon-after %s, so even the first charge could still be processing when the attempt is abandoned", t.ChargeBudget, t.MinAge, t.AbandonAfter))
 	}
 	return errors.Join(errs...)
 }

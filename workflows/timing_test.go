@@ -25,15 +25,15 @@ func TestTiming_Validate(t *testing.T) {
 	}{
 		{"default", valid, nil},
 		{"zero and negative", with(func(t *workflows.Timing) { t.MinAge, t.Interval = 0, -time.Second }),
-			[]string{"MinAge must be positive, got 0s", "Interval must be positive, got -1s"}},
+			[]string{"--reconcile-min-age must be positive, got 0s", "--reconcile-interval must be positive, got -1s"}},
 		{"attempt longer than the budget", with(func(t *workflows.Timing) { t.AttemptTimeout = 11 * time.Second }),
-			[]string{"AttemptTimeout 11s exceeds ChargeBudget 10s"}},
+			[]string{"--attempt-timeout 11s exceeds --charge-budget 10s"}},
 		{"no room for a retry", with(func(t *workflows.Timing) { t.RetryInterval = 10 * time.Second }),
-			[]string{"RetryInterval 10s must be shorter than ChargeBudget 10s"}},
+			[]string{"--retry-interval 10s must be shorter than --charge-budget 10s"}},
 		{"abandoned while charging", with(func(t *workflows.Timing) { t.AbandonAfter = 10 * time.Second; t.MinAge = time.Second }),
-			[]string{"ChargeBudget 10s must be shorter than AbandonAfter 10s"}},
+			[]string{"--charge-budget 10s must be shorter than --abandon-after 10s"}},
 		{"abandoned before the first lookup", with(func(t *workflows.Timing) { t.MinAge = time.Hour }),
-			[]string{"MinAge 1h0m0s exceeds AbandonAfter 30m0s"}},
+			[]string{"--reconcile-min-age 1h0m0s exceeds --abandon-after 30m0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,8 +76,8 @@ func TestDecodeTiming_RefusesWhatIsNotAWholeValidTiming(t *testing.T) {
 		{"not JSON", `abandon-after 30m`, "timing: decode: invalid character"},
 		{"a field from a newer program", strings.Replace(string(valid), "{", `{"jitter":1,`, 1), `unknown field "jitter"`},
 		{"a missing field", `{"attemptTimeout":3000000000,"chargeBudget":10000000000,"retryInterval":1000000000,"minAge":120000000000,"interval":60000000000}`,
-			"AbandonAfter must be positive, got 0s"},
-		{"inconsistent", strings.Replace(string(valid), `"attemptTimeout":3000000000`, `"attemptTimeout":11000000000`, 1), "AttemptTimeout 11s exceeds ChargeBudget 10s"},
+			"--abandon-after must be positive, got 0s"},
+		{"inconsistent", strings.Replace(string(valid), `"attemptTimeout":3000000000`, `"attemptTimeout":11000000000`, 1), "--attempt-timeout 11s exceeds --charge-budget 10s"},
 		{"data after the timing", string(valid) + ` {}`, "data after the timing"},
 	}
 	for _, tt := range tests {
