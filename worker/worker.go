@@ -212,15 +212,17 @@ func CheckLimits(ctx context.Context, p provider.Port, t workflows.Timing) (prov
 // The first worker to start against a database publishes its timing. A
 // later worker with the same timing starts; one with another timing is
 // refused, with both timings in the error, because the workflows would not
-// run with the timing it checked against the provider. With replace (the
-// flag --replace-timing), t replaces the published timing instead, at once
+// run with the timing it checked against the provider. The same means equal
+// in every field this worker knows: a field that only a newer worker knows
+// is not compared, and the published document keeps it (see
+// workflows.TimingVersion). With replace (the flag --replace-timing), t replaces the published timing instead, at once
 // for every checkout in every process, since nobody caches it; attempts
 // already created keep their deadline and their workflow's timing. Of two
 // workers publishing different timings at once, the store lets one win and
 // the other is refused.
 func PublishTiming(ctx context.Context, st store.Store, t workflows.Timing, replace bool, log *slog.Logger) error {
 	if err := t.Validate(); err != nil {
-		return fmt.Errorf("worker: timing: %w", err)
+		return fmt.Errorf("worker: %w", err)
 	}
 	encoded, err := t.Encode()
 	if err != nil {

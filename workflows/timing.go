@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,34 +125,66 @@ func (t Timing) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// TimingVersion is the format version of the published timing: the one
+// Encode writes and the only one DecodeTiming reads. It is a major number.
+// Within a version, readers ignore the fields they do not know and take
+// DefaultTiming's value for a field that is missing, so a program may add a
+// field and keep the version as long as running with the field's default in
+// its place is safe: that is what every checkout an older API starts and
+// every workflow an older worker runs will do. A change that older programs
+// must not ignore (a field whose default is unsafe, a field removed or
+// renamed, a unit or meaning changed) takes the next version, which older
+// programs refuse rather than misread.
+const TimingVersion = 1
+
+// timingDocument is a Timing as the workers publish it: its fields beside
+// the format version.
+type timingDocument struct {
+	Version int `json:"version"`
+	Timing
+}
+
 // Encode is the form in which the workers publish their timing in the
-// merchant database: the JSON that the workflow input carries too.
+// merchant database: the Timing's JSON, as the workflow input carries it,
+// with a "version" member, TimingVersion, beside its fields.
 func (t Timing) Encode() ([]byte, error) {
-	b, err := json.Marshal(t)
+	b, err := json.Marshal(timingDocument{Version: TimingVersion, Timing: t})
 	if err != nil {
 		return nil, fmt.Errorf("timing: encode: %w", err)
 	}
 	return b, nil
 }
 
-// DecodeTiming reads what Encode wrote and validates it. A field it does not
-// know, say from a newer program, is an error rather than dropped: a timing
-// is only of use whole. Nor are missing fields defaulted, because what was
-// published is complete.
+// DecodeTiming reads a published timing and validates it, tolerantly within
+// TimingVersion (see there), so that a rolling deploy in either order keeps
+// checkouts running: a field from a newer program is ignored, and one that
+// an older program did not write takes DefaultTiming's value, the same
+// reading the payment workflow gives the Timing in its input. A document
+// without a version is version 1, as published before versions existed.
+// Any other version is an error: a newer program published a timing that
+// this one would misread.
 func DecodeTiming(b []byte) (Timing, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var t Timing
-	if err := dec.Decode(&t); err != nil {
+	var head *struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
 		return Timing{}, fmt.Errorf("timing: decode: %w", err)
 	}
-	if dec.More() {
-		return Timing{}, errors.New("timing: decode: data after the timing")
+	if head == nil {
+		return Timing{}, errors.New("timing: decode: null is not a timing")
 	}
-	if err := t.Validate(); err != nil {
+	if head.Version != nil && *head.Version != TimingVersion {
+		return Timing{}, fmt.Errorf("timing: format version %d, and this program reads only version %d: "+
+			"a newer program published this timing in a form that this one would misread; upgrade this program", *head.Version, TimingVersion)
+	}
+	doc := timingDocument{Timing: DefaultTiming()}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return Timing{}, fmt.Errorf("timing: decode: %w", err)
+	}
+	if err := doc.Timing.Validate(); err != nil {
 		return Timing{}, err
 	}
-	return t, nil
+	return doc.Timing, nil
 }
 
 // lastSendAt is the latest time a charge may still be sent for an attempt
