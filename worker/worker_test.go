@@ -133,7 +133,7 @@ func TestPublishTiming_AWorkerWithAnotherTimingIsRefusedNamingBoth(t *testing.T)
 	require.Equal(t, running, got, "the refused worker changed nothing")
 }
 
-func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarns(t *testing.T) {
+func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarnsInOneLine(t *testing.T) {
 	st := openStore(t)
 	running, other := timings()
 	require.NoError(t, worker.PublishTiming(context.Background(), st, running, false, discard()))
@@ -143,9 +143,12 @@ func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarns(t *t
 
 	got, _ := published(t, st)
 	require.Equal(t, other, got)
-	require.Contains(t, logs.String(), "level=WARN")
-	require.Contains(t, logs.String(), `published="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s"`)
-	require.Contains(t, logs.String(), `timing="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 1, "one line says it all: %s", logs)
+	require.Contains(t, lines[0], "level=WARN")
+	require.Contains(t, lines[0], "open attempts keep the one they started with")
+	require.Contains(t, lines[0], `old="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s"`)
+	require.Contains(t, lines[0], `new="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
 	require.NoError(t, worker.PublishTiming(context.Background(), st, other, false, discard()), "workers with the new timing now start")
 }
 
