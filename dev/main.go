@@ -93,7 +93,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 			cfg.Provider.Mode = fakeprovider.Mode{}
 		}
 	}
-	cfg.Timing, cfg.ReplaceTiming = timing.Timing, timing.Replace
+	cfg.Timing = timing.Timing
 	if err := dialect.Check(cfg.ProviderAPI); err != nil {
 		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("--provider-api: %w", err)}
 	}

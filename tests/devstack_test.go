@@ -47,11 +47,12 @@ type devProcess struct {
 
 var bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal|fake provider)\s+(\S+)`)
 
-// startDev runs the dev binary on dataDir and waits for its banner.
-func startDev(t *testing.T, bin, dataDir string) *devProcess {
+// startDev runs the dev binary on dataDir, with flags after the ones that
+// place it, and waits for its banner.
+func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 	t.Helper()
-	cmd := exec.Command(bin, "--data-dir", dataDir,
-		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--api-port", "0")
+	cmd := exec.Command(bin, append([]string{"--data-dir", dataDir,
+		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--api-port", "0"}, flags...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	d := &devProcess{cmd: cmd, exited: make(chan error, 1), stderr: &syncbuf.Buffer{}}
@@ -157,6 +158,23 @@ func listWorkflowIDs(t *testing.T, c client.Client, query string) []string {
 // cardToken is distinctive, so that finding it anywhere is meaningful.
 const cardToken = "tok_visa_e2e_4242424242"
 
+// abandonAfterOf is the time from creation to abandonment of the order's
+// only attempt, as the API shows the order.
+func abandonAfterOf(t *testing.T, order map[string]any) time.Duration {
+	t.Helper()
+	attempts := order["attempts"].([]any)
+	require.Len(t, attempts, 1)
+	attempt := attempts[0].(map[string]any)
+	created, err := time.Parse(time.RFC3339Nano, attempt["createdAt"].(string))
+	require.NoError(t, err)
+	abandon, err := time.Parse(time.RFC3339Nano, attempt["abandonAt"].(string))
+	require.NoError(t, err)
+	return abandon.Sub(created)
+}
+
+// TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart also restarts
+// dev with other timing flags, which dev, its database's only worker, makes
+// the published timing.
 func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the dev binary twice")
@@ -170,6 +188,7 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	paid := dev.post(t, "/api/orders/"+id+"/checkout", `{"card_token":"`+cardToken+`"}`)
 	require.Equal(t, "paid", paid["status"])
 	key := paid["idempotencyKey"].(string)
+	require.Equal(t, 30*time.Minute, abandonAfterOf(t, dev.get(t, "/api/orders/"+id)), "the default timing")
 
 	query := fmt.Sprintf(`OrderId=%q AND PaymentStatus="succeeded"`, id)
 	visibility := plainClient(t, dev.temporal)
@@ -178,8 +197,31 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "visibility query %s should find the workflow %s", query, key)
 
 	dev.stop(t)
-	dev = startDev(t, bin, dataDir)
+	dev = startDev(t, bin, dataDir, "--abandon-after", "20m", "--reconcile-min-age", "1m")
 	defer dev.stop(t)
+	t.Run("another timing replaces the published one, in one line", func(t *testing.T) {
+		// stderr is copied from a pipe of its own, which may lag behind the
+		// banner; the worker logs this line after its timing is published.
+		require.Eventually(t, func() bool {
+			return strings.Contains(dev.stderr.String(), "lookups paced at the provider's published rate")
+		}, 10*time.Second, 20*time.Millisecond, "%s", dev.stderr)
+		var replaced []string
+		for line := range strings.Lines(dev.stderr.String()) {
+			if strings.Contains(line, "payment timing") {
+				replaced = append(replaced, line)
+			}
+		}
+		require.Len(t, replaced, 1, "%s", dev.stderr)
+		require.Contains(t, replaced[0], "level=WARN msg=\"payment timing replaced: ")
+		require.Contains(t, replaced[0], ` old="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s" `)
+		require.Contains(t, replaced[0], ` new="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 1m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
+
+		other := dev.post(t, "/api/orders", `{"amount":"10.00","currency":"TRY","description":"e2e"}`)
+		otherID := fmt.Sprint(other["id"])
+		require.Equal(t, "paid", dev.post(t, "/api/orders/"+otherID+"/checkout", `{"card_token":"tok_visa"}`)["status"])
+		require.Equal(t, 20*time.Minute, abandonAfterOf(t, dev.get(t, "/api/orders/"+otherID)), "a new checkout takes the new timing")
+		require.Equal(t, 30*time.Minute, abandonAfterOf(t, dev.get(t, "/api/orders/"+id)), "an attempt keeps its deadline")
+	})
 
 	again := dev.get(t, "/api/orders/"+id)
 	require.Equal(t, "paid", again["status"])

@@ -212,15 +212,19 @@ func CheckLimits(ctx context.Context, p provider.Port, t workflows.Timing) (prov
 // The first worker to start against a database publishes its timing. A
 // later worker with the same timing starts; one with another timing is
 // refused, with both timings in the error, because the workflows would not
-// run with the timing it checked against the provider. With replace (the
-// flag --replace-timing), t replaces the published timing instead, at once
-// for every checkout in every process, since nobody caches it; attempts
-// already created keep their deadline and their workflow's timing. Of two
-// workers publishing different timings at once, the store lets one win and
-// the other is refused.
+// run with the timing it checked against the provider. The same means equal
+// in every field this worker knows: a field that only a newer worker knows
+// is not compared, and the published document keeps it (see
+// workflows.TimingVersion). With replace (the worker's --replace-timing, and
+// always in the dev stack, whose worker is the only one of its database),
+// t replaces the published timing instead, at once for every checkout in
+// every process, since nobody caches it, and one warning names the old and
+// the new timing. Attempts already created keep their deadline, and their
+// workflows the timing in their input. Of two workers publishing different
+// timings at once, the store lets one win and the other is refused.
 func PublishTiming(ctx context.Context, st store.Store, t workflows.Timing, replace bool, log *slog.Logger) error {
 	if err := t.Validate(); err != nil {
-		return fmt.Errorf("worker: timing: %w", err)
+		return fmt.Errorf("worker: %w", err)
 	}
 	encoded, err := t.Encode()
 	if err != nil {
@@ -251,7 +255,7 @@ func PublishTiming(ctx context.Context, st store.Store, t workflows.Timing, repl
 	if unreadable == nil {
 		replaced = published.String()
 	}
-	log.Warn("this worker's payment timing replaces the published one for every new checkout and workflow start",
-		"published", replaced, "published_at", publishedAt, "timing", t.String())
+	log.Warn("payment timing replaced: new checkouts and workflow starts take this worker's, open attempts keep the one they started with",
+		"old", replaced, "old_published_at", publishedAt, "new", t.String())
 	return nil
 }

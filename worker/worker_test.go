@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestPublishTiming_AWorkerWithAnotherTimingIsRefusedNamingBoth(t *testing.T)
 	require.Equal(t, running, got, "the refused worker changed nothing")
 }
 
-func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarns(t *testing.T) {
+func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarnsInOneLine(t *testing.T) {
 	st := openStore(t)
 	running, other := timings()
 	require.NoError(t, worker.PublishTiming(context.Background(), st, running, false, discard()))
@@ -142,9 +143,12 @@ func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarns(t *t
 
 	got, _ := published(t, st)
 	require.Equal(t, other, got)
-	require.Contains(t, logs.String(), "level=WARN")
-	require.Contains(t, logs.String(), `published="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s"`)
-	require.Contains(t, logs.String(), `timing="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 1, "one line says it all: %s", logs)
+	require.Contains(t, lines[0], "level=WARN")
+	require.Contains(t, lines[0], "open attempts keep the one they started with")
+	require.Contains(t, lines[0], `old="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s"`)
+	require.Contains(t, lines[0], `new="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
 	require.NoError(t, worker.PublishTiming(context.Background(), st, other, false, discard()), "workers with the new timing now start")
 }
 
@@ -174,19 +178,59 @@ func TestPublishTiming_OfTwoWorkersStartingAtOnceWithDifferentTimingsOneWins(t *
 	}
 }
 
-func TestPublishTiming_AnUnreadablePublishedTimingIsRefusedUnlessReplaced(t *testing.T) {
+func TestPublishTiming_ATimingOfAnUnknownFormatVersionIsRefusedUnlessReplaced(t *testing.T) {
 	st := openStore(t)
 	running, _ := timings()
-	_, err := st.PublishTiming(context.Background(), []byte(`{"abandonAfter":1800000000000,"jitter":1}`), false)
+	_, err := st.PublishTiming(context.Background(), []byte(`{"version":2,"abandonAfter":"30m"}`), false)
 	require.NoError(t, err)
 
 	err = worker.PublishTiming(context.Background(), st, running, false, discard())
-	require.ErrorContains(t, err, `cannot be read (timing: decode: json: unknown field "jitter")`)
+	require.ErrorContains(t, err, "cannot be read (timing: format version 2, and this program reads only version 1: ")
 	require.ErrorContains(t, err, "start this worker with --replace-timing")
 
 	require.NoError(t, worker.PublishTiming(context.Background(), st, running, true, discard()))
 	got, _ := published(t, st)
 	require.Equal(t, running, got)
+}
+
+// A rolling deploy that adds a timing field keeps the version, so that
+// workers of both builds start, whichever published first: the older build
+// ignores the field it does not know, and the newer reads the field that the
+// older did not write as its default. Here the newer build's field is
+// lookupSpread, which this build does not know, and retry-interval stands for
+// the field that an older build did not write.
+func TestPublishTiming_DuringARollingDeployWorkersOfBothBuildsStart(t *testing.T) {
+	ctx := context.Background()
+	running, other := timings()
+	encoded, err := running.Encode()
+	require.NoError(t, err)
+
+	t.Run("an older worker, after a newer one published", func(t *testing.T) {
+		st := openStore(t)
+		newer := strings.Replace(string(encoded), "{", `{"lookupSpread":300000000000,`, 1)
+		_, err := st.PublishTiming(ctx, []byte(newer), false)
+		require.NoError(t, err)
+
+		require.NoError(t, worker.PublishTiming(ctx, st, running, false, discard()), "it agrees on every field it knows")
+		p, err := st.PaymentTiming(ctx)
+		require.NoError(t, err)
+		require.JSONEq(t, newer, string(p.Timing), "the newer worker's field stays published")
+		require.ErrorContains(t, worker.PublishTiming(ctx, st, other, false, discard()), "this worker refuses to start",
+			"a field both know still has to agree")
+	})
+	t.Run("a newer worker, after an older one published", func(t *testing.T) {
+		st := openStore(t)
+		_, err := st.PublishTiming(ctx, []byte(`{"attemptTimeout":3000000000,"chargeBudget":10000000000,`+
+			`"minAge":120000000000,"interval":60000000000,"abandonAfter":1800000000000}`), false)
+		require.NoError(t, err)
+
+		require.NoError(t, worker.PublishTiming(ctx, st, running, false, discard()), "the missing field reads as its default, this worker's")
+		slower := running
+		slower.RetryInterval = 2 * time.Second
+		require.ErrorContains(t, worker.PublishTiming(ctx, st, slower, false, discard()),
+			"payment timing attempt-timeout 3s, charge-budget 10s, retry-interval 1s,",
+			"a worker with another value than the default is refused, naming the default as the published value")
+	})
 }
 
 func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T) {

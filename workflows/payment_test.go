@@ -805,7 +805,7 @@ func TestPaymentWorkflow_InvalidInputFailsBeforeSending(t *testing.T) {
 		in   workflows.PaymentInput
 		want string
 	}{
-		{"bad timing", workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: time.Minute}}, "AttemptTimeout 1m0s exceeds ChargeBudget 10s"},
+		{"bad timing", workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: time.Minute}}, "--attempt-timeout 1m0s exceeds --charge-budget 10s"},
 		{"another card's token", workflows.PaymentInput{Intent: withToken(intent, "tok_mastercard")}, "card token does not match"},
 		{"negative history limit", workflows.PaymentInput{Intent: intent, MaxHistoryLength: -1}, "MaxHistoryLength -1 is negative"},
 	}

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,23 +50,23 @@ func DefaultTiming() Timing {
 	}
 }
 
-// TimingField is one field of a Timing: its Go name, the flag that sets it,
-// what it means, and where its value lives.
+// TimingField is one field of a Timing: the flag that sets it, which also
+// names it in every message, what it means, and where its value lives.
 type TimingField struct {
-	Name, Flag, Usage string
-	Value             *time.Duration
+	Flag, Usage string
+	Value       *time.Duration
 }
 
 // Fields lists t's fields in a fixed order, pointing into t: the one list
 // that defaults, validation, messages and the command-line flags go through.
 func (t *Timing) Fields() []TimingField {
 	return []TimingField{
-		{"AttemptTimeout", "attempt-timeout", "how long one charge request may take", &t.AttemptTimeout},
-		{"ChargeBudget", "charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.ChargeBudget},
-		{"RetryInterval", "retry-interval", "pause between charge requests (a provider's Retry-After wins)", &t.RetryInterval},
-		{"MinAge", "reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
-		{"Interval", "reconcile-interval", "first gap between lookups of an unknown-outcome attempt; later gaps back off to 2, 4 and 8 times it", &t.Interval},
-		{"AbandonAfter", "abandon-after", "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention", &t.AbandonAfter},
+		{"attempt-timeout", "how long one charge request may take", &t.AttemptTimeout},
+		{"charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.ChargeBudget},
+		{"retry-interval", "pause between charge requests (a provider's Retry-After wins)", &t.RetryInterval},
+		{"reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
+		{"reconcile-interval", "first gap between lookups of an unknown-outcome attempt; later gaps back off to 2, 4 and 8 times it", &t.Interval},
+		{"abandon-after", "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention", &t.AbandonAfter},
 	}
 }
 
@@ -84,31 +83,32 @@ func (t Timing) WithDefaults() Timing {
 	return t
 }
 
-// Validate reports every problem that makes t unusable.
+// Validate reports every problem that makes t unusable, naming each field
+// by its flag, which is how the people who set a timing know it.
 func (t Timing) Validate() error {
 	var errs []error
 	for _, f := range t.Fields() {
 		if *f.Value <= 0 {
-			errs = append(errs, fmt.Errorf("timing: %s must be positive, got %s", f.Name, *f.Value))
+			errs = append(errs, fmt.Errorf("timing: --%s must be positive, got %s", f.Flag, *f.Value))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	if t.AttemptTimeout > t.ChargeBudget {
-		errs = append(errs, fmt.Errorf("timing: AttemptTimeout %s exceeds ChargeBudget %s, so not even one request fits the budget", t.AttemptTimeout, t.ChargeBudget))
+		errs = append(errs, fmt.Errorf("timing: --attempt-timeout %s exceeds --charge-budget %s, so not even one request fits the budget", t.AttemptTimeout, t.ChargeBudget))
 	}
 	if t.RetryInterval >= t.ChargeBudget {
-		errs = append(errs, fmt.Errorf("timing: RetryInterval %s must be shorter than ChargeBudget %s, or no retry fits the budget", t.RetryInterval, t.ChargeBudget))
+		errs = append(errs, fmt.Errorf("timing: --retry-interval %s must be shorter than --charge-budget %s, or no retry fits the budget", t.RetryInterval, t.ChargeBudget))
 	}
 	if t.ChargeBudget >= t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: ChargeBudget %s must be shorter than AbandonAfter %s, or an attempt could be abandoned while it is still being charged", t.ChargeBudget, t.AbandonAfter))
+		errs = append(errs, fmt.Errorf("timing: --charge-budget %s must be shorter than --abandon-after %s, or an attempt could be abandoned while it is still being charged", t.ChargeBudget, t.AbandonAfter))
 	}
 	if t.MinAge > t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: MinAge %s exceeds AbandonAfter %s, so the attempt would be abandoned before its first lookup", t.MinAge, t.AbandonAfter))
+		errs = append(errs, fmt.Errorf("timing: --reconcile-min-age %s exceeds --abandon-after %s, so the attempt would be abandoned before its first lookup", t.MinAge, t.AbandonAfter))
 	}
 	if t.ChargeBudget+t.MinAge > t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: ChargeBudget %s plus MinAge %s exceeds AbandonAfter %s, so even the first charge could still be processing when the attempt is abandoned", t.ChargeBudget, t.MinAge, t.AbandonAfter))
+		errs = append(errs, fmt.Errorf("timing: --charge-budget %s plus --reconcile-min-age %s exceeds --abandon-after %s, so even the first charge could still be processing when the attempt is abandoned", t.ChargeBudget, t.MinAge, t.AbandonAfter))
 	}
 	return errors.Join(errs...)
 }
@@ -125,34 +125,66 @@ func (t Timing) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// TimingVersion is the format version of the published timing: the one
+// Encode writes and the only one DecodeTiming reads. It is a major number.
+// Within a version, readers ignore the fields they do not know and take
+// DefaultTiming's value for a field that is missing, so a program may add a
+// field and keep the version as long as running with the field's default in
+// its place is safe: that is what every checkout an older API starts and
+// every workflow an older worker runs will do. A change that older programs
+// must not ignore (a field whose default is unsafe, a field removed or
+// renamed, a unit or meaning changed) takes the next version, which older
+// programs refuse rather than misread.
+const TimingVersion = 1
+
+// timingDocument is a Timing as the workers publish it: its fields beside
+// the format version.
+type timingDocument struct {
+	Version int `json:"version"`
+	Timing
+}
+
 // Encode is the form in which the workers publish their timing in the
-// merchant database: the JSON that the workflow input carries too.
+// merchant database: the Timing's JSON, as the workflow input carries it,
+// with a "version" member, TimingVersion, beside its fields.
 func (t Timing) Encode() ([]byte, error) {
-	b, err := json.Marshal(t)
+	b, err := json.Marshal(timingDocument{Version: TimingVersion, Timing: t})
 	if err != nil {
 		return nil, fmt.Errorf("timing: encode: %w", err)
 	}
 	return b, nil
 }
 
-// DecodeTiming reads what Encode wrote and validates it. A field it does not
-// know, say from a newer program, is an error rather than dropped: a timing
-// is only of use whole. Nor are missing fields defaulted, because what was
-// published is complete.
+// DecodeTiming reads a published timing and validates it, tolerantly within
+// TimingVersion (see there), so that a rolling deploy in either order keeps
+// checkouts running: a field from a newer program is ignored, and one that
+// an older program did not write takes DefaultTiming's value, the same
+// reading the payment workflow gives the Timing in its input. A document
+// without a version is version 1, as published before versions existed.
+// Any other version is an error: a newer program published a timing that
+// this one would misread.
 func DecodeTiming(b []byte) (Timing, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var t Timing
-	if err := dec.Decode(&t); err != nil {
+	var head *struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
 		return Timing{}, fmt.Errorf("timing: decode: %w", err)
 	}
-	if dec.More() {
-		return Timing{}, errors.New("timing: decode: data after the timing")
+	if head == nil {
+		return Timing{}, errors.New("timing: decode: null is not a timing")
 	}
-	if err := t.Validate(); err != nil {
+	if head.Version != nil && *head.Version != TimingVersion {
+		return Timing{}, fmt.Errorf("timing: format version %d, and this program reads only version %d: "+
+			"a newer program published this timing in a form that this one would misread; upgrade this program", *head.Version, TimingVersion)
+	}
+	doc := timingDocument{Timing: DefaultTiming()}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return Timing{}, fmt.Errorf("timing: decode: %w", err)
+	}
+	if err := doc.Timing.Validate(); err != nil {
 		return Timing{}, err
 	}
-	return t, nil
+	return doc.Timing, nil
 }
 
 // lastSendAt is the latest time a charge may still be sent for an attempt

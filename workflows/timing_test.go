@@ -25,15 +25,15 @@ func TestTiming_Validate(t *testing.T) {
 	}{
 		{"default", valid, nil},
 		{"zero and negative", with(func(t *workflows.Timing) { t.MinAge, t.Interval = 0, -time.Second }),
-			[]string{"MinAge must be positive, got 0s", "Interval must be positive, got -1s"}},
+			[]string{"--reconcile-min-age must be positive, got 0s", "--reconcile-interval must be positive, got -1s"}},
 		{"attempt longer than the budget", with(func(t *workflows.Timing) { t.AttemptTimeout = 11 * time.Second }),
-			[]string{"AttemptTimeout 11s exceeds ChargeBudget 10s"}},
+			[]string{"--attempt-timeout 11s exceeds --charge-budget 10s"}},
 		{"no room for a retry", with(func(t *workflows.Timing) { t.RetryInterval = 10 * time.Second }),
-			[]string{"RetryInterval 10s must be shorter than ChargeBudget 10s"}},
+			[]string{"--retry-interval 10s must be shorter than --charge-budget 10s"}},
 		{"abandoned while charging", with(func(t *workflows.Timing) { t.AbandonAfter = 10 * time.Second; t.MinAge = time.Second }),
-			[]string{"ChargeBudget 10s must be shorter than AbandonAfter 10s"}},
+			[]string{"--charge-budget 10s must be shorter than --abandon-after 10s"}},
 		{"abandoned before the first lookup", with(func(t *workflows.Timing) { t.MinAge = time.Hour }),
-			[]string{"MinAge 1h0m0s exceeds AbandonAfter 30m0s"}},
+			[]string{"--reconcile-min-age 1h0m0s exceeds --abandon-after 30m0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,24 +61,48 @@ func TestTiming_EncodeDecodeRoundTrips(t *testing.T) {
 	}
 	b, err := timing.Encode()
 	require.NoError(t, err)
+	require.Contains(t, string(b), `"version":1,`, "the format version is published with the fields")
 
 	got, err := workflows.DecodeTiming(b)
 	require.NoError(t, err)
 	require.Equal(t, timing, got)
 }
 
-func TestDecodeTiming_RefusesWhatIsNotAWholeValidTiming(t *testing.T) {
+// Today's published timings, from before the format version, are version 1.
+func TestDecodeTiming_ReadsATimingPublishedWithoutAVersionAsVersion1(t *testing.T) {
+	got, err := workflows.DecodeTiming([]byte(`{"attemptTimeout":3000000000,"chargeBudget":10000000000,"retryInterval":1000000000,` +
+		`"minAge":120000000000,"interval":60000000000,"abandonAfter":1020000000000}`))
+	require.NoError(t, err)
+	want := workflows.DefaultTiming()
+	want.AbandonAfter = 17 * time.Minute
+	require.Equal(t, want, got)
+}
+
+func TestDecodeTiming_IgnoresFieldsItDoesNotKnowAndDefaultsThoseNotWritten(t *testing.T) {
+	got, err := workflows.DecodeTiming([]byte(`{"version":1,"abandonAfter":1020000000000,"lookupSpread":{"max":"5m"}}`))
+	require.NoError(t, err)
+	want := workflows.DefaultTiming()
+	want.AbandonAfter = 17 * time.Minute
+	require.Equal(t, want, got)
+}
+
+func TestDecodeTiming_RefusesWhatIsNotAValidTimingOfItsVersion(t *testing.T) {
 	valid, err := workflows.DefaultTiming().Encode()
 	require.NoError(t, err)
 	tests := []struct {
 		name, data, want string
 	}{
 		{"not JSON", `abandon-after 30m`, "timing: decode: invalid character"},
-		{"a field from a newer program", strings.Replace(string(valid), "{", `{"jitter":1,`, 1), `unknown field "jitter"`},
-		{"a missing field", `{"attemptTimeout":3000000000,"chargeBudget":10000000000,"retryInterval":1000000000,"minAge":120000000000,"interval":60000000000}`,
-			"AbandonAfter must be positive, got 0s"},
-		{"inconsistent", strings.Replace(string(valid), `"attemptTimeout":3000000000`, `"attemptTimeout":11000000000`, 1), "AttemptTimeout 11s exceeds ChargeBudget 10s"},
-		{"data after the timing", string(valid) + ` {}`, "data after the timing"},
+		{"not an object", `[1]`, "timing: decode: json: cannot unmarshal array"},
+		{"null", `null`, "timing: decode: null is not a timing"},
+		{"a newer version", strings.Replace(string(valid), `"version":1`, `"version":2`, 1),
+			"timing: format version 2, and this program reads only version 1: " +
+				"a newer program published this timing in a form that this one would misread; upgrade this program"},
+		{"a version that is no number", strings.Replace(string(valid), `"version":1`, `"version":"1"`, 1), "timing: decode: json: cannot unmarshal string"},
+		{"a field of the wrong type", strings.Replace(string(valid), `"attemptTimeout":3000000000`, `"attemptTimeout":"3s"`, 1), "timing: decode: json: cannot unmarshal string"},
+		{"a zero field", strings.Replace(string(valid), `"abandonAfter":1800000000000`, `"abandonAfter":0`, 1), "--abandon-after must be positive, got 0s"},
+		{"inconsistent", strings.Replace(string(valid), `"attemptTimeout":3000000000`, `"attemptTimeout":11000000000`, 1), "--attempt-timeout 11s exceeds --charge-budget 10s"},
+		{"data after the timing", string(valid) + ` {}`, "timing: decode: invalid character '{' after top-level value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	backend := cli.Backend(fs)
-	timing := cli.Timing(fs)
+	timing := cli.WorkerTiming(fs)
 	logFlags := cli.Logging(fs)
 	providerFlags := providerFlagsOf(fs)
 	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")

@@ -75,12 +75,13 @@ type Config struct {
 	APIPort int
 	// Timing is the payment timing of the stack's worker, which publishes it
 	// in the merchant database for every checkout; zero fields take the
-	// defaults. With ExternalWorkers it must be zero: the worker processes
-	// own and publish the timing.
+	// defaults. A different timing that an earlier run published on the same
+	// database is replaced, with one warning that names both: no other
+	// worker polls the stack's Temporal, so none runs with the old one.
+	// Open attempts keep theirs, in their deadline and their workflow's
+	// input. With ExternalWorkers it must be zero: the worker processes own
+	// and publish the timing.
 	Timing workflows.Timing
-	// ReplaceTiming makes the stack's worker replace a different timing
-	// published earlier on the same database, instead of refusing to start.
-	ReplaceTiming bool
 	// CheckoutBudget is how long a checkout waits; zero means the default.
 	CheckoutBudget time.Duration
 	// Provider configures the fake provider (chaos mode, retention,
@@ -144,8 +145,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.Logger == nil {
 		return nil, errors.New("stack: a logger is required")
 	}
-	if cfg.ExternalWorkers && (cfg.Timing != (workflows.Timing{}) || cfg.ReplaceTiming) {
-		return nil, errors.New("stack: Timing and ReplaceTiming configure the stack's own worker; with ExternalWorkers the worker processes publish their timing")
+	if cfg.ExternalWorkers && cfg.Timing != (workflows.Timing{}) {
+		return nil, errors.New("stack: Timing configures the stack's own worker; with ExternalWorkers the worker processes publish their timing")
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -458,7 +459,7 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 		Store:         s.store,
 		Checkout:      s.checkout,
 		Timing:        s.cfg.Timing.WithDefaults(),
-		ReplaceTiming: s.cfg.ReplaceTiming,
+		ReplaceTiming: true, // see Config.Timing
 		SweepEvery:    s.cfg.SweepEvery,
 		Registerer:    reg,
 		Options:       s.cfg.WorkerOptions,

@@ -73,11 +73,14 @@ func ExitCode(w io.Writer, name string, err error) int {
 // workers publish in the merchant database.
 type TimingFlags struct {
 	Timing workflows.Timing
-	// Replace makes this worker's timing replace the published one.
+	// Replace is --replace-timing: this worker's timing replaces the
+	// published one. Only the worker has the flag (WorkerTiming).
 	Replace bool
 }
 
-// Timing defines the payment workflow's timing flags and --replace-timing on fs.
+// Timing defines the payment workflow's timing flags on fs. Dev takes them
+// alone: its worker is the only one of its database, so its timing always
+// replaces the one an earlier run published.
 func Timing(fs *flag.FlagSet) *TimingFlags {
 	d := workflows.DefaultTiming()
 	defaults := d.Fields()
@@ -85,6 +88,14 @@ func Timing(fs *flag.FlagSet) *TimingFlags {
 	for i, field := range f.Timing.Fields() {
 		fs.DurationVar(field.Value, field.Flag, *defaults[i].Value, field.Usage)
 	}
+	return f
+}
+
+// WorkerTiming defines the timing flags and --replace-timing on fs, for the
+// worker, which shares its database with other workers: without the flag, a
+// worker whose timing differs from the published one refuses to start.
+func WorkerTiming(fs *flag.FlagSet) *TimingFlags {
+	f := Timing(fs)
 	fs.BoolVar(&f.Replace, "replace-timing", false, "replace the timing the running workers published in the merchant database with this one (otherwise a worker with another timing refuses to start)")
 	return f
 }

@@ -32,3 +32,19 @@ func TestExitCode_NamesTheCommandOnce(t *testing.T) {
 		})
 	}
 }
+
+// Dev's worker replaces a different published timing by itself, so only the
+// worker, which shares its database with other workers, has --replace-timing.
+func TestTiming_OnlyTheWorkersFlagsReplaceThePublishedTiming(t *testing.T) {
+	dev := flag.NewFlagSet("dev", flag.ContinueOnError)
+	timing := cli.Timing(dev)
+	require.NoError(t, dev.Parse([]string{"--abandon-after", "20m"}))
+	require.Equal(t, "20m0s", timing.Timing.AbandonAfter.String())
+	require.Nil(t, dev.Lookup("replace-timing"))
+
+	worker := flag.NewFlagSet("worker", flag.ContinueOnError)
+	timing = cli.WorkerTiming(worker)
+	require.NoError(t, worker.Parse([]string{"--abandon-after", "20m", "--replace-timing"}))
+	require.Equal(t, "20m0s", timing.Timing.AbandonAfter.String())
+	require.True(t, timing.Replace)
+}
