@@ -904,27 +904,3 @@ func TestPaymentWorkflow_LookupsRunOnTheLookupQueueOnTheKeysBackoffGrid(t *testi
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), times[len(times)-1])
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), wenv.Now().UTC(), "abandoned at the deadline's lookup")
 }
-
-// TestPaymentWorkflow_ARunWithoutThePacedLookupsMarkerKeepsItsGridAndQueue
-// plays a run that started before lookups were paced: the SDK answers its
-// GetVersion with DefaultVersion, as on the replay of a history without the
-// marker. The change ID is the one in recorded histories, so it is spelt
-// out here rather than shared.
-func TestPaymentWorkflow_ARunWithoutThePacedLookupsMarkerKeepsItsGridAndQueue(t *testing.T) {
-	env := activitiestest.New(t, dropping)
-	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
-	wenv := newWorkflowEnv(t, env, createdAt)
-	wenv.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: chargeonce.TaskQueue})
-	wenv.OnGetVersion("paced-lookups", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	lookups := recordLookups(wenv)
-
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
-
-	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
-	// Every minute from 2m to 30m, on the payment task queue.
-	require.Len(t, *lookups, 29)
-	for i, l := range *lookups {
-		require.Equal(t, chargeonce.TaskQueue, l.queue)
-		require.Equal(t, createdAt.Add(2*time.Minute+time.Duration(i)*time.Minute), l.at)
-	}
-}
