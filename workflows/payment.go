@@ -42,11 +42,11 @@ const (
 // the history.
 const localRecordBudget = 30 * time.Second
 
-// DefaultMaxHistoryLength is the history length at which a reconciling
-// payment continues as new when PaymentInput.MaxHistoryLength is zero. A
-// reconciliation of the default timing writes a few hundred events; the
-// limit only matters for very long timings.
-const DefaultMaxHistoryLength = 10000
+// MaxHistoryLength is the history length at which a reconciling payment
+// continues as new, unless Temporal suggests it earlier. A reconciliation of
+// the default timing writes a few hundred events; the limit only matters for
+// very long timings.
+const MaxHistoryLength = 10000
 
 // ErrTypeInvalidInput is the error type of a payment workflow started with
 // an input it cannot run: a bug of the starter, which no retry fixes.
@@ -64,9 +64,6 @@ type PaymentInput struct {
 	// Carried is the state handed over by continue-as-new; nil on the first
 	// run. A run that carries state is always reconciling.
 	Carried *CarriedState `json:"carried,omitempty"`
-	// MaxHistoryLength is the history length at which a reconciling payment
-	// continues as new; zero means DefaultMaxHistoryLength.
-	MaxHistoryLength int `json:"maxHistoryLength,omitempty"`
 }
 
 // CarriedState is what a reconciling payment hands to its next run when it
@@ -219,9 +216,8 @@ type payment struct {
 	timing Timing
 	log    log.Logger
 	// token is the card token to send; empty until one is known.
-	token      string
-	maxHistory int
-	status     Status
+	token  string
+	status Status
 	// final is the settled outcome; nil while the attempt is open.
 	final *PaymentResult
 	// mu makes a lookup and a re-sent charge exclusive, each together with
@@ -248,22 +244,14 @@ func newPayment(ctx workflow.Context, in PaymentInput) (*payment, error) {
 	if err := in.Intent.Validate(); err != nil {
 		return nil, err
 	}
-	maxHistory := in.MaxHistoryLength
-	switch {
-	case maxHistory == 0:
-		maxHistory = DefaultMaxHistoryLength
-	case maxHistory < 0:
-		return nil, fmt.Errorf("payment input: MaxHistoryLength %d is negative", maxHistory)
-	}
 	p := &payment{
-		in:         in,
-		intent:     in.Intent,
-		timing:     timing,
-		log:        log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID),
-		token:      in.Intent.CardToken,
-		maxHistory: maxHistory,
-		status:     Status{Phase: PhaseCharging},
-		mu:         workflow.NewMutex(ctx),
+		in:     in,
+		intent: in.Intent,
+		timing: timing,
+		log:    log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID),
+		token:  in.Intent.CardToken,
+		status: Status{Phase: PhaseCharging},
+		mu:     workflow.NewMutex(ctx),
 	}
 	if c := in.Carried; c != nil {
 		if c.CardToken != "" {
@@ -646,7 +634,7 @@ func (p *payment) check(ctx workflow.Context) error {
 
 func (p *payment) historyTooLong(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= p.maxHistory
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= MaxHistoryLength
 }
 
 // continueAsNew hands the reconciliation to a fresh run with a short history.
