@@ -91,13 +91,15 @@ func (s *Settlement) logger() *slog.Logger {
 // StageReportInput is the input of StageReport.
 type StageReportInput struct {
 	// Date is the report date, as in 2026-03-14.
-	Date string
+	Date string `json:"Date"`
 }
 
 // StageReportResult counts what StageReport staged.
 type StageReportResult struct {
-	// Lines counts the report's lines, Malformed those that cannot be read.
-	Lines, Malformed int
+	// Lines counts the report's lines, malformed ones included.
+	Lines int `json:"Lines"`
+	// Malformed counts the lines that cannot be read.
+	Malformed int `json:"Malformed"`
 }
 
 // StageReport downloads the report of a date and stages its lines in the
@@ -169,21 +171,22 @@ func stagedLine(date string, l settlement.Line) store.SettlementLine {
 // MatchReportInput is the input of MatchReport.
 type MatchReportInput struct {
 	// Date is the report date, whose lines StageReport staged.
-	Date string
+	Date string `json:"Date"`
 	// RunID names this run's exceptions; a retry with the same RunID
 	// rewrites them.
-	RunID string
+	RunID string `json:"RunID"`
 }
 
-// MatchReportResult is what the run found.
+// MatchReportResult is what the run found: the counts of the
+// store.SettlementRun it recorded.
 type MatchReportResult struct {
-	Status     store.SettlementStatus
-	Lines      int
-	Matched    int
-	Awaiting   int
-	Exceptions int
-	ByKind     map[chargeonce.ExceptionKind]int
-	Totals     []store.SettlementTotal
+	Status     store.SettlementStatus           `json:"Status"`
+	Lines      int                              `json:"Lines"`
+	Matched    int                              `json:"Matched"`
+	Awaiting   int                              `json:"Awaiting"`
+	Exceptions int                              `json:"Exceptions"`
+	ByKind     map[chargeonce.ExceptionKind]int `json:"ByKind"`
+	Totals     []store.SettlementTotal          `json:"Totals"`
 }
 
 // MatchReport matches the staged report of a date against the succeeded

@@ -16,6 +16,7 @@ import (
 	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/provider/settlement"
+	"chargeonce/store"
 )
 
 // DefaultSettlementGraceDays is how many days after its date a charge may
@@ -41,13 +42,28 @@ const ErrTypeBadSettlementInput = "BadSettlementInput"
 // unknown field, and the worker's grace period applies.
 type SettlementInput struct {
 	// Date is the report date, as in 2026-03-14 (UTC).
-	Date string
+	Date string `json:"Date"`
 }
 
-// SettlementResult is what a settlement run found.
+// SettlementResult is what a settlement run found: its date, and the
+// activities.MatchReportResult that MatchReport recorded for it, field by
+// field.
 type SettlementResult struct {
-	Date string
-	activities.MatchReportResult
+	Date       string                           `json:"Date"`
+	Status     store.SettlementStatus           `json:"Status"`
+	Lines      int                              `json:"Lines"`
+	Matched    int                              `json:"Matched"`
+	Awaiting   int                              `json:"Awaiting"`
+	Exceptions int                              `json:"Exceptions"`
+	ByKind     map[chargeonce.ExceptionKind]int `json:"ByKind"`
+	Totals     []store.SettlementTotal          `json:"Totals"`
+}
+
+// newSettlementResult is the result of the run of date whose MatchReport
+// found m.
+func newSettlementResult(date string, m activities.MatchReportResult) SettlementResult {
+	return SettlementResult{Date: date, Status: m.Status, Lines: m.Lines, Matched: m.Matched, Awaiting: m.Awaiting,
+		Exceptions: m.Exceptions, ByKind: m.ByKind, Totals: m.Totals}
 }
 
 // Summary is one line for people: what the run found.
@@ -112,12 +128,13 @@ func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementRes
 		return SettlementResult{}, err
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching the %d lines of the settlement report of %s (%d malformed).", staged.Lines, in.Date, staged.Malformed))
-	res := SettlementResult{Date: in.Date}
 	match := activities.MatchReportInput{Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
-	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &res.MatchReportResult); err != nil {
+	var matched activities.MatchReportResult
+	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &matched); err != nil {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be matched: %v", in.Date, err))
 		return SettlementResult{}, err
 	}
+	res := newSettlementResult(in.Date, matched)
 	workflow.SetCurrentDetails(ctx, "Settled "+res.Summary()+".")
 	workflow.GetLogger(ctx).Info("settlement run finished", "date", in.Date, "status", res.Status,
 		"matched", res.Matched, "awaiting", res.Awaiting, "exceptions", res.Exceptions)
@@ -131,12 +148,12 @@ type DailySettlementInput struct {
 	// again. The worker sets it to its grace period in the schedule, which
 	// it creates or updates at each start (worker.EnsureSettlementSchedule),
 	// so it follows the grace period that the matching applies.
-	GraceDays int
+	GraceDays int `json:"GraceDays"`
 }
 
 // DailySettlementResult lists the dates settled.
 type DailySettlementResult struct {
-	Dates []string
+	Dates []string `json:"Dates"`
 }
 
 // scheduledStartTime is the search attribute that a schedule sets on the
