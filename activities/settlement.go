@@ -63,8 +63,9 @@ type Settlement struct {
 	Store store.SettlementStore
 	// GraceDays is how many days after its date a charge may first appear
 	// in a report before its attempt is missing_in_report: the worker's
-	// setting, 0 or more, so that every run of a date, scheduled or
-	// started by hand, applies the same one.
+	// setting, 0 or more, and its one carrier. Every run of a date,
+	// scheduled or started by hand, applies it, and the daily run asks for
+	// it (GracePeriod) to know how many days back to settle again.
 	GraceDays int
 	// Now reads the clock that ends grace periods; nil means time.Now.
 	Now func() time.Time
@@ -166,6 +167,20 @@ func stagedLine(date string, l settlement.Line) store.SettlementLine {
 	return store.SettlementLine{Date: date, LineNo: l.No, BalanceTransactionID: l.BalanceTransactionID, Created: l.Created,
 		ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, Category: l.Category,
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: l.Currency}
+}
+
+// GracePeriodResult is the result of GracePeriod.
+type GracePeriodResult struct {
+	// Days is the worker's grace period, Settlement.GraceDays.
+	Days int `json:"Days"`
+}
+
+// GracePeriod reports the worker's grace period. The daily settlement runs
+// it as a local activity, which records the answer in its history, so that
+// the run settles as many days back as the matching waits, and replays the
+// same whatever the worker's setting is by then.
+func (s *Settlement) GracePeriod(context.Context) (GracePeriodResult, error) {
+	return GracePeriodResult{Days: s.GraceDays}, nil
 }
 
 // MatchReportInput is the input of MatchReport.

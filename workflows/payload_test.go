@@ -82,6 +82,7 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 			Awaiting: 1, Exceptions: 1, ByKind: byKind, Totals: totals},
 			`{"Date": "2026-03-14", "Status": "final", "Lines": 3, "Matched": 2, "Awaiting": 1, "Exceptions": 1,
 			"ByKind": {"unknown_charge": 1}, "Totals": ` + totalsJSON + `}`},
+		{"GracePeriodResult", activities.GracePeriodResult{Days: 2}, `{"Days": 2}`},
 		{"StageReportInput", activities.StageReportInput{Date: "2026-03-14"}, `{"Date": "2026-03-14"}`},
 		{"StageReportResult", activities.StageReportResult{Lines: 3, Malformed: 1}, `{"Lines": 3, "Malformed": 1}`},
 		{"MatchReportInput", activities.MatchReportInput{Date: "2026-03-14", RunID: "run-1"}, `{"Date": "2026-03-14", "RunID": "run-1"}`},
