@@ -16,20 +16,20 @@ import (
 type ChargeInput struct {
 	// Intent is the payment to charge; its Key goes out as the
 	// Idempotency-Key and its CardToken as the source.
-	Intent chargeonce.PaymentIntent
+	Intent chargeonce.PaymentIntent `json:"Intent"`
 }
 
 // ChargeResult is a definite answer from the provider.
 type ChargeResult struct {
 	// Status is AttemptSucceeded or AttemptDeclined.
-	Status chargeonce.AttemptStatus
+	Status chargeonce.AttemptStatus `json:"Status"`
 	// ProviderPaymentID is the provider's charge id (a declined request
 	// creates a failed charge, so it is set on a decline too).
-	ProviderPaymentID string
+	ProviderPaymentID string `json:"ProviderPaymentID"`
 	// DeclineCode is the provider's reason on a decline.
-	DeclineCode string
+	DeclineCode string `json:"DeclineCode"`
 	// Replayed reports that the provider answered from its idempotency store.
-	Replayed bool
+	Replayed bool `json:"Replayed"`
 }
 
 // maxDeadlineMargin bounds how much of an attempt's time is kept back from

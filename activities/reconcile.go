@@ -26,19 +26,19 @@ const (
 // FindChargeInput is the input of FindCharge.
 type FindChargeInput struct {
 	// Key is the attempt's idempotency key, for the log and MarkChecked.
-	Key string
+	Key string `json:"Key"`
 	// MerchantReference is what the charge is looked up by.
-	MerchantReference string
+	MerchantReference string `json:"MerchantReference"`
 	// Amount is what a charge of this attempt must be for.
-	Amount chargeonce.Money
+	Amount chargeonce.Money `json:"Amount"`
 }
 
 // FindChargeResult is what the provider holds for the reference.
 type FindChargeResult struct {
 	// Found is FoundSucceeded, FoundFailedOnly or FoundNone.
-	Found string
+	Found string `json:"Found"`
 	// ProviderPaymentID is the succeeded charge's id.
-	ProviderPaymentID string
+	ProviderPaymentID string `json:"ProviderPaymentID"`
 }
 
 // FindCharge looks the attempt up at the provider by its merchant reference,
@@ -116,18 +116,18 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 // RecordOutcomeInput is the input of RecordOutcome.
 type RecordOutcomeInput struct {
 	// Key is the attempt's idempotency key.
-	Key string
+	Key string `json:"Key"`
 	// Status is the terminal status to record.
-	Status chargeonce.AttemptStatus
+	Status chargeonce.AttemptStatus `json:"Status"`
 	// ProviderPaymentID is the provider's charge id, when there is one.
-	ProviderPaymentID string
+	ProviderPaymentID string `json:"ProviderPaymentID"`
 }
 
 // RecordOutcomeResult tells whether the attempt changed.
 type RecordOutcomeResult struct {
 	// Changed is false when the attempt was already terminal, so nothing was
 	// written.
-	Changed bool
+	Changed bool `json:"Changed"`
 }
 
 // RecordOutcome settles the attempt, and its order, in the merchant's

@@ -63,8 +63,9 @@ type Settlement struct {
 	Store store.SettlementStore
 	// GraceDays is how many days after its date a charge may first appear
 	// in a report before its attempt is missing_in_report: the worker's
-	// setting, 0 or more, so that every run of a date, scheduled or
-	// started by hand, applies the same one.
+	// setting, 0 or more, and its one carrier. Every run of a date,
+	// scheduled or started by hand, applies it, and the daily run asks for
+	// it (GracePeriod) to know how many days back to settle again.
 	GraceDays int
 	// Now reads the clock that ends grace periods; nil means time.Now.
 	Now func() time.Time
@@ -91,13 +92,15 @@ func (s *Settlement) logger() *slog.Logger {
 // StageReportInput is the input of StageReport.
 type StageReportInput struct {
 	// Date is the report date, as in 2026-03-14.
-	Date string
+	Date string `json:"Date"`
 }
 
 // StageReportResult counts what StageReport staged.
 type StageReportResult struct {
-	// Lines counts the report's lines, Malformed those that cannot be read.
-	Lines, Malformed int
+	// Lines counts the report's lines, malformed ones included.
+	Lines int `json:"Lines"`
+	// Malformed counts the lines that cannot be read.
+	Malformed int `json:"Malformed"`
 }
 
 // StageReport downloads the report of a date and stages its lines in the
@@ -166,24 +169,39 @@ func stagedLine(date string, l settlement.Line) store.SettlementLine {
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: l.Currency}
 }
 
+// GracePeriodResult is the result of GracePeriod.
+type GracePeriodResult struct {
+	// Days is the worker's grace period, Settlement.GraceDays.
+	Days int `json:"Days"`
+}
+
+// GracePeriod reports the worker's grace period. The daily settlement runs
+// it as a local activity, which records the answer in its history, so that
+// the run settles as many days back as the matching waits, and replays the
+// same whatever the worker's setting is by then.
+func (s *Settlement) GracePeriod(context.Context) (GracePeriodResult, error) {
+	return GracePeriodResult{Days: s.GraceDays}, nil
+}
+
 // MatchReportInput is the input of MatchReport.
 type MatchReportInput struct {
 	// Date is the report date, whose lines StageReport staged.
-	Date string
+	Date string `json:"Date"`
 	// RunID names this run's exceptions; a retry with the same RunID
 	// rewrites them.
-	RunID string
+	RunID string `json:"RunID"`
 }
 
-// MatchReportResult is what the run found.
+// MatchReportResult is what the run found: the counts of the
+// store.SettlementRun it recorded.
 type MatchReportResult struct {
-	Status     store.SettlementStatus
-	Lines      int
-	Matched    int
-	Awaiting   int
-	Exceptions int
-	ByKind     map[chargeonce.ExceptionKind]int
-	Totals     []store.SettlementTotal
+	Status     store.SettlementStatus           `json:"Status"`
+	Lines      int                              `json:"Lines"`
+	Matched    int                              `json:"Matched"`
+	Awaiting   int                              `json:"Awaiting"`
+	Exceptions int                              `json:"Exceptions"`
+	ByKind     map[chargeonce.ExceptionKind]int `json:"ByKind"`
+	Totals     []store.SettlementTotal          `json:"Totals"`
 }
 
 // MatchReport matches the staged report of a date against the succeeded

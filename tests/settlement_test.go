@@ -91,7 +91,7 @@ func TestSettlement_ScheduleIsCreatedOnceAndAMissedDayIsCaughtUp(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{})
 	ctx := context.Background()
 	// What the second worker's start does.
-	require.NoError(t, worker.EnsureSettlementSchedule(ctx, s.temporal, workflows.DefaultSettlementGraceDays, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(t, worker.EnsureSettlementSchedule(ctx, s.temporal, slog.New(slog.NewTextHandler(io.Discard, nil))))
 
 	var ids []string
 	require.Eventually(t, func() bool {

@@ -15,6 +15,13 @@ import (
 	"chargeonce/workflows"
 )
 
+// DefaultSettlementGraceDays is how many days after its date a charge may
+// first appear in a settlement report before its attempt is
+// missing_in_report, unless the worker is told otherwise
+// (Deps.SettlementGraceDays): providers put a charge made just before
+// midnight, or settled late, in a later day's report.
+const DefaultSettlementGraceDays = 2
+
 // SettlementScheduleID is the ID of the Temporal Schedule that settles every
 // day; the Web UI's Schedules page lists it.
 const SettlementScheduleID = "chargeonce-daily-settlement"
@@ -37,16 +44,17 @@ var settlementAt = client.ScheduleCalendarSpec{
 	Comment: "every day at 00:30 UTC",
 }
 
-// settlementSchedule is the schedule a worker with graceDays wants. Its
-// action settles the grace period's days again, and the worker's matching
-// applies the same grace period to each; EnsureSettlementSchedule puts it in
-// the schedule at each start, so the schedule follows the worker's setting.
-func settlementSchedule(graceDays int) (client.ScheduleSpec, *client.ScheduleWorkflowAction, client.SchedulePolicies) {
+// settlementSchedule is the schedule a worker wants. Its action carries no
+// grace period: each run asks the worker for its own, which its matching
+// applies too. EnsureSettlementSchedule puts it in the schedule at each
+// start, which also clears the grace period that schedules created before
+// carried in their argument.
+func settlementSchedule() (client.ScheduleSpec, *client.ScheduleWorkflowAction, client.SchedulePolicies) {
 	spec := client.ScheduleSpec{Calendars: []client.ScheduleCalendarSpec{settlementAt}, TimeZoneName: "UTC"}
 	action := &client.ScheduleWorkflowAction{
 		ID:        settlementWorkflowID,
 		Workflow:  workflows.DailySettlementWorkflow,
-		Args:      []any{workflows.DailySettlementInput{GraceDays: graceDays}},
+		Args:      []any{workflows.DailySettlementInput{}},
 		TaskQueue: chargeonce.TaskQueue,
 	}
 	// A day's run that is still going when the next is due is not doubled:
@@ -58,8 +66,8 @@ func settlementSchedule(graceDays int) (client.ScheduleSpec, *client.ScheduleWor
 // EnsureSettlementSchedule creates the daily settlement schedule, or updates
 // it to this worker's settings when it exists: every worker may call it at
 // start, and the schedule exists once.
-func EnsureSettlementSchedule(ctx context.Context, c client.Client, graceDays int, log *slog.Logger) error {
-	spec, action, policies := settlementSchedule(graceDays)
+func EnsureSettlementSchedule(ctx context.Context, c client.Client, log *slog.Logger) error {
+	spec, action, policies := settlementSchedule()
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:            SettlementScheduleID,
 		Spec:          spec,
@@ -69,7 +77,7 @@ func EnsureSettlementSchedule(ctx context.Context, c client.Client, graceDays in
 		Note:          "Settles the provider's settlement report of each day: see GET /api/settlements/{date}.",
 	})
 	if err == nil {
-		log.Info("settlement schedule created", "schedule", SettlementScheduleID, "grace_days", graceDays)
+		log.Info("settlement schedule created", "schedule", SettlementScheduleID)
 		return nil
 	}
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
@@ -89,7 +97,7 @@ func EnsureSettlementSchedule(ctx context.Context, c client.Client, graceDays in
 	if err != nil {
 		return fmt.Errorf("worker: update the settlement schedule: %w", err)
 	}
-	log.Info("settlement schedule updated", "schedule", SettlementScheduleID, "grace_days", graceDays)
+	log.Info("settlement schedule updated", "schedule", SettlementScheduleID)
 	return nil
 }
 
@@ -105,11 +113,11 @@ const (
 // server that has just started serves workflows before its schedules, and
 // a worker that refused to start for the settlement would leave payments
 // waiting for the books.
-func keepSettlementSchedule(ctx context.Context, c client.Client, graceDays int, log *slog.Logger) {
+func keepSettlementSchedule(ctx context.Context, c client.Client, log *slog.Logger) {
 	wait := scheduleRetryFirst
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, scheduleCallTimeout)
-		err := EnsureSettlementSchedule(callCtx, c, graceDays, log)
+		err := EnsureSettlementSchedule(callCtx, c, log)
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return

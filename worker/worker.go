@@ -78,9 +78,9 @@ type Deps struct {
 	// nil runs no settlement.
 	Reports *settlement.Client
 	// SettlementGraceDays is the settlement's grace period, in days, 0 or
-	// more: see workflows.DefaultSettlementGraceDays. It is the one setting
-	// of it: the matching activity applies it to every run of a date,
-	// however started, and the daily schedule takes it.
+	// more: see DefaultSettlementGraceDays. It is the one setting of it: the
+	// matching activity applies it to every run of a date, however started,
+	// and the daily run asks the worker for it.
 	SettlementGraceDays int
 }
 
@@ -166,7 +166,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
 	if d.Reports != nil {
-		wk.group.Go(func() { keepSettlementSchedule(bgCtx, d.Client, d.SettlementGraceDays, d.Logger) })
+		wk.group.Go(func() { keepSettlementSchedule(bgCtx, d.Client, d.Logger) })
 	}
 	return wk, nil
 }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -36,40 +35,6 @@ const (
 	PhaseCompleted = "completed"
 )
 
-// changeNoLateSends is the workflow.GetVersion change that stops sending a
-// charge after Timing.lastSendAt. It is asked only when a send would be that
-// late, so that other runs carry no marker.
-const (
-	changeNoLateSends                  = "no-late-sends"
-	noLateSends       workflow.Version = 1
-)
-
-// changePacedLookups is the workflow.GetVersion change that paces the
-// lookups: they run on chargeonce.LookupTaskQueue, whose dispatch rate
-// Temporal caps at the rate the provider allows, on the jittered backoff
-// grid of Timing.LookupTimes rather than every Interval. It is asked when
-// reconciliation begins, so that a run settled by its charge phase carries
-// no marker.
-const (
-	changePacedLookups                  = "paced-lookups"
-	pacedLookups       workflow.Version = 1
-)
-
-// changeNotProcessed is the workflow.GetVersion change that lets an attempt
-// settle not_processed: each charge request runs as an activity execution of
-// its own, so that the workflow knows whether any request of the charge
-// phase may have been processed, and a run started without a card token
-// settles at once. Before it, the charge phase was one Charge activity that
-// Temporal retried within ChargeBudget, which showed the workflow only its
-// last error, and a tokenless run waited for a customer retry. It is asked
-// only where the two part: when a charge request ends without a definite
-// answer, and when a run starts without a token, so that a payment approved
-// or declined at its first request carries no marker.
-const (
-	changeNotProcessed                   = "not-processed"
-	settlesNotProcessed workflow.Version = 1
-)
-
 // localRecordBudget bounds the local RecordOutcome attempts. Every backoff
 // within it is shorter than the default workflow task timeout, so the worker
 // retries them without a timer in the history. A database away for longer is
@@ -77,11 +42,11 @@ const (
 // the history.
 const localRecordBudget = 30 * time.Second
 
-// DefaultMaxHistoryLength is the history length at which a reconciling
-// payment continues as new when PaymentInput.MaxHistoryLength is zero. A
-// reconciliation of the default timing writes a few hundred events; the
-// limit only matters for very long timings.
-const DefaultMaxHistoryLength = 10000
+// MaxHistoryLength is the history length at which a reconciling payment
+// continues as new, unless Temporal suggests it earlier. A reconciliation of
+// the default timing writes a few hundred events; the limit only matters for
+// very long timings.
+const MaxHistoryLength = 10000
 
 // ErrTypeInvalidInput is the error type of a payment workflow started with
 // an input it cannot run: a bug of the starter, which no retry fixes.
@@ -99,9 +64,6 @@ type PaymentInput struct {
 	// Carried is the state handed over by continue-as-new; nil on the first
 	// run. A run that carries state is always reconciling.
 	Carried *CarriedState `json:"carried,omitempty"`
-	// MaxHistoryLength is the history length at which a reconciling payment
-	// continues as new; zero means DefaultMaxHistoryLength.
-	MaxHistoryLength int `json:"maxHistoryLength,omitempty"`
 }
 
 // CarriedState is what a reconciling payment hands to its next run when it
@@ -166,8 +128,8 @@ func WorkflowID(key string) string {
 }
 
 // Register registers the payment workflow and the activities with a worker
-// of chargeonce.TaskQueue. FindCharge is among them for the runs that
-// started before lookups had a queue of their own.
+// of chargeonce.TaskQueue. FindCharge comes with the struct but never runs
+// there: the workflow schedules it on chargeonce.LookupTaskQueue.
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflow(PaymentWorkflow)
 	r.RegisterActivity(a)
@@ -254,9 +216,8 @@ type payment struct {
 	timing Timing
 	log    log.Logger
 	// token is the card token to send; empty until one is known.
-	token      string
-	maxHistory int
-	status     Status
+	token  string
+	status Status
 	// final is the settled outcome; nil while the attempt is open.
 	final *PaymentResult
 	// mu makes a lookup and a re-sent charge exclusive, each together with
@@ -283,22 +244,14 @@ func newPayment(ctx workflow.Context, in PaymentInput) (*payment, error) {
 	if err := in.Intent.Validate(); err != nil {
 		return nil, err
 	}
-	maxHistory := in.MaxHistoryLength
-	switch {
-	case maxHistory == 0:
-		maxHistory = DefaultMaxHistoryLength
-	case maxHistory < 0:
-		return nil, fmt.Errorf("payment input: MaxHistoryLength %d is negative", maxHistory)
-	}
 	p := &payment{
-		in:         in,
-		intent:     in.Intent,
-		timing:     timing,
-		log:        log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID),
-		token:      in.Intent.CardToken,
-		maxHistory: maxHistory,
-		status:     Status{Phase: PhaseCharging},
-		mu:         workflow.NewMutex(ctx),
+		in:     in,
+		intent: in.Intent,
+		timing: timing,
+		log:    log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID),
+		token:  in.Intent.CardToken,
+		status: Status{Phase: PhaseCharging},
+		mu:     workflow.NewMutex(ctx),
 	}
 	if c := in.Carried; c != nil {
 		if c.CardToken != "" {
@@ -370,10 +323,6 @@ func (p *payment) chargePhase(ctx workflow.Context) error {
 // checkout opens a new attempt under a new key. A charge update that brings
 // the token before the settlement wins: its resend decides.
 func (p *payment) startWithoutToken(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, changeNotProcessed, workflow.DefaultVersion, settlesNotProcessed) == workflow.DefaultVersion {
-		p.log.Info("payment has no card token, nothing was sent; waiting for a customer retry or the abandon deadline")
-		return nil
-	}
 	if err := p.mu.Lock(ctx); err != nil {
 		return err
 	}
@@ -399,8 +348,7 @@ func (p *payment) startWithoutToken(ctx workflow.Context) error {
 // fits in the budget: one cut short would be unknown for want of time, and
 // every request ends within the budget, as Timing.lastSendAt counts on.
 func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
-	if late := workflow.Now(ctx).After(p.timing.lastSendAt(p.intent.CreatedAt)); late &&
-		workflow.GetVersion(ctx, changeNoLateSends, workflow.DefaultVersion, noLateSends) >= noLateSends {
+	if workflow.Now(ctx).After(p.timing.lastSendAt(p.intent.CreatedAt)) {
 		// A request sent now might still be processing when the deadline's
 		// lookup finds nothing, and the attempt would be abandoned with a
 		// charge arriving behind it. The lookup decides instead; after an
@@ -454,12 +402,6 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 				return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + appErr.Message()}, nil
 			}
 		}
-		if workflow.GetVersion(ctx, changeNotProcessed, workflow.DefaultVersion, settlesNotProcessed) == workflow.DefaultVersion {
-			// A run from before the change, replaying: its one Charge
-			// activity was retried within the budget, and its last error
-			// leaves the outcome unknown.
-			return unknownOutcome(), nil
-		}
 		req := requestFailure(err)
 		if req == nil || req.Type() != activities.ErrTypeNotProcessed {
 			mayBeProcessed = true
@@ -476,15 +418,11 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 }
 
 // requestFailure is the application error that one charge request failed
-// with: the direct cause of the activity error, and only when the execution
-// made that one attempt. It is nil for a timeout, which may carry an earlier
-// failure as its cause, and for an execution whose retries ran out of time:
-// one scheduled by a run from before changeNotProcessed with Temporal's
-// retries, still retrying when this code took over, whose earlier attempts
-// may have been processed.
+// with: the direct cause of the activity error, whose one attempt was that
+// request. It is nil for a timeout, whose direct cause is the timeout.
 func requestFailure(err error) *temporal.ApplicationError {
 	var actErr *temporal.ActivityError
-	if !errors.As(err, &actErr) || actErr.RetryState() == enumspb.RETRY_STATE_TIMEOUT {
+	if !errors.As(err, &actErr) {
 		return nil
 	}
 	appErr, _ := actErr.Unwrap().(*temporal.ApplicationError)
@@ -585,14 +523,10 @@ func (p *payment) reconcile(ctx workflow.Context) error {
 	if p.final != nil {
 		return nil
 	}
-	paced := workflow.GetVersion(ctx, changePacedLookups, workflow.DefaultVersion, pacedLookups) >= pacedLookups
 	jitter := p.timing.LookupJitter(p.intent.Key)
 	for p.final == nil {
 		now := workflow.Now(ctx)
-		next := p.timing.nextCheckAt(p.intent.CreatedAt, now, p.status.Checks)
-		if paced {
-			next = p.timing.nextLookupAt(jitter, p.intent.CreatedAt, now, p.status.Checks)
-		}
+		next := p.timing.nextLookupAt(jitter, p.intent.CreatedAt, now, p.status.Checks)
 		p.status.NextCheckAt = next
 		workflow.SetCurrentDetails(ctx, p.waitingDetails(next))
 		if wait := next.Sub(now); wait > 0 {
@@ -609,7 +543,7 @@ func (p *payment) reconcile(ctx workflow.Context) error {
 		var err error
 		if p.final == nil {
 			p.checkNow = false
-			err = p.check(ctx, paced)
+			err = p.check(ctx)
 		}
 		p.mu.Unlock()
 		if err != nil {
@@ -634,16 +568,19 @@ func (p *payment) waitingDetails(next time.Time) string {
 
 // check looks the attempt up once and settles it when the provider's answer
 // decides it. A lookup that keeps failing is logged and retried at the next
-// check. A paced lookup runs on the lookup task queue, and one still
-// waiting there after an Interval gives way to the next check: under a
-// backlog a fresh lookup is worth more than a stale one, and no lookup, nor
-// a customer retry waiting for the lookup to finish, waits behind the whole
+// check. The lookup runs on the lookup task queue, whose dispatch rate
+// Temporal caps at the rate the provider allows, and one still waiting
+// there after an Interval gives way to the next check: under a backlog a
+// fresh lookup is worth more than a stale one, and no lookup, nor a
+// customer retry waiting for the lookup to finish, waits behind the whole
 // backlog. Its error is only cancellation.
-func (p *payment) check(ctx workflow.Context, paced bool) error {
+func (p *payment) check(ctx workflow.Context) error {
 	startedAt := workflow.Now(ctx)
 	p.status.Checks++
-	opts := workflow.ActivityOptions{
-		StartToCloseTimeout: p.timing.AttemptTimeout,
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              chargeonce.LookupTaskQueue,
+		ScheduleToStartTimeout: p.timing.Interval,
+		StartToCloseTimeout:    p.timing.AttemptTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    p.timing.RetryInterval,
 			BackoffCoefficient: 2,
@@ -654,12 +591,7 @@ func (p *payment) check(ctx workflow.Context, paced bool) error {
 				activities.ErrTypeInvalidRequest,
 			},
 		},
-	}
-	if paced {
-		opts.TaskQueue = chargeonce.LookupTaskQueue
-		opts.ScheduleToStartTimeout = p.timing.Interval
-	}
-	actx := workflow.WithActivityOptions(ctx, opts)
+	})
 	var res activities.FindChargeResult
 	err := workflow.ExecuteActivity(actx, acts.FindCharge, activities.FindChargeInput{
 		Key:               p.intent.Key,
@@ -702,7 +634,7 @@ func (p *payment) check(ctx workflow.Context, paced bool) error {
 
 func (p *payment) historyTooLong(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= p.maxHistory
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= MaxHistoryLength
 }
 
 // continueAsNew hands the reconciliation to a fresh run with a short history.

@@ -690,9 +690,9 @@ func TestPaymentWorkflow_ContinueAsNewKeepsTheState(t *testing.T) {
 	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
-	wenv.SetCurrentHistoryLength(200)
+	wenv.SetCurrentHistoryLength(workflows.MaxHistoryLength)
 
-	wenv.ExecuteWorkflow(workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: shortCharge, MaxHistoryLength: 100})
+	wenv.ExecuteWorkflow(workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
 
 	var canErr *workflow.ContinueAsNewError
 	require.ErrorAs(t, wenv.GetWorkflowError(), &canErr)
@@ -700,7 +700,6 @@ func TestPaymentWorkflow_ContinueAsNewKeepsTheState(t *testing.T) {
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(canErr.Input, &next))
 	require.Equal(t, intent, next.Intent)
 	require.Equal(t, shortCharge, next.Timing)
-	require.Equal(t, 100, next.MaxHistoryLength)
 	require.Equal(t, &workflows.CarriedState{Checks: 1}, next.Carried)
 	continuedAt := wenv.Now().UTC()
 	require.Equal(t, lookupTimes(intent)[0], continuedAt)
@@ -714,6 +713,30 @@ func TestPaymentWorkflow_ContinueAsNewKeepsTheState(t *testing.T) {
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseCompleted, Checks: len(lookupTimes(intent))}, queryStatus(t, wenv))
 	// The continued run reconciles; it never charges again.
 	requireOneKey(t, env, intent, sent)
+}
+
+// A run continued as new while the input still had a history limit of its
+// own carries it in its input: the input still decodes, the field is
+// ignored, and the run continues as new only at MaxHistoryLength.
+func TestPaymentWorkflow_AnInputWithTheOldHistoryLimitStillRuns(t *testing.T) {
+	env := activitiestest.New(t, dropping)
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	wenv := newWorkflowEnv(t, env, createdAt)
+	wenv.SetCurrentHistoryLength(200)
+	old := struct {
+		Intent           chargeonce.PaymentIntent `json:"intent"`
+		Timing           workflows.Timing         `json:"timing"`
+		Carried          *workflows.CarriedState  `json:"carried"`
+		MaxHistoryLength int                      `json:"maxHistoryLength"`
+	}{intent, shortCharge, &workflows.CarriedState{Checks: 1}, 100}
+
+	wenv.ExecuteWorkflow("PaymentWorkflow", old)
+
+	require.NoError(t, wenv.GetWorkflowError(), "settled, not continued as new")
+	var res workflows.PaymentResult
+	require.NoError(t, wenv.GetWorkflowResult(&res))
+	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+	require.Empty(t, env.ChargeKeys(), "a carried run only reconciles")
 }
 
 func TestPaymentWorkflow_ChargeUpdateOfAnotherCardIsRefused(t *testing.T) {
@@ -807,7 +830,6 @@ func TestPaymentWorkflow_InvalidInputFailsBeforeSending(t *testing.T) {
 	}{
 		{"bad timing", workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: time.Minute}}, "--attempt-timeout 1m0s exceeds --charge-budget 10s"},
 		{"another card's token", workflows.PaymentInput{Intent: withToken(intent, "tok_mastercard")}, "card token does not match"},
-		{"negative history limit", workflows.PaymentInput{Intent: intent, MaxHistoryLength: -1}, "MaxHistoryLength -1 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -903,28 +925,4 @@ func TestPaymentWorkflow_LookupsRunOnTheLookupQueueOnTheKeysBackoffGrid(t *testi
 	require.Equal(t, createdAt.Add(timing.MinAge+jitter), times[0])
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), times[len(times)-1])
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), wenv.Now().UTC(), "abandoned at the deadline's lookup")
-}
-
-// TestPaymentWorkflow_ARunWithoutThePacedLookupsMarkerKeepsItsGridAndQueue
-// plays a run that started before lookups were paced: the SDK answers its
-// GetVersion with DefaultVersion, as on the replay of a history without the
-// marker. The change ID is the one in recorded histories, so it is spelt
-// out here rather than shared.
-func TestPaymentWorkflow_ARunWithoutThePacedLookupsMarkerKeepsItsGridAndQueue(t *testing.T) {
-	env := activitiestest.New(t, dropping)
-	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
-	wenv := newWorkflowEnv(t, env, createdAt)
-	wenv.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: chargeonce.TaskQueue})
-	wenv.OnGetVersion("paced-lookups", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	lookups := recordLookups(wenv)
-
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
-
-	require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
-	// Every minute from 2m to 30m, on the payment task queue.
-	require.Len(t, *lookups, 29)
-	for i, l := range *lookups {
-		require.Equal(t, chargeonce.TaskQueue, l.queue)
-		require.Equal(t, createdAt.Add(2*time.Minute+time.Duration(i)*time.Minute), l.at)
-	}
 }

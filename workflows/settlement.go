@@ -16,15 +16,8 @@ import (
 	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/provider/settlement"
+	"chargeonce/store"
 )
-
-// DefaultSettlementGraceDays is how many days after its date a charge may
-// first appear in a settlement report before its attempt is
-// missing_in_report: providers put a charge made just before midnight, or
-// settled late, in a later day's report. The worker owns the grace period
-// (worker.Deps.SettlementGraceDays): its matching activity applies it to
-// every run of a date, and its daily schedule settles that many days back.
-const DefaultSettlementGraceDays = 2
 
 // SettlementWorkflowID is the workflow ID of the settlement of a report
 // date: one run per date at a time, and a rerun replaces its result.
@@ -41,13 +34,28 @@ const ErrTypeBadSettlementInput = "BadSettlementInput"
 // unknown field, and the worker's grace period applies.
 type SettlementInput struct {
 	// Date is the report date, as in 2026-03-14 (UTC).
-	Date string
+	Date string `json:"Date"`
 }
 
-// SettlementResult is what a settlement run found.
+// SettlementResult is what a settlement run found: its date, and the
+// activities.MatchReportResult that MatchReport recorded for it, field by
+// field.
 type SettlementResult struct {
-	Date string
-	activities.MatchReportResult
+	Date       string                           `json:"Date"`
+	Status     store.SettlementStatus           `json:"Status"`
+	Lines      int                              `json:"Lines"`
+	Matched    int                              `json:"Matched"`
+	Awaiting   int                              `json:"Awaiting"`
+	Exceptions int                              `json:"Exceptions"`
+	ByKind     map[chargeonce.ExceptionKind]int `json:"ByKind"`
+	Totals     []store.SettlementTotal          `json:"Totals"`
+}
+
+// newSettlementResult is the result of the run of date whose MatchReport
+// found m.
+func newSettlementResult(date string, m activities.MatchReportResult) SettlementResult {
+	return SettlementResult{Date: date, Status: m.Status, Lines: m.Lines, Matched: m.Matched, Awaiting: m.Awaiting,
+		Exceptions: m.Exceptions, ByKind: m.ByKind, Totals: m.Totals}
 }
 
 // Summary is one line for people: what the run found.
@@ -112,12 +120,13 @@ func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementRes
 		return SettlementResult{}, err
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching the %d lines of the settlement report of %s (%d malformed).", staged.Lines, in.Date, staged.Malformed))
-	res := SettlementResult{Date: in.Date}
 	match := activities.MatchReportInput{Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
-	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &res.MatchReportResult); err != nil {
+	var matched activities.MatchReportResult
+	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &matched); err != nil {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be matched: %v", in.Date, err))
 		return SettlementResult{}, err
 	}
+	res := newSettlementResult(in.Date, matched)
 	workflow.SetCurrentDetails(ctx, "Settled "+res.Summary()+".")
 	workflow.GetLogger(ctx).Info("settlement run finished", "date", in.Date, "status", res.Status,
 		"matched", res.Matched, "awaiting", res.Awaiting, "exceptions", res.Exceptions)
@@ -125,18 +134,50 @@ func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementRes
 }
 
 // DailySettlementInput is the input of DailySettlementWorkflow, fixed in the
-// schedule's action.
+// schedule's action. The worker's schedule passes it empty: the grace period
+// is the worker's (activities.Settlement.GraceDays).
 type DailySettlementInput struct {
-	// GraceDays is how many days before the day settled the run settles
-	// again. The worker sets it to its grace period in the schedule, which
-	// it creates or updates at each start (worker.EnsureSettlementSchedule),
-	// so it follows the grace period that the matching applies.
-	GraceDays int
+	// GraceDays is the grace period that schedules created before
+	// changeWorkersGracePeriod passed. Only the runs started before that
+	// change read it, on replay; it goes with the gate.
+	GraceDays int `json:"GraceDays,omitempty"`
 }
 
 // DailySettlementResult lists the dates settled.
 type DailySettlementResult struct {
-	Dates []string
+	Dates []string `json:"Dates"`
+}
+
+// changeWorkersGracePeriod is the workflow.GetVersion change after which
+// the daily run asks the worker for the grace period (the GracePeriod local
+// activity) instead of reading it from the schedule's argument, which had
+// carried a copy of the worker's setting. Like the payment's gates (see
+// PaymentWorkflow) it retires once no run started before it can still be
+// open: a daily run lasts as long as its dates' settlements, and while one
+// is open the schedule starts no other, so the sign is that no open
+// DailySettlementWorkflow started before the change is left.
+const (
+	changeWorkersGracePeriod                  = "workers-grace-period"
+	workersGracePeriod       workflow.Version = 1
+)
+
+// gracePeriodTimeout bounds the GracePeriod local activity, which only
+// reads a field.
+const gracePeriodTimeout = 10 * time.Second
+
+// graceDays is the grace period the daily run settles again: the worker's,
+// or, for a run started before changeWorkersGracePeriod, the schedule's
+// argument.
+func graceDays(ctx workflow.Context, in DailySettlementInput) (int, error) {
+	if workflow.GetVersion(ctx, changeWorkersGracePeriod, workflow.DefaultVersion, workersGracePeriod) == workflow.DefaultVersion {
+		return in.GraceDays, nil
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: gracePeriodTimeout})
+	var res activities.GracePeriodResult
+	if err := workflow.ExecuteLocalActivity(lctx, settlementActs.GracePeriod).Get(ctx, &res); err != nil {
+		return 0, err
+	}
+	return res.Days, nil
 }
 
 // scheduledStartTime is the search attribute that a schedule sets on the
@@ -147,10 +188,10 @@ var scheduledStartTime = temporal.NewSearchAttributeKeyTime("TemporalScheduledSt
 // DailySettlementWorkflow is the schedule's action. For the day before the
 // time it was due (its own time when it was not scheduled) it runs
 // SettlementWorkflow as a child, with the date's workflow ID, and so again
-// for each of the grace period's days before it, newest first: their runs
-// become final once the grace period is over, and a day that the schedule
-// skipped is settled by the next day's run. A date whose settlement is
-// already running is left to that run.
+// for each of the worker's grace period's days before it, newest first:
+// their runs become final once the grace period is over, and a day that the
+// schedule skipped is settled by the next day's run. A date whose
+// settlement is already running is left to that run.
 func DailySettlementWorkflow(ctx workflow.Context, in DailySettlementInput) (DailySettlementResult, error) {
 	due, ok := workflow.GetTypedSearchAttributes(ctx).GetTime(scheduledStartTime)
 	if !ok {
@@ -158,7 +199,11 @@ func DailySettlementWorkflow(ctx workflow.Context, in DailySettlementInput) (Dai
 	}
 	day := due.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
 	var res DailySettlementResult
-	for back := range max(in.GraceDays, 0) + 1 {
+	grace, err := graceDays(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	for back := range max(grace, 0) + 1 {
 		date := day.AddDate(0, 0, -back).Format(settlement.DateLayout)
 		child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:            SettlementWorkflowID(date),

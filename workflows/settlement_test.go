@@ -1,14 +1,17 @@
 package workflows_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"chargeonce/activities"
 	"chargeonce/workflows"
@@ -52,27 +55,69 @@ func TestSettlementWorkflow_StagesThenMatchesUnderItsRunID(t *testing.T) {
 	require.NotEmpty(t, match.RunID)
 }
 
-func TestDailySettlementWorkflow_SettlesTheDayBeforeItWasDueThenTheGraceDays(t *testing.T) {
+// dailyRun runs DailySettlementWorkflow on a worker whose grace period is
+// graceDays, as the schedule's backfill of the action due at 00:30 on
+// 2026-03-15 would, long after, and returns the dates it settled and how
+// often it asked the worker for the grace period.
+func dailyRun(t *testing.T, graceDays int, in workflows.DailySettlementInput, setup func(*testsuite.TestWorkflowEnvironment)) ([]string, int) {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(workflows.SettlementWorkflow)
-	var settled []workflows.SettlementInput
+	workflows.RegisterSettlement(env, &activities.Settlement{GraceDays: graceDays})
+	var settled []string
 	env.OnWorkflow(workflows.SettlementWorkflow, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-		settled = append(settled, args.Get(1).(workflows.SettlementInput))
+		settled = append(settled, args.Get(1).(workflows.SettlementInput).Date)
 	}).Return(workflows.SettlementResult{}, nil)
-	// A backfill of the action due at 00:30 on 2026-03-15, run long after.
+	asked := 0
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		if info.ActivityType.Name == "GracePeriod" {
+			asked++
+		}
+	})
 	due := time.Date(2026, 3, 15, 0, 30, 0, 0, time.UTC)
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
 		temporal.NewSearchAttributeKeyTime("TemporalScheduledStartTime").ValueSet(due))))
 	env.SetStartTime(due.AddDate(0, 1, 0))
+	if setup != nil {
+		setup(env)
+	}
 
-	env.ExecuteWorkflow(workflows.DailySettlementWorkflow, workflows.DailySettlementInput{GraceDays: 2})
+	env.ExecuteWorkflow(workflows.DailySettlementWorkflow, in)
 
 	require.NoError(t, env.GetWorkflowError())
 	var res workflows.DailySettlementResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, []string{"2026-03-14", "2026-03-13", "2026-03-12"}, res.Dates)
-	require.Equal(t, []workflows.SettlementInput{{Date: "2026-03-14"}, {Date: "2026-03-13"}, {Date: "2026-03-12"}}, settled)
+	require.Equal(t, settled, res.Dates)
+	return res.Dates, asked
+}
+
+func TestDailySettlementWorkflow_SettlesTheDayBeforeItWasDueThenTheWorkersGraceDays(t *testing.T) {
+	dates, asked := dailyRun(t, 2, workflows.DailySettlementInput{}, nil)
+
+	require.Equal(t, []string{"2026-03-14", "2026-03-13", "2026-03-12"}, dates)
+	require.Equal(t, 1, asked)
+}
+
+// A schedule created before the grace period became the worker's alone
+// passes one in its argument until a worker's start updates it: the
+// worker's own wins.
+func TestDailySettlementWorkflow_TheWorkersGraceDaysWinOverAnOldScheduleArgument(t *testing.T) {
+	dates, _ := dailyRun(t, 1, workflows.DailySettlementInput{GraceDays: 5}, nil)
+
+	require.Equal(t, []string{"2026-03-14", "2026-03-13"}, dates)
+}
+
+// A run started before the change replays with its schedule's argument,
+// without asking the worker: the SDK answers its GetVersion with
+// DefaultVersion, as on the replay of a history without the marker. The
+// change ID is the one in histories, so it is spelt out here.
+func TestDailySettlementWorkflow_ARunFromBeforeTheWorkersGracePeriodKeepsItsArgument(t *testing.T) {
+	dates, asked := dailyRun(t, 0, workflows.DailySettlementInput{GraceDays: 2}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnGetVersion("workers-grace-period", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	})
+
+	require.Equal(t, []string{"2026-03-14", "2026-03-13", "2026-03-12"}, dates)
+	require.Zero(t, asked)
 }
 
 // A run started before the grace period became the worker's carried it in

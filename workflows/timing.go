@@ -38,7 +38,8 @@ type Timing struct {
 
 // DefaultTiming returns the timing used for a zero Timing: 3s per request,
 // 10s for the charge phase, 1s between requests, the first lookup after 2
-// minutes, then every minute, and abandonment after 30 minutes.
+// minutes plus the key's jitter of up to a minute, then gaps of 1, 2, 4 and
+// from then on 8 minutes (LookupTimes), and abandonment after 30 minutes.
 func DefaultTiming() Timing {
 	return Timing{
 		AttemptTimeout: 3 * time.Second,

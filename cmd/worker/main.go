@@ -31,7 +31,6 @@ import (
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/serve"
 	"chargeonce/worker"
-	"chargeonce/workflows"
 )
 
 func main() {
@@ -46,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	logFlags := cli.Logging(fs)
 	providerFlags := providerFlagsOf(fs)
 	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")
-	graceDays := fs.Int("settlement-grace-days", workflows.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
+	graceDays := fs.Int("settlement-grace-days", worker.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
 	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")

@@ -466,7 +466,7 @@ func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) erro
 		Logger:        s.cfg.Logger,
 		// A report download is bounded by its activity's timeout.
 		Reports:             &settlement.Client{BaseURL: s.providerS.URL(), HTTP: &http.Client{}},
-		SettlementGraceDays: workflows.DefaultSettlementGraceDays,
+		SettlementGraceDays: worker.DefaultSettlementGraceDays,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,184 @@
+package workflows_test
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+
+	"chargeonce"
+	"chargeonce/activities"
+	"chargeonce/store"
+	"chargeonce/workflows"
+)
+
+// Every value that crosses Temporal, as the input or result of a workflow or
+// an activity, the argument or answer of an update, a signal or a query, or
+// a schedule's argument, is written into histories and schedules that
+// outlive the code that wrote it. Its fields carry explicit JSON names, so
+// that renaming a Go field renames nothing there, and this test holds every
+// name: it encodes a value with every field set, as Temporal's data
+// converter does, and compares the JSON. A field renamed, retagged, dropped
+// or added fails it.
+func TestPayloads_KeepTheirJSONNames(t *testing.T) {
+	at := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	amount := chargeonce.Money{Minor: 54890, Currency: "TRY"}
+	intent := chargeonce.PaymentIntent{
+		Key: "01a1d96c-e23d-77bf-801e-9df969c1d378", OrderID: 1001, Amount: amount, CardToken: "tok_visa",
+		CardHash: "hash", MerchantReference: "shop-1001-01a1d96ce23d77bf801e9df969c1d378", Description: "order 1001", CreatedAt: at,
+	}
+	const intentJSON = `{"key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "orderId": 1001, "amount": {"minor": 54890, "currency": "TRY"},
+		"cardToken": "tok_visa", "cardHash": "hash", "merchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
+		"description": "order 1001", "createdAt": "2026-03-14T10:00:00Z"}`
+	byKind := map[chargeonce.ExceptionKind]int{chargeonce.ExceptionUnknownCharge: 1}
+	totals := []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 300, Fee: 9, Net: 291}}
+	const totalsJSON = `[{"currency": "TRY", "lines": 3, "gross": 300, "fee": 9, "net": 291}]`
+
+	tests := []struct {
+		name  string
+		value any
+		want  string
+	}{
+		// PaymentWorkflow: its input, also across continue-as-new, and its
+		// result, which the charge update answers too.
+		{"PaymentInput", workflows.PaymentInput{
+			Intent:  intent,
+			Timing:  workflows.Timing{AttemptTimeout: 1, ChargeBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5, AbandonAfter: 6},
+			Carried: &workflows.CarriedState{Checks: 7, LastError: "timeout", CardToken: "tok_visa"},
+		}, `{"intent": ` + intentJSON + `,
+			"timing": {"attemptTimeout": 1, "chargeBudget": 2, "retryInterval": 3, "minAge": 4, "interval": 5, "abandonAfter": 6},
+			"carried": {"checks": 7, "lastError": "timeout", "cardToken": "tok_visa"}}`},
+		{"PaymentResult", workflows.PaymentResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: "ch_1", DeclineCode: "card_declined", Message: "declined"},
+			`{"status": "declined", "providerPaymentId": "ch_1", "declineCode": "card_declined", "message": "declined"}`},
+		{"ChargeRequest", workflows.ChargeRequest{CardToken: "tok_visa"}, `{"cardToken": "tok_visa"}`},
+		{"ProviderEvent", workflows.ProviderEvent{ChargeID: "ch_1"}, `{"chargeId": "ch_1"}`},
+		{"Status", workflows.Status{Phase: workflows.PhaseReconciling, NextCheckAt: at, Checks: 2, LastError: "timeout"},
+			`{"phase": "reconciling", "nextCheckAt": "2026-03-14T10:00:00Z", "checks": 2, "lastError": "timeout"}`},
+
+		// The payment's activities.
+		{"ChargeInput", activities.ChargeInput{Intent: intent}, `{"Intent": ` + intentJSON + `}`},
+		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", Replayed: true},
+			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "Replayed": true}`},
+		{"FindChargeInput", activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: amount},
+			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "MerchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
+			"Amount": {"minor": 54890, "currency": "TRY"}}`},
+		{"FindChargeResult", activities.FindChargeResult{Found: activities.FoundSucceeded, ProviderPaymentID: "ch_1"},
+			`{"Found": "succeeded", "ProviderPaymentID": "ch_1"}`},
+		{"RecordOutcomeInput", activities.RecordOutcomeInput{Key: intent.Key, Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1"},
+			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "Status": "succeeded", "ProviderPaymentID": "ch_1"}`},
+		{"RecordOutcomeResult", activities.RecordOutcomeResult{Changed: true}, `{"Changed": true}`},
+
+		// The settlement: the daily schedule's argument, the workflows and
+		// their activities.
+		{"DailySettlementInput", workflows.DailySettlementInput{GraceDays: 2}, `{"GraceDays": 2}`},
+		{"DailySettlementResult", workflows.DailySettlementResult{Dates: []string{"2026-03-14"}}, `{"Dates": ["2026-03-14"]}`},
+		{"SettlementInput", workflows.SettlementInput{Date: "2026-03-14"}, `{"Date": "2026-03-14"}`},
+		{"SettlementResult", workflows.SettlementResult{Date: "2026-03-14", Status: store.SettlementFinal, Lines: 3, Matched: 2,
+			Awaiting: 1, Exceptions: 1, ByKind: byKind, Totals: totals},
+			`{"Date": "2026-03-14", "Status": "final", "Lines": 3, "Matched": 2, "Awaiting": 1, "Exceptions": 1,
+			"ByKind": {"unknown_charge": 1}, "Totals": ` + totalsJSON + `}`},
+		{"GracePeriodResult", activities.GracePeriodResult{Days: 2}, `{"Days": 2}`},
+		{"StageReportInput", activities.StageReportInput{Date: "2026-03-14"}, `{"Date": "2026-03-14"}`},
+		{"StageReportResult", activities.StageReportResult{Lines: 3, Malformed: 1}, `{"Lines": 3, "Malformed": 1}`},
+		{"MatchReportInput", activities.MatchReportInput{Date: "2026-03-14", RunID: "run-1"}, `{"Date": "2026-03-14", "RunID": "run-1"}`},
+		{"MatchReportResult", activities.MatchReportResult{Status: store.SettlementFinal, Lines: 3, Matched: 2, Awaiting: 1,
+			Exceptions: 1, ByKind: byKind, Totals: totals},
+			`{"Status": "final", "Lines": 3, "Matched": 2, "Awaiting": 1, "Exceptions": 1,
+			"ByKind": {"unknown_charge": 1}, "Totals": ` + totalsJSON + `}`},
+	}
+	dc := converter.GetDefaultDataConverter()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := reflect.ValueOf(tt.value)
+			requireExplicitNames(t, v.Type(), tt.name)
+			requireEverySet(t, v, tt.name)
+			p, err := dc.ToPayload(tt.value)
+			require.NoError(t, err)
+			require.JSONEq(t, tt.want, string(p.GetData()))
+			back := reflect.New(v.Type())
+			require.NoError(t, dc.FromPayload(p, back.Interface()))
+			require.Equal(t, tt.value, back.Elem().Interface(), "decodes to what was encoded")
+		})
+	}
+}
+
+// SettlementResult embedded the MatchReportResult until it had fields of
+// its own: its JSON is the same, for the runs that closed before.
+func TestPayloads_SettlementResultKeepsTheShapeItHadWhenItEmbedded(t *testing.T) {
+	m := activities.MatchReportResult{Status: store.SettlementProvisional, Lines: 3, Matched: 2, Awaiting: 1, Exceptions: 1,
+		ByKind: map[chargeonce.ExceptionKind]int{chargeonce.ExceptionAmountMismatch: 1},
+		Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 300, Fee: 9, Net: 291}}}
+	embedded, err := json.Marshal(struct {
+		Date string
+		activities.MatchReportResult
+	}{"2026-03-14", m})
+	require.NoError(t, err)
+	own, err := json.Marshal(workflows.SettlementResult{Date: "2026-03-14", Status: m.Status, Lines: m.Lines, Matched: m.Matched,
+		Awaiting: m.Awaiting, Exceptions: m.Exceptions, ByKind: m.ByKind, Totals: m.Totals})
+	require.NoError(t, err)
+	require.JSONEq(t, string(embedded), string(own))
+}
+
+// encodesItself reports whether values of typ choose their own JSON, as
+// time.Time does: their fields are theirs to keep.
+func encodesItself(typ reflect.Type) bool {
+	return typ.Implements(reflect.TypeFor[json.Marshaler]()) || typ.Implements(reflect.TypeFor[encoding.TextMarshaler]())
+}
+
+// requireExplicitNames fails for a struct field, of typ or of a type it
+// holds, whose JSON name is not its tag's but Go's default, the field's name.
+func requireExplicitNames(t *testing.T, typ reflect.Type, path string) {
+	t.Helper()
+	if encodesItself(typ) {
+		return
+	}
+	switch typ.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		requireExplicitNames(t, typ.Elem(), path)
+	case reflect.Struct:
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			require.NotEmpty(t, name, "%s.%s has no explicit JSON name", path, f.Name)
+			require.NotEqual(t, "-", name, "%s.%s is not encoded", path, f.Name)
+			requireExplicitNames(t, f.Type, path+"."+f.Name)
+		}
+	}
+}
+
+// requireEverySet fails for a field of v, or of a value it holds, that is
+// zero: a field omitted when empty would not show its name in the JSON, and
+// a field added to a type would go unnoticed.
+func requireEverySet(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	require.False(t, v.IsZero(), "%s is not set", path)
+	if encodesItself(v.Type()) {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		requireEverySet(t, v.Elem(), path)
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			requireEverySet(t, v.Index(i), path)
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			requireEverySet(t, it.Value(), path)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				requireEverySet(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		}
+	}
+}
