@@ -196,30 +196,6 @@ func (t Timing) lastSendAt(created time.Time) time.Time {
 	return created.Add(t.AbandonAfter - t.ChargeBudget - t.MinAge)
 }
 
-// nextCheckAt is when the provider is next asked about an attempt created at
-// created, given that checks lookups have been made so far and the time is
-// now. The lookups follow a fixed grid, created+MinAge+k*Interval, so that
-// slow lookups do not push the schedule, and the last one falls exactly on
-// created+AbandonAfter. A time in the past means "at once". After the
-// deadline, when the last lookup could not get an answer, the provider is
-// asked again every Interval until it answers: an attempt is abandoned only
-// on the provider's word that it holds no charge.
-func (t Timing) nextCheckAt(created, now time.Time, checks int) time.Time {
-	first := created.Add(t.MinAge)
-	if checks == 0 || now.Before(first) {
-		return first
-	}
-	abandon := created.Add(t.AbandonAfter)
-	if !now.Before(abandon) {
-		return now.Add(t.Interval)
-	}
-	next := first.Add((now.Sub(first)/t.Interval + 1) * t.Interval)
-	if next.After(abandon) {
-		return abandon
-	}
-	return next
-}
-
 // lookupDoublings is how often the gap between two lookups doubles: from
 // Interval to 2, 4 and then 8 Intervals, where it stays. An attempt that has
 // gone unanswered for long is less likely to be answered at the next
@@ -286,12 +262,14 @@ func (t Timing) lookupTimes(jitter time.Duration, created time.Time) []time.Time
 	}
 }
 
-// nextLookupAt is nextCheckAt on the grid of LookupTimes: when the provider
-// is next asked about an attempt created at created, whose grid is offset
-// by jitter, given that checks lookups have been made and the time is now.
-// Slow lookups do not push the grid, a time in the past means "at once",
-// and after the deadline an unanswered attempt is asked again every
-// Interval, as with nextCheckAt.
+// nextLookupAt is when the provider is next asked about an attempt created
+// at created, on the grid of LookupTimes offset by jitter, given that checks
+// lookups have been made and the time is now. Slow lookups do not push the
+// grid, so the last lookup falls exactly on the abandon deadline; a time in
+// the past means "at once". After the deadline, when the last lookup could
+// not get an answer, the provider is asked again every Interval until it
+// answers: an attempt is abandoned only on the provider's word that it
+// holds no charge.
 func (t Timing) nextLookupAt(jitter time.Duration, created, now time.Time, checks int) time.Time {
 	abandon := created.Add(t.AbandonAfter)
 	first := created.Add(min(t.MinAge+jitter, t.AbandonAfter))
