@@ -61,13 +61,15 @@ func (s AttemptStatus) Valid() bool {
 	return s == AttemptOpen || s.Terminal()
 }
 
-// OrderStatusAfter is the status an order takes when its attempt settles
-// with s: paid on success; placed again on decline, abandonment or nothing
-// processed, so that the customer may pay again, with this card or another,
-// under a new attempt. A failed attempt keeps the order
-// payment_pending: the provider refused our request as a contract violation,
-// so a charge under that key may exist, and only a human may offer the order
-// for payment again.
+// OrderStatusAfter is the status of an order whose latest attempt has status
+// s. It is the one mapping from attempts to orders: the store settles orders
+// by it, and the checkout answers with it. An open attempt keeps its order
+// payment_pending. An attempt that settles makes it paid on success; placed
+// again on decline, abandonment or nothing processed, so that the customer
+// may pay again, with this card or another, under a new attempt. A failed
+// attempt keeps the order payment_pending: the provider refused our request
+// as a contract violation, so a charge under that key may exist, and only a
+// human may offer the order for payment again.
 func OrderStatusAfter(s AttemptStatus) OrderStatus {
 	switch s {
 	case AttemptSucceeded:
@@ -75,6 +77,7 @@ func OrderStatusAfter(s AttemptStatus) OrderStatus {
 	case AttemptDeclined, AttemptAbandoned, AttemptNotProcessed:
 		return OrderPlaced
 	default:
+		// AttemptOpen and AttemptFailed.
 		return OrderPaymentPending
 	}
 }

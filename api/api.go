@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce/api/wire"
 	"chargeonce/checkout"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/webhook"
@@ -112,10 +113,10 @@ func (s *server) route(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
 	}
 	if unrouted.status == http.StatusMethodNotAllowed {
-		writeProblem(w, s.log, newProblem(kindMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+		writeProblem(w, s.log, wire.NewProblem(wire.ProblemMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
 		return
 	}
-	writeProblem(w, s.log, newProblem(kindNotFound, "no resource at "+r.URL.Path))
+	writeProblem(w, s.log, wire.NewProblem(wire.ProblemNotFound, "no resource at "+r.URL.Path))
 }
 
 // headerOnlyWriter keeps the status and headers of a response and drops its body.
@@ -133,10 +134,10 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if _, _, err := s.store.OpenAttemptStats(ctx); err != nil {
 		s.log.Error("health check: the database does not answer", "error", err)
-		writeProblem(w, s.log, newProblem(kindUnavailable, "the database does not answer"))
+		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "the database does not answer"})
 		return
 	}
-	writeJSON(w, s.log, http.StatusOK, "application/json", map[string]string{"status": "ok"})
+	writeJSON(w, s.log, http.StatusOK, "application/json", wire.Health{Status: "ok"})
 }
 
 func orderLocation(id int64) string {

@@ -12,20 +12,11 @@ import (
 	"strings"
 
 	"chargeonce"
+	"chargeonce/api/wire"
 )
 
 // maxBodyBytes caps every request body.
 const maxBodyBytes = 64 << 10
-
-// badRequestError is an error about the request itself. The handlers answer
-// it with 400 before anything touches the database.
-type badRequestError struct{ detail string }
-
-func (e *badRequestError) Error() string { return "bad request: " + e.detail }
-
-func badRequest(format string, args ...any) error {
-	return &badRequestError{detail: fmt.Sprintf(format, args...)}
-}
 
 // decodeJSON reads the body of r into dst: a single JSON object of at most
 // maxBodyBytes, sent as application/json, with no unknown fields and nothing
@@ -87,17 +78,9 @@ func expectedJSONType(e *json.UnmarshalTypeError) string {
 	return e.Type.String()
 }
 
-// createOrderRequest is the body of POST /api/orders. Amount is a string so
-// that a JSON number, which clients may have rounded through a float, is
-// refused.
-type createOrderRequest struct {
-	Amount      *string `json:"amount"`
-	Currency    *string `json:"currency"`
-	Description string  `json:"description"`
-}
-
-// parse checks the request and returns the amount.
-func (c createOrderRequest) parse() (chargeonce.Money, string, error) {
+// parseCreateOrder checks the body of POST /api/orders and returns the
+// amount and the description.
+func parseCreateOrder(c wire.CreateOrderRequest) (chargeonce.Money, string, error) {
 	if c.Amount == nil {
 		return chargeonce.Money{}, "", badRequest(`field "amount" is required, as a decimal string such as "548.90"`)
 	}
@@ -114,12 +97,8 @@ func (c createOrderRequest) parse() (chargeonce.Money, string, error) {
 	return amount, c.Description, nil
 }
 
-// checkoutRequest is the body of POST /api/orders/{id}/checkout.
-type checkoutRequest struct {
-	CardToken string `json:"card_token"`
-}
-
-func (c checkoutRequest) validate() error {
+// validateCheckout checks the body of POST /api/orders/{id}/checkout.
+func validateCheckout(c wire.CheckoutRequest) error {
 	if err := chargeonce.ValidateCardToken(c.CardToken); err != nil {
 		return badRequest(`field "card_token" %v`, err)
 	}

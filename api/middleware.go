@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"chargeonce/api/wire"
 	"chargeonce/internal/alert"
 )
 
@@ -64,7 +65,7 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 			s.log.Error("handler panicked", alert.Attr(alert.HandlerPanic), "method", r.Method, "path", r.URL.Path,
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if rec.status == 0 {
-				writeProblem(rec, s.log, newProblem(kindInternal, ""))
+				writeProblem(rec, s.log, wire.NewProblem(wire.ProblemInternalError, ""))
 			}
 		}()
 		next.ServeHTTP(rec, r)

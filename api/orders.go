@@ -1,67 +1,20 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"chargeonce"
+	"chargeonce/api/wire"
 	"chargeonce/checkout"
 	"chargeonce/provider"
 	"chargeonce/store"
 )
 
-// orderBody is an order as GET /api/orders/{id} and POST /api/orders show it.
-type orderBody struct {
-	ID                int64         `json:"id"`
-	Status            string        `json:"status"`
-	Total             string        `json:"total"`
-	Currency          string        `json:"currency"`
-	Description       string        `json:"description"`
-	ProviderPaymentID *string       `json:"providerPaymentId"`
-	CreatedAt         time.Time     `json:"createdAt"`
-	UpdatedAt         time.Time     `json:"updatedAt"`
-	Attempts          []attemptBody `json:"attempts"`
-}
-
-// attemptBody is one payment attempt of an order.
-type attemptBody struct {
-	IdempotencyKey    string        `json:"idempotencyKey"`
-	Status            string        `json:"status"`
-	MerchantReference string        `json:"merchantReference"`
-	Total             string        `json:"total"`
-	Currency          string        `json:"currency"`
-	ProviderPaymentID *string       `json:"providerPaymentId"`
-	CreatedAt         time.Time     `json:"createdAt"`
-	LastCheckedAt     *time.Time    `json:"lastCheckedAt"`
-	AbandonAt         time.Time     `json:"abandonAt"`
-	Requests          []requestBody `json:"requests"`
-}
-
-// requestBody is one HTTP exchange with the provider.
-type requestBody struct {
-	At time.Time `json:"at"`
-	// Status is null when no response arrived.
-	Status     *int   `json:"status"`
-	Outcome    string `json:"outcome"`
-	Replayed   bool   `json:"replayed"`
-	DurationMS int64  `json:"durationMs"`
-}
-
-// checkoutBody answers a checkout that paid or is pending.
-type checkoutBody struct {
-	OrderID           int64   `json:"orderId"`
-	Status            string  `json:"status"`
-	Total             string  `json:"total"`
-	Currency          string  `json:"currency"`
-	ProviderPaymentID *string `json:"providerPaymentId"`
-	IdempotencyKey    string  `json:"idempotencyKey"`
-}
-
-func newOrderBody(o store.Order, attempts []store.Attempt) orderBody {
-	body := orderBody{
+func newOrderBody(o store.Order, attempts []store.Attempt) wire.Order {
+	body := wire.Order{
 		ID:                o.ID,
 		Status:            string(o.Status),
 		Total:             o.Amount.Decimal(),
@@ -70,10 +23,10 @@ func newOrderBody(o store.Order, attempts []store.Attempt) orderBody {
 		ProviderPaymentID: optional(o.ProviderPaymentID),
 		CreatedAt:         o.CreatedAt.UTC(),
 		UpdatedAt:         o.UpdatedAt.UTC(),
-		Attempts:          make([]attemptBody, 0, len(attempts)),
+		Attempts:          make([]wire.Attempt, 0, len(attempts)),
 	}
 	for _, a := range attempts {
-		ab := attemptBody{
+		ab := wire.Attempt{
 			IdempotencyKey:    a.Key,
 			Status:            string(a.Status),
 			MerchantReference: a.MerchantReference,
@@ -82,7 +35,7 @@ func newOrderBody(o store.Order, attempts []store.Attempt) orderBody {
 			ProviderPaymentID: optional(a.ProviderPaymentID),
 			CreatedAt:         a.CreatedAt.UTC(),
 			AbandonAt:         a.AbandonAt.UTC(),
-			Requests:          make([]requestBody, 0, len(a.Requests)),
+			Requests:          make([]wire.ProviderRequest, 0, len(a.Requests)),
 		}
 		if a.LastCheckedAt != nil {
 			t := a.LastCheckedAt.UTC()
@@ -96,8 +49,8 @@ func newOrderBody(o store.Order, attempts []store.Attempt) orderBody {
 	return body
 }
 
-func newRequestBody(r chargeonce.ProviderRequest) requestBody {
-	rb := requestBody{At: r.At.UTC(), Outcome: r.Outcome, Replayed: r.Replayed, DurationMS: r.Duration.Milliseconds()}
+func newRequestBody(r chargeonce.ProviderRequest) wire.ProviderRequest {
+	rb := wire.ProviderRequest{At: r.At.UTC(), Outcome: r.Outcome, Replayed: r.Replayed, DurationMS: r.Duration.Milliseconds()}
 	if r.StatusCode != 0 {
 		status := r.StatusCode
 		rb.Status = &status
@@ -113,12 +66,12 @@ func optional(s string) *string {
 }
 
 func (s *server) createOrder(w http.ResponseWriter, r *http.Request) {
-	var req createOrderRequest
+	var req wire.CreateOrderRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	amount, description, err := req.parse()
+	amount, description, err := parseCreateOrder(req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -153,12 +106,12 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req checkoutRequest
+	var req wire.CheckoutRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if err := req.validate(); err != nil {
+	if err := validateCheckout(req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -170,21 +123,21 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 	log := s.log.With("order", id, "key", res.Attempt.Key)
 	switch res.Outcome {
 	case checkout.OutcomePaid:
-		writeJSON(w, log, http.StatusOK, "application/json", newCheckoutBody(res, chargeonce.OrderPaid))
+		writeJSON(w, log, http.StatusOK, "application/json", newCheckoutAnswer(res))
 	case checkout.OutcomePending:
 		w.Header().Set("Location", orderLocation(id))
-		writeJSON(w, log, http.StatusAccepted, "application/json", newCheckoutBody(res, chargeonce.OrderPaymentPending))
+		writeJSON(w, log, http.StatusAccepted, "application/json", newCheckoutAnswer(res))
 	case checkout.OutcomeDeclined:
-		p := newProblem(kindDeclined, "The card was declined. The order may be paid with another card.")
+		p := wire.NewProblem(wire.ProblemCardDeclined, "The card was declined. The order may be paid with another card.")
 		p.DeclineCode, p.OrderID = res.DeclineCode, id
 		writeProblem(w, log, p)
 	case checkout.OutcomeFailed:
-		p := newProblem(kindFailed, "The payment could not be completed because of an error on our side. It is being reviewed; do not pay again.")
+		p := wire.NewProblem(wire.ProblemPaymentFailed, "The payment could not be completed because of an error on our side. It is being reviewed; do not pay again.")
 		p.OrderID = id
 		writeProblem(w, log, p)
 	case checkout.OutcomeNotProcessed:
 		w.Header().Set("Retry-After", strconv.Itoa(int(notProcessedRetryAfter/time.Second)))
-		p := newProblem(kindNotProcessed, "The payment provider processed none of the requests, so the card was not charged. The order may be paid again, with this card or another.")
+		p := wire.NewProblem(wire.ProblemProviderUnavailable, "The payment provider processed none of the requests, so the card was not charged. The order may be paid again, with this card or another.")
 		p.OrderID = id
 		writeProblem(w, log, p)
 	default:
@@ -192,20 +145,18 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func newCheckoutBody(res checkout.Result, status chargeonce.OrderStatus) checkoutBody {
-	return checkoutBody{
+// newCheckoutAnswer is the body of a paid or pending checkout, with the
+// order's status as the checkout leaves it.
+func newCheckoutAnswer(res checkout.Result) wire.CheckoutAnswer {
+	return wire.CheckoutAnswer{
 		OrderID:           res.Order.ID,
-		Status:            string(status),
+		Status:            string(res.Order.Status),
 		Total:             res.Order.Amount.Decimal(),
 		Currency:          res.Order.Amount.Currency,
 		ProviderPaymentID: optional(res.Attempt.ProviderPaymentID),
 		IdempotencyKey:    res.Attempt.Key,
 	}
 }
-
-// noWorkerRetryAfter is when a checkout refused for want of a payment worker
-// may be tried again: about the time a worker takes to start.
-const noWorkerRetryAfter = 5 * time.Second
 
 // notProcessedRetryAfter is when a checkout that the provider processed
 // nothing of may be tried again: the time the worker's circuit breaker stays
@@ -214,30 +165,3 @@ const noWorkerRetryAfter = 5 * time.Second
 // the same answer; one after it sends the breaker's probe, which tells at
 // once whether the provider is back.
 const notProcessedRetryAfter = provider.DefaultBreakerOpenTimeout
-
-// fail answers err as a problem. It is the one place where errors become
-// statuses; what the client may not see is logged and left out.
-func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		p   problem
-		bad *badRequestError
-	)
-	switch {
-	case errors.As(err, &bad):
-		p = newProblem(kindInvalid, bad.detail)
-	case errors.Is(err, store.ErrNotFound):
-		p = newProblem(kindNotFound, "no order "+r.PathValue("id"))
-	case errors.Is(err, checkout.ErrConflict):
-		p = newProblem(kindConflict, "Another card or amount is being verified for this order. Wait for it to settle, or retry with the same card.")
-	case errors.Is(err, checkout.ErrNoTiming):
-		s.log.Warn("checkout refused: no payment worker has published its timing in the merchant database yet", "path", r.URL.Path)
-		w.Header().Set("Retry-After", strconv.Itoa(int(noWorkerRetryAfter/time.Second)))
-		p = newProblem(kindNoWorker, "The payment workers have not started yet; try again in a few seconds.")
-	case errors.Is(err, checkout.ErrNeedsReview):
-		p = newProblem(kindNeedsReview, "An earlier payment of this order failed because of an error on our side. It is being reviewed; do not pay again.")
-	default:
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-		p = newProblem(kindInternal, "")
-	}
-	writeProblem(w, s.log, p)
-}

@@ -2,77 +2,37 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
+
+	"chargeonce/api/wire"
+	"chargeonce/checkout"
+	"chargeonce/store"
 )
 
-// kind is what went wrong with a request, as far as the client needs to
-// know. Every error answer names one, and problems maps it to its status.
-type kind string
-
-const (
-	kindInvalid          kind = "invalid-request"
-	kindNotFound         kind = "not-found"
-	kindMethodNotAllowed kind = "method-not-allowed"
-	kindDeclined         kind = "card-declined"
-	kindConflict         kind = "payment-in-progress"
-	kindFailed           kind = "payment-failed"
-	kindNeedsReview      kind = "payment-needs-review"
-	kindUnavailable      kind = "unavailable"
-	kindNoWorker         kind = "no-payment-worker"
-	kindNotProcessed     kind = "provider-unavailable"
-	kindInternal         kind = "internal-error"
-	kindUnauthorized     kind = "unauthorized"
-)
-
-// problemTypeBase prefixes the problem kind to form the RFC 9457 type URI.
-const problemTypeBase = "urn:chargeonce:problem:"
-
-// titleConflict is the title the contract fixes for a checkout refused while
-// an earlier attempt is open.
-const titleConflict = "A previous payment for this order is still being verified."
-
-// problems is the one place that maps each kind to its HTTP status and title.
-var problems = map[kind]struct {
-	status int
-	title  string
-}{
-	kindInvalid:          {http.StatusBadRequest, "The request is not valid."},
-	kindNotFound:         {http.StatusNotFound, "The resource does not exist."},
-	kindMethodNotAllowed: {http.StatusMethodNotAllowed, "The method is not allowed on this resource."},
-	kindDeclined:         {http.StatusPaymentRequired, "The card was declined."},
-	kindConflict:         {http.StatusConflict, titleConflict},
-	kindFailed:           {http.StatusInternalServerError, "The payment failed because of an error on our side."},
-	kindNeedsReview:      {http.StatusInternalServerError, "A previous payment for this order failed and is being reviewed."},
-	kindUnavailable:      {http.StatusServiceUnavailable, "The service is unavailable."},
-	kindNoWorker:         {http.StatusServiceUnavailable, "No payment worker has started yet; nothing was charged"},
-	kindNotProcessed:     {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was charged."},
-	kindInternal:         {http.StatusInternalServerError, "An internal error occurred."},
-	kindUnauthorized:     {http.StatusUnauthorized, "The request's signature is missing or not valid."},
+// problemError is an error that tells the client what went wrong: its
+// problem type, and a detail written for people, such as which field of the
+// body breaks which rule. fail answers it as it is.
+type problemError struct {
+	typ    wire.ProblemType
+	detail string
 }
 
-// problem is an RFC 9457 problem details object.
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	// DeclineCode is the provider's reason for a declined card.
-	DeclineCode string `json:"declineCode,omitempty"`
-	// OrderID names the order the problem is about, when there is one.
-	OrderID int64 `json:"orderId,omitempty"`
-}
+func (e *problemError) Error() string { return string(e.typ) + ": " + e.detail }
 
-func newProblem(k kind, detail string) problem {
-	p, ok := problems[k]
-	if !ok {
-		k, p = kindInternal, problems[kindInternal]
-	}
-	return problem{Type: problemTypeBase + string(k), Title: p.title, Status: p.status, Detail: detail}
+// badRequest is the problemError of a request that breaks a rule of the
+// contract. The handlers answer it with 400 before anything touches the
+// database.
+func badRequest(format string, args ...any) error {
+	return &problemError{typ: wire.ProblemInvalidRequest, detail: fmt.Sprintf(format, args...)}
 }
 
 // writeProblem answers with p as application/problem+json.
-func writeProblem(w http.ResponseWriter, log *slog.Logger, p problem) {
+func writeProblem(w http.ResponseWriter, log *slog.Logger, p wire.Problem) {
 	writeJSON(w, log, p.Status, "application/problem+json", p)
 }
 
@@ -80,14 +40,50 @@ func writeProblem(w http.ResponseWriter, log *slog.Logger, p problem) {
 func writeJSON(w http.ResponseWriter, log *slog.Logger, status int, contentType string, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		// Every value written here is built from plain structs; failing to
+		// Every value written here is one of the wire bodies; failing to
 		// marshal one is a bug, answered as such.
 		log.Error("encode response", "error", err)
 		status, contentType = http.StatusInternalServerError, "application/problem+json"
-		body, _ = json.Marshal(newProblem(kindInternal, ""))
+		body, _ = json.Marshal(wire.NewProblem(wire.ProblemInternalError, ""))
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// noWorkerRetryAfter is when a checkout refused for want of a payment worker
+// may be tried again: about the time a worker takes to start.
+const noWorkerRetryAfter = 5 * time.Second
+
+// fail answers err as a problem: it is the one place where an error becomes
+// an answer. A *problemError is answered with its type and detail, and the
+// errors that the store and the checkout service name with the problem the
+// contract gives each. Any other error is logged and answered 500 without a
+// detail, so that no internal error text reaches the client.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		p  wire.Problem
+		pe *problemError
+	)
+	switch {
+	case errors.As(err, &pe):
+		p = wire.NewProblem(pe.typ, pe.detail)
+	case errors.Is(err, store.ErrNotFound):
+		// Only orders are read by an id of the path; the settlement routes
+		// answer a date not settled as a problemError of their own.
+		p = wire.NewProblem(wire.ProblemNotFound, "no order "+r.PathValue("id"))
+	case errors.Is(err, checkout.ErrConflict):
+		p = wire.NewProblem(wire.ProblemPaymentInProgress, "Another card or amount is being verified for this order. Wait for it to settle, or retry with the same card.")
+	case errors.Is(err, checkout.ErrNoTiming):
+		s.log.Warn("checkout refused: no payment worker has published its timing in the merchant database yet", "path", r.URL.Path)
+		w.Header().Set("Retry-After", strconv.Itoa(int(noWorkerRetryAfter/time.Second)))
+		p = wire.NewProblem(wire.ProblemNoPaymentWorker, "The payment workers have not started yet; try again in a few seconds.")
+	case errors.Is(err, checkout.ErrNeedsReview):
+		p = wire.NewProblem(wire.ProblemPaymentNeedsReview, "An earlier payment of this order failed because of an error on our side. It is being reviewed; do not pay again.")
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		p = wire.NewProblem(wire.ProblemInternalError, "")
+	}
+	writeProblem(w, s.log, p)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"chargeonce"
+	"chargeonce/api/wire"
 	"chargeonce/provider/settlement"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -17,69 +18,26 @@ import (
 // for the run before it answers 202.
 const settlementRunWait = time.Minute
 
-// settlementBody is GET /api/settlements/{date}.
-type settlementBody struct {
-	Date string `json:"date"`
-	// Status is provisional while succeeded attempts await their report
-	// line within the grace period, final otherwise.
-	Status     store.SettlementStatus `json:"status"`
-	FinishedAt time.Time              `json:"finishedAt"`
-	GraceDays  int                    `json:"graceDays"`
-	Lines      int                    `json:"lines"`
-	Matched    int                    `json:"matched"`
-	Awaiting   int                    `json:"awaiting"`
-	Totals     []totalBody            `json:"totals"`
-	// ExceptionCounts counts every exception by kind; Exceptions lists the
-	// first store.MaxSettlementBatch of them.
-	ExceptionCounts map[chargeonce.ExceptionKind]int `json:"exceptionCounts"`
-	Exceptions      []exceptionBody                  `json:"exceptions"`
-}
-
-type totalBody struct {
-	Currency string `json:"currency"`
-	Lines    int    `json:"lines"`
-	Gross    string `json:"gross"`
-	Fee      string `json:"fee"`
-	Net      string `json:"net"`
-}
-
-type amountBody struct {
-	Amount   string `json:"amount"`
-	Currency string `json:"currency"`
-}
-
-type exceptionBody struct {
-	Kind              chargeonce.ExceptionKind `json:"kind"`
-	ChargeID          string                   `json:"chargeId,omitempty"`
-	MerchantReference string                   `json:"merchantReference,omitempty"`
-	OrderID           int64                    `json:"orderId,omitempty"`
-	IdempotencyKey    string                   `json:"idempotencyKey,omitempty"`
-	// Line is the report line, absent when the report has none.
-	Line int `json:"line,omitempty"`
-	// Reported is what the report says, Expected what the attempt holds.
-	Reported *amountBody `json:"reported,omitempty"`
-	Expected *amountBody `json:"expected,omitempty"`
-	// Detail is a sentence a person can act on.
-	Detail string `json:"detail"`
-}
-
-func amountOf(minor int64, currency string) *amountBody {
+func amountOf(minor int64, currency string) *wire.Amount {
 	if currency == "" {
 		return nil
 	}
-	return &amountBody{Amount: chargeonce.Money{Minor: minor, Currency: currency}.Decimal(), Currency: currency}
+	return &wire.Amount{Amount: chargeonce.Money{Minor: minor, Currency: currency}.Decimal(), Currency: currency}
 }
 
-func newSettlementBody(run store.SettlementRun, exceptions []store.SettlementException) settlementBody {
-	b := settlementBody{Date: run.Date, Status: run.Status, FinishedAt: run.FinishedAt, GraceDays: run.GraceDays,
-		Lines: run.Lines, Matched: run.Matched, Awaiting: run.Awaiting, ExceptionCounts: run.ByKind,
-		Totals: []totalBody{}, Exceptions: []exceptionBody{}}
+func newSettlement(run store.SettlementRun, exceptions []store.SettlementException) wire.Settlement {
+	b := wire.Settlement{Date: run.Date, Status: string(run.Status), FinishedAt: run.FinishedAt, GraceDays: run.GraceDays,
+		Lines: run.Lines, Matched: run.Matched, Awaiting: run.Awaiting, ExceptionCounts: make(map[string]int, len(run.ByKind)),
+		Totals: []wire.SettlementTotal{}, Exceptions: []wire.SettlementException{}}
+	for kind, n := range run.ByKind {
+		b.ExceptionCounts[string(kind)] = n
+	}
 	for _, t := range run.Totals {
 		money := func(minor int64) string { return chargeonce.Money{Minor: minor, Currency: t.Currency}.Decimal() }
-		b.Totals = append(b.Totals, totalBody{Currency: t.Currency, Lines: t.Lines, Gross: money(t.Gross), Fee: money(t.Fee), Net: money(t.Net)})
+		b.Totals = append(b.Totals, wire.SettlementTotal{Currency: t.Currency, Lines: t.Lines, Gross: money(t.Gross), Fee: money(t.Fee), Net: money(t.Net)})
 	}
 	for _, e := range exceptions {
-		b.Exceptions = append(b.Exceptions, exceptionBody{Kind: e.Kind, ChargeID: e.ChargeID, MerchantReference: e.MerchantReference,
+		b.Exceptions = append(b.Exceptions, wire.SettlementException{Kind: string(e.Kind), ChargeID: e.ChargeID, MerchantReference: e.MerchantReference,
 			OrderID: e.OrderID, IdempotencyKey: e.AttemptKey, Line: e.LineNo,
 			Reported: amountOf(e.ReportedMinor, e.ReportedCurrency), Expected: amountOf(e.ExpectedMinor, e.ExpectedCurrency), Detail: e.Detail})
 	}
@@ -92,10 +50,10 @@ func reportDate(r *http.Request) (string, error) {
 	date := r.PathValue("date")
 	d, err := settlement.ParseDate(date)
 	if err != nil {
-		return "", &badRequestError{"the settlement date " + err.Error()}
+		return "", badRequest("the settlement date %v", err)
 	}
 	if d.After(time.Now()) {
-		return "", &badRequestError{fmt.Sprintf("the settlement date %s is in the future: the provider has no report for it yet", date)}
+		return "", badRequest("the settlement date %s is in the future: the provider has no report for it yet", date)
 	}
 	return date, nil
 }
@@ -113,8 +71,7 @@ func (s *server) getSettlement(w http.ResponseWriter, r *http.Request) {
 func (s *server) writeSettlement(w http.ResponseWriter, r *http.Request, date string, status int) {
 	run, err := s.store.SettlementRun(r.Context(), date)
 	if errors.Is(err, store.ErrNotFound) {
-		writeProblem(w, s.log, newProblem(kindNotFound, fmt.Sprintf("%s has not been settled yet: POST /api/settlements/%s/run settles it now", date, date)))
-		return
+		err = &problemError{typ: wire.ProblemNotFound, detail: fmt.Sprintf("%s has not been settled yet: POST /api/settlements/%s/run settles it now", date, date)}
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -125,7 +82,7 @@ func (s *server) writeSettlement(w http.ResponseWriter, r *http.Request, date st
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, s.log, status, "application/json", newSettlementBody(run, exceptions))
+	writeJSON(w, s.log, status, "application/json", newSettlement(run, exceptions))
 }
 
 // runSettlement serves POST /api/settlements/{date}/run: it starts the
@@ -139,13 +96,13 @@ func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.temporal == nil {
-		writeProblem(w, s.log, newProblem(kindUnavailable, "this API has no Temporal client to run settlements with"))
+		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "this API has no Temporal client to run settlements with"})
 		return
 	}
 	run, err := workflows.RunSettlement(r.Context(), s.temporal, workflows.SettlementInput{Date: date})
 	if err != nil {
 		s.log.Error("settlement run not started", "date", date, "error", err)
-		writeProblem(w, s.log, newProblem(kindUnavailable, "the settlement run could not be started: Temporal does not answer"))
+		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "the settlement run could not be started: Temporal does not answer"})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), settlementRunWait)
@@ -154,10 +111,12 @@ func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case ctx.Err() != nil:
 		w.Header().Set("Location", "/api/settlements/"+date)
-		writeJSON(w, s.log, http.StatusAccepted, "application/json", map[string]string{"date": date, "status": "running", "workflowId": run.GetID()})
+		writeJSON(w, s.log, http.StatusAccepted, "application/json", wire.SettlementRunning{Date: date, Status: "running", WorkflowID: run.GetID()})
 	case err != nil:
+		// The workflow's error is for operators, who find it in the log
+		// and in the workflow's history; the client learns which run failed.
 		s.log.Error("settlement run failed", "date", date, "workflow", run.GetID(), "error", err)
-		writeProblem(w, s.log, newProblem(kindUnavailable, fmt.Sprintf("the settlement run %s failed: %v", run.GetID(), err)))
+		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: fmt.Sprintf("the settlement run %s failed; its history in Temporal says why", run.GetID())})
 	default:
 		s.writeSettlement(w, r, date, http.StatusOK)
 	}

@@ -3,20 +3,14 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"chargeonce/api/wire"
 	"chargeonce/checkout"
 	"chargeonce/internal/webhook"
-)
-
-// The event types of the provider contract.
-const (
-	eventChargeSucceeded = "charge.succeeded"
-	eventChargeFailed    = "charge.failed"
 )
 
 // The results of chargeonce_provider_events_total besides those of
@@ -69,21 +63,23 @@ func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		e.results.WithLabelValues(eventMalformed).Inc()
-		writeProblem(w, e.log, newProblem(kindInvalid, describeJSONError(err)))
+		e.fail(w, r, badRequest("%s", describeJSONError(err)))
 		return
 	}
 	id, err := e.verifier.Verify(r.Header, body)
 	if err != nil {
 		e.results.WithLabelValues(eventRefused).Inc()
 		e.log.Warn("provider event refused: bad signature", "event", r.Header.Get(webhook.HeaderID), "error", err)
-		writeProblem(w, e.log, newProblem(kindUnauthorized, err.Error()))
+		// Verify's errors say which rule of the signature the request
+		// breaks, and nothing of the secrets.
+		e.fail(w, r, &problemError{typ: wire.ProblemUnauthorized, detail: err.Error()})
 		return
 	}
 	ev, err := parseEvent(body)
 	if err != nil {
 		e.results.WithLabelValues(eventMalformed).Inc()
 		e.log.Warn("provider event refused: malformed", "event", id, "error", err)
-		writeProblem(w, e.log, newProblem(kindInvalid, err.Error()))
+		e.fail(w, r, err)
 		return
 	}
 	ev.ID, ev.Payload = id, body
@@ -92,29 +88,29 @@ func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request) {
 		e.results.WithLabelValues(eventUnavailable).Inc()
 		// Not for a human: the provider delivers it again.
 		e.log.Warn("provider event not handled; the provider delivers it again", "event", id, "error", err)
-		writeProblem(w, e.log, newProblem(kindUnavailable, "the event could not be handled now; deliver it again"))
+		e.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "the event could not be handled now; deliver it again"})
 		return
 	}
 	e.results.WithLabelValues(string(result)).Inc()
-	writeJSON(w, e.log, http.StatusOK, "application/json", map[string]string{"result": string(result)})
+	writeJSON(w, e.log, http.StatusOK, "application/json", wire.EventReceipt{Result: string(result)})
 }
 
 // parseEvent reads a verified body. It refuses what is not an event of the
-// provider contract.
+// provider contract with a bad request.
 func parseEvent(body []byte) (checkout.ProviderEvent, error) {
 	var b eventBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&b); err != nil {
-		return checkout.ProviderEvent{}, errors.New("the event is not a JSON object: " + describeJSONError(err))
+		return checkout.ProviderEvent{}, badRequest("the event is not a JSON object: %s", describeJSONError(err))
 	}
 	if dec.More() {
-		return checkout.ProviderEvent{}, errors.New("the body must hold a single JSON object and nothing after it")
+		return checkout.ProviderEvent{}, badRequest("the body must hold a single JSON object and nothing after it")
 	}
 	switch {
-	case b.Type != eventChargeSucceeded && b.Type != eventChargeFailed:
-		return checkout.ProviderEvent{}, errors.New(`the event type must be "charge.succeeded" or "charge.failed"`)
+	case b.Type != webhook.EventChargeSucceeded && b.Type != webhook.EventChargeFailed:
+		return checkout.ProviderEvent{}, badRequest("the event type must be %q or %q", webhook.EventChargeSucceeded, webhook.EventChargeFailed)
 	case b.Data == nil || b.Data.ID == "" || b.Data.MerchantReference == "":
-		return checkout.ProviderEvent{}, errors.New("the event's data must be a charge with its id and merchant_reference")
+		return checkout.ProviderEvent{}, badRequest("the event's data must be a charge with its id and merchant_reference")
 	}
 	return checkout.ProviderEvent{Type: b.Type, ChargeID: b.Data.ID, MerchantReference: b.Data.MerchantReference}, nil
 }

@@ -84,7 +84,10 @@ const (
 // database holds them once the answer is known.
 type Result struct {
 	Outcome Outcome
-	Order   store.Order
+	// Order is the order; its Status is the one the outcome leaves it in,
+	// chargeonce.OrderStatusAfter the attempt's, even where the database has
+	// not recorded the workflow's answer.
+	Order store.Order
 	// Attempt is the attempt that this checkout created or reused, or, for
 	// an order that was already paid, the attempt that paid it.
 	Attempt store.Attempt
@@ -362,6 +365,7 @@ func (s *Service) result(ctx context.Context, log *slog.Logger, intent chargeonc
 			res.Attempt.ProviderPaymentID = payment.ProviderPaymentID
 		}
 	}
+	res.Order.Status = chargeonce.OrderStatusAfter(status)
 	switch status {
 	case chargeonce.AttemptSucceeded:
 		res.Outcome = OutcomePaid

@@ -20,12 +20,6 @@ import (
 	"chargeonce/internal/webhook"
 )
 
-// The event types the provider sends.
-const (
-	EventChargeSucceeded = "charge.succeeded"
-	EventChargeFailed    = "charge.failed"
-)
-
 // DefaultWebhookSchedule is the wait before each retry of an event that was
 // not acknowledged: the schedule of the Standard Webhooks specification,
 // whose first try is immediate.
@@ -311,9 +305,9 @@ func (w *webhooks) enqueue(c Charge) {
 	if len(w.cfg.URLs) == 0 {
 		return
 	}
-	typ := EventChargeSucceeded
+	typ := webhook.EventChargeSucceeded
 	if c.Status == ChargeFailed {
-		typ = EventChargeFailed
+		typ = webhook.EventChargeFailed
 	}
 	body, _ := json.Marshal(event{Type: typ, Data: c})
 	id := "msg_" + rand.Text()

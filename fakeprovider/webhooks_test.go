@@ -101,9 +101,9 @@ func TestWebhooks_AFinishedChargeIsPostedSignedToEveryEndpoint(t *testing.T) {
 		for _, ev := range got {
 			byType[ev.event.Type] = ev.event.Data
 		}
-		require.Equal(t, approved, byType[EventChargeSucceeded])
-		require.Equal(t, ChargeFailed, byType[EventChargeFailed].Status)
-		require.Equal(t, "do_not_honor", byType[EventChargeFailed].DeclineCode)
+		require.Equal(t, approved, byType[webhook.EventChargeSucceeded])
+		require.Equal(t, ChargeFailed, byType[webhook.EventChargeFailed].Status)
+		require.Equal(t, "do_not_honor", byType[webhook.EventChargeFailed].DeclineCode)
 		require.NotEqual(t, got[0].id, got[1].id, "every event has an id of its own")
 	}
 	for _, d := range deliveries {

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"chargeonce/api/wire"
 )
 
 // requestTimeout bounds one exchange with the API. A checkout answers within
@@ -20,65 +22,10 @@ const requestTimeout = 2 * time.Minute
 // maxResponseBytes caps what is read from the API.
 const maxResponseBytes = 1 << 20
 
-// order is an order as the API shows it.
-type order struct {
-	ID                int64     `json:"id"`
-	Status            string    `json:"status"`
-	Total             string    `json:"total"`
-	Currency          string    `json:"currency"`
-	Description       string    `json:"description,omitempty"`
-	ProviderPaymentID *string   `json:"providerPaymentId"`
-	Attempts          []attempt `json:"attempts"`
-}
-
-// attempt is one payment attempt of an order.
-type attempt struct {
-	IdempotencyKey    string            `json:"idempotencyKey"`
-	Status            string            `json:"status"`
-	MerchantReference string            `json:"merchantReference"`
-	CreatedAt         time.Time         `json:"createdAt"`
-	LastCheckedAt     *time.Time        `json:"lastCheckedAt"`
-	AbandonAt         time.Time         `json:"abandonAt"`
-	Requests          []providerRequest `json:"requests"`
-}
-
-// providerRequest is one exchange of an attempt with the provider.
-type providerRequest struct {
-	At time.Time `json:"at"`
-	// Status is null (or 0) when no response arrived.
-	Status     *int   `json:"status"`
-	Outcome    string `json:"outcome,omitempty"`
-	Replayed   bool   `json:"replayed"`
-	DurationMS int64  `json:"durationMs"`
-}
-
-// checkoutAnswer is the body of a 200 or 202 checkout.
-type checkoutAnswer struct {
-	OrderID           int64   `json:"orderId"`
-	Status            string  `json:"status"`
-	Total             string  `json:"total"`
-	Currency          string  `json:"currency"`
-	ProviderPaymentID *string `json:"providerPaymentId"`
-	IdempotencyKey    string  `json:"idempotencyKey"`
-}
-
-// problem is an RFC 9457 error body.
-type problem struct {
-	Type        string `json:"type"`
-	Title       string `json:"title"`
-	Status      int    `json:"status"`
-	Detail      string `json:"detail"`
-	DeclineCode string `json:"declineCode"`
-}
-
-// problemProviderUnavailable ends the problem type of a checkout that the
-// provider processed nothing of.
-const problemProviderUnavailable = "provider-unavailable"
-
 // apiError is an error answer of the API.
 type apiError struct {
 	status  int
-	problem problem
+	problem wire.Problem
 	// retryAfter is the answer's Retry-After, in seconds, when it has one.
 	retryAfter string
 }
@@ -162,32 +109,32 @@ func decode[T any](r response, what string) (T, error) {
 	return v, nil
 }
 
-func (c *apiClient) createOrder(ctx context.Context, amount, currency, description string) (order, error) {
-	r, err := c.do(ctx, http.MethodPost, "/api/orders", map[string]string{
-		"amount": amount, "currency": currency, "description": description,
+func (c *apiClient) createOrder(ctx context.Context, amount, currency, description string) (wire.Order, error) {
+	r, err := c.do(ctx, http.MethodPost, "/api/orders", wire.CreateOrderRequest{
+		Amount: &amount, Currency: &currency, Description: description,
 	})
 	if err != nil {
-		return order{}, fmt.Errorf("create order: %w", err)
+		return wire.Order{}, fmt.Errorf("create order: %w", err)
 	}
-	return decode[order](r, "order creation")
+	return decode[wire.Order](r, "order creation")
 }
 
-func (c *apiClient) getOrder(ctx context.Context, id int64) (order, error) {
+func (c *apiClient) getOrder(ctx context.Context, id int64) (wire.Order, error) {
 	r, err := c.do(ctx, http.MethodGet, "/api/orders/"+strconv.FormatInt(id, 10), nil)
 	if err != nil {
-		return order{}, fmt.Errorf("order %d: %w", id, err)
+		return wire.Order{}, fmt.Errorf("order %d: %w", id, err)
 	}
-	return decode[order](r, "an order lookup")
+	return decode[wire.Order](r, "an order lookup")
 }
 
 // checkout posts the checkout. Besides errors, it answers 200 or 202.
-func (c *apiClient) checkout(ctx context.Context, id int64, card string) (int, checkoutAnswer, error) {
+func (c *apiClient) checkout(ctx context.Context, id int64, card string) (int, wire.CheckoutAnswer, error) {
 	r, err := c.do(ctx, http.MethodPost, "/api/orders/"+strconv.FormatInt(id, 10)+"/checkout",
-		map[string]string{"card_token": card})
+		wire.CheckoutRequest{CardToken: card})
 	if err != nil {
-		return 0, checkoutAnswer{}, err
+		return 0, wire.CheckoutAnswer{}, err
 	}
-	a, err := decode[checkoutAnswer](r, "the checkout")
+	a, err := decode[wire.CheckoutAnswer](r, "the checkout")
 	return r.status, a, err
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/api/wire"
 )
 
 func runStarter(t *testing.T, env map[string]string, args ...string) (int, string, string) {
@@ -128,17 +130,17 @@ func TestRun_NothingChargedExits6(t *testing.T) {
 func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {
 	status := func(s int) *int { return &s }
 	tests := []struct {
-		req  providerRequest
+		req  wire.ProviderRequest
 		want string
 	}{
-		{providerRequest{Outcome: "timeout", DurationMS: 3004}, "timeout after 3.0s"},
-		{providerRequest{Status: status(0), DurationMS: 120}, "no response after 0.1s"},
-		{providerRequest{Status: status(409), Outcome: "in_flight"}, "409 in flight"},
-		{providerRequest{Status: status(201), Replayed: true}, "201 replayed"},
-		{providerRequest{Status: status(201)}, "201 charged"},
-		{providerRequest{Status: status(402)}, "402 declined"},
-		{providerRequest{Status: status(422)}, "422 key reused with another body"},
-		{providerRequest{Status: status(503)}, "503 provider error"},
+		{wire.ProviderRequest{Outcome: "timeout", DurationMS: 3004}, "timeout after 3.0s"},
+		{wire.ProviderRequest{Status: status(0), DurationMS: 120}, "no response after 0.1s"},
+		{wire.ProviderRequest{Status: status(409), Outcome: "in_flight"}, "409 in flight"},
+		{wire.ProviderRequest{Status: status(201), Replayed: true}, "201 replayed"},
+		{wire.ProviderRequest{Status: status(201)}, "201 charged"},
+		{wire.ProviderRequest{Status: status(402)}, "402 declined"},
+		{wire.ProviderRequest{Status: status(422)}, "422 key reused with another body"},
+		{wire.ProviderRequest{Status: status(503)}, "503 provider error"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, describe(tt.req))

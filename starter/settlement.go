@@ -8,65 +8,31 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"chargeonce/api/wire"
 )
 
-// settlementBody is the API's settlement of a day.
-type settlementBody struct {
-	Date       string    `json:"date"`
-	Status     string    `json:"status"`
-	FinishedAt time.Time `json:"finishedAt"`
-	GraceDays  int       `json:"graceDays"`
-	Lines      int       `json:"lines"`
-	Matched    int       `json:"matched"`
-	Awaiting   int       `json:"awaiting"`
-	Totals     []struct {
-		Currency string `json:"currency"`
-		Lines    int    `json:"lines"`
-		Gross    string `json:"gross"`
-		Fee      string `json:"fee"`
-		Net      string `json:"net"`
-	} `json:"totals"`
-	ExceptionCounts map[string]int      `json:"exceptionCounts"`
-	Exceptions      []settlementProblem `json:"exceptions"`
-}
-
-type settlementAmount struct {
-	Amount   string `json:"amount"`
-	Currency string `json:"currency"`
-}
-
-func (a *settlementAmount) String() string {
+// amountText writes a settlement amount, or "-" when there is none.
+func amountText(a *wire.Amount) string {
 	if a == nil {
 		return "-"
 	}
 	return a.Amount + " " + a.Currency
 }
 
-type settlementProblem struct {
-	Kind              string            `json:"kind"`
-	ChargeID          string            `json:"chargeId"`
-	MerchantReference string            `json:"merchantReference"`
-	OrderID           int64             `json:"orderId"`
-	IdempotencyKey    string            `json:"idempotencyKey"`
-	Line              int               `json:"line"`
-	Reported          *settlementAmount `json:"reported"`
-	Expected          *settlementAmount `json:"expected"`
-	Detail            string            `json:"detail"`
-}
-
-func (c *apiClient) settlement(ctx context.Context, date string, run bool) (settlementBody, int, error) {
+func (c *apiClient) settlement(ctx context.Context, date string, run bool) (wire.Settlement, int, error) {
 	method, path := http.MethodGet, "/api/settlements/"+date
 	if run {
 		method, path = http.MethodPost, path+"/run"
 	}
 	r, err := c.do(ctx, method, path, nil)
 	if err != nil {
-		return settlementBody{}, 0, err
+		return wire.Settlement{}, 0, err
 	}
 	if r.status == http.StatusAccepted {
-		return settlementBody{}, r.status, nil
+		return wire.Settlement{}, r.status, nil
 	}
-	s, err := decode[settlementBody](r, method+" "+path)
+	s, err := decode[wire.Settlement](r, method+" "+path)
 	return s, r.status, err
 }
 
@@ -101,7 +67,7 @@ func settlementCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 }
 
 // printSettlement prints the day as a few tables.
-func printSettlement(w io.Writer, s settlementBody) {
+func printSettlement(w io.Writer, s wire.Settlement) {
 	fmt.Fprintf(w, "settlement of %s: %s (grace %d days), run at %s\n", s.Date, s.Status, s.GraceDays, s.FinishedAt.Format(time.RFC3339))
 	exceptions := 0
 	for _, n := range s.ExceptionCounts {
@@ -122,7 +88,7 @@ func printSettlement(w io.Writer, s settlementBody) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tCHARGE\tORDER\tLINE\tREPORTED\tEXPECTED")
 	for _, e := range s.Exceptions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Kind, orDash(e.ChargeID), orDash(nonZero(e.OrderID)), orDash(nonZero(int64(e.Line))), e.Reported, e.Expected)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Kind, orDash(e.ChargeID), orDash(nonZero(e.OrderID)), orDash(nonZero(int64(e.Line))), amountText(e.Reported), amountText(e.Expected))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)

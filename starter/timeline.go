@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"chargeonce/api/wire"
 )
 
 // pollInterval is how often the order is read while a checkout waits.
@@ -31,7 +33,7 @@ func (t *timeline) printf(format string, args ...any) {
 
 // baseline marks the requests already in the log as shown, so that only
 // those of this checkout are printed.
-func (t *timeline) baseline(o order) {
+func (t *timeline) baseline(o wire.Order) {
 	t.seen = make(map[string]int, len(o.Attempts))
 	for _, a := range o.Attempts {
 		t.seen[a.IdempotencyKey] = len(a.Requests)
@@ -41,7 +43,7 @@ func (t *timeline) baseline(o order) {
 // show prints the requests of o not shown yet. A request is numbered by its
 // place among all the requests of its key: "attempt 3" is the third request
 // that carried the key, whichever checkout sent it.
-func (t *timeline) show(o order) {
+func (t *timeline) show(o wire.Order) {
 	for _, a := range o.Attempts {
 		shown := t.seen[a.IdempotencyKey]
 		if shown == 0 && len(a.Requests) > 0 {
@@ -57,7 +59,7 @@ func (t *timeline) show(o order) {
 }
 
 // describe says in a few words what one request to the provider got.
-func describe(r providerRequest) string {
+func describe(r wire.ProviderRequest) string {
 	status := 0
 	if r.Status != nil {
 		status = *r.Status
@@ -130,7 +132,7 @@ func (r checkoutResult) exitCode() int {
 // posted is the answer of the checkout POST.
 type posted struct {
 	status int
-	answer checkoutAnswer
+	answer wire.CheckoutAnswer
 	err    error
 }
 
@@ -173,7 +175,7 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 			res.Outcome = "conflict"
 			c.out.printf("conflict: %s\n", apiErr.problem.Title)
 		case http.StatusServiceUnavailable:
-			if !strings.HasSuffix(apiErr.problem.Type, ":"+problemProviderUnavailable) {
+			if apiErr.problem.Type != wire.ProblemProviderUnavailable {
 				return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, apiErr)
 			}
 			res.Outcome = "not_processed"
@@ -212,7 +214,7 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 
 // poll reads the order and shows its new requests. A failed read is
 // skipped: the next one, or the final one, catches up.
-func (c *checkoutRun) poll(ctx context.Context) order {
+func (c *checkoutRun) poll(ctx context.Context) wire.Order {
 	ctx, cancel := context.WithTimeout(ctx, pollInterval*10)
 	defer cancel()
 	o, err := c.api.getOrder(ctx, c.orderID)
@@ -263,13 +265,13 @@ func (c *checkoutRun) waitSettled(ctx context.Context, res checkoutResult) (chec
 	}
 }
 
-func attemptWithKey(o order, key string) attempt {
+func attemptWithKey(o wire.Order, key string) wire.Attempt {
 	for _, a := range o.Attempts {
 		if a.IdempotencyKey == key {
 			return a
 		}
 	}
-	return attempt{}
+	return wire.Attempt{}
 }
 
 func deref(s *string) string {
@@ -280,7 +282,7 @@ func deref(s *string) string {
 }
 
 // printOrder prints an order with its attempts and their request logs.
-func printOrder(w io.Writer, o order) {
+func printOrder(w io.Writer, o wire.Order) {
 	fmt.Fprintf(w, "order %d  %s  %s %s", o.ID, o.Status, o.Total, o.Currency)
 	if o.ProviderPaymentID != nil {
 		fmt.Fprintf(w, "  %s", *o.ProviderPaymentID)

@@ -3,7 +3,8 @@
 // signature is "v1," and the base64 of an HMAC-SHA256 over
 // "id.timestamp.body" keyed with a whsec_ secret. The fake provider signs
 // with it and the checkout API verifies with it, so that the two can never
-// disagree on the format.
+// disagree on the format; both take the provider contract's event types
+// from here too.
 //
 // A verifier holds several secrets, so that a rotated secret stays valid
 // while the sender moves to the new one, and a sender may sign with several

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"chargeonce"
+	"chargeonce/api/wire"
 	"chargeonce/store"
 )
 
@@ -45,7 +47,7 @@ type answer struct {
 	status int
 	key    string
 	// problem is the type of a problem answer.
-	problem string
+	problem wire.ProblemType
 	detail  string
 	// sent and answered bound the exchange, to tell whether it overlapped
 	// a database outage.
@@ -55,7 +57,7 @@ type answer struct {
 // notProcessed reports whether a says that the provider processed none of
 // the attempt's requests, so that nothing was charged.
 func notProcessed(a answer) bool {
-	return a.status == http.StatusServiceUnavailable && strings.HasSuffix(a.problem, ":provider-unavailable")
+	return a.status == http.StatusServiceUnavailable && a.problem == wire.ProblemProviderUnavailable
 }
 
 // outageAnswer reports whether a is a server error, or no answer, during a
@@ -323,17 +325,15 @@ func (r *run) createOrder(ctx context.Context, m chargeonce.Money) (int64, error
 }
 
 func (r *run) createOrderOnce(ctx context.Context, m chargeonce.Money) (int64, error) {
-	body := fmt.Sprintf(`{"amount": %q, "currency": %q, "description": "chaos order"}`, m.Decimal(), m.Currency)
-	status, data, err := r.post(ctx, "/api/orders", body)
+	amount, currency := m.Decimal(), m.Currency
+	status, data, err := r.post(ctx, "/api/orders", wire.CreateOrderRequest{Amount: &amount, Currency: &currency, Description: "chaos order"})
 	if err != nil {
 		return 0, err
 	}
 	if status != http.StatusCreated {
 		return 0, fmt.Errorf("answered %d: %s", status, data)
 	}
-	var o struct {
-		ID int64 `json:"id"`
-	}
+	var o wire.Order
 	if err := json.Unmarshal(data, &o); err != nil {
 		return 0, fmt.Errorf("decode order: %w", err)
 	}
@@ -346,7 +346,7 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	r.requests++
 	r.mu.Unlock()
 	sent := time.Now()
-	status, data, err := r.post(ctx, "/api/orders/"+strconv.FormatInt(id, 10)+"/checkout", fmt.Sprintf(`{"card_token": %q}`, card))
+	status, data, err := r.post(ctx, "/api/orders/"+strconv.FormatInt(id, 10)+"/checkout", wire.CheckoutRequest{CardToken: card})
 	answered := time.Now()
 	r.mu.Lock()
 	r.answers[status]++
@@ -354,19 +354,27 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	if err != nil {
 		return answer{detail: err.Error(), sent: sent, answered: answered}
 	}
-	var body struct {
-		Key    string `json:"idempotencyKey"`
-		Type   string `json:"type"`
-		Title  string `json:"title"`
-		Detail string `json:"detail"`
+	a := answer{status: status, sent: sent, answered: answered}
+	// An answer that is not the JSON promised leaves its status to judge.
+	if status >= http.StatusBadRequest {
+		var p wire.Problem
+		_ = json.Unmarshal(data, &p)
+		a.problem, a.detail = p.Type, strings.TrimSpace(p.Title+" "+p.Detail)
+	} else {
+		var c wire.CheckoutAnswer
+		_ = json.Unmarshal(data, &c)
+		a.key = c.IdempotencyKey
 	}
-	_ = json.Unmarshal(data, &body)
-	return answer{status: status, key: body.Key, problem: body.Type, detail: strings.TrimSpace(body.Title + " " + body.Detail),
-		sent: sent, answered: answered}
+	return a
 }
 
-func (r *run) post(ctx context.Context, path, body string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.stack.APIURL()+path, strings.NewReader(body))
+// post sends body, as JSON, to the API.
+func (r *run) post(ctx context.Context, path string, body any) (int, []byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.stack.APIURL()+path, bytes.NewReader(b))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -394,13 +402,11 @@ func (r *run) orderStatus(ctx context.Context, id int64) (chargeonce.OrderStatus
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("answered %s", resp.Status)
 	}
-	var o struct {
-		Status chargeonce.OrderStatus `json:"status"`
-	}
+	var o wire.Order
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBody)).Decode(&o); err != nil {
 		return "", fmt.Errorf("decode order: %w", err)
 	}
-	return o.Status, nil
+	return chargeonce.OrderStatus(o.Status), nil
 }
 
 // lateRetries retries the oldest orders with their last card once their

@@ -76,7 +76,8 @@ func (r *run) forgeEvent(ctx context.Context, j int) error {
 	}
 	f := forgeries[j%len(forgeries)]
 	id := fmt.Sprintf("msg_forged_%d", j)
-	body := fmt.Appendf(nil, `{"type":"charge.succeeded","data":{"id":"ch_forged_%d","object":"charge","amount":1,"currency":"TRY","status":"failed","merchant_reference":%q}}`, j, ref)
+	body := fmt.Appendf(nil, `{"type":%q,"data":{"id":"ch_forged_%d","object":"charge","amount":1,"currency":"TRY","status":"failed","merchant_reference":%q}}`,
+		webhook.EventChargeSucceeded, j, ref)
 	real, err := r.stack.WebhookSecret()
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"chargeonce/api/wire"
 	"chargeonce/dev/cluster"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/codec"
@@ -206,20 +207,26 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 // prepareCheckout creates n orders through the APIs and returns the
 // operation that pays order i through one API or the other.
 func (b *clusterBench) prepareCheckout(ctx context.Context, n int, _ time.Duration) (op, error) {
+	amount, currency := b.amount, "TRY"
+	create, err := json.Marshal(wire.CreateOrderRequest{Amount: &amount, Currency: &currency, Description: "bench order"})
+	if err != nil {
+		return nil, err
+	}
+	pay, err := json.Marshal(wire.CheckoutRequest{CardToken: cardToken})
+	if err != nil {
+		return nil, err
+	}
 	ids := make([]int64, n)
 	for i := range ids {
-		var o struct {
-			ID int64 `json:"id"`
-		}
-		body := fmt.Sprintf(`{"amount": %q, "currency": "TRY", "description": "bench order"}`, b.amount)
-		if err := b.post(ctx, "/api/orders", body, http.StatusCreated, &o); err != nil {
+		var o wire.Order
+		if err := b.post(ctx, "/api/orders", string(create), http.StatusCreated, &o); err != nil {
 			return nil, fmt.Errorf("create order: %w", err)
 		}
 		ids[i] = o.ID
 	}
 	b.orders = append(b.orders, ids...)
 	return func(ctx context.Context, i int) error {
-		return b.post(ctx, "/api/orders/"+strconv.FormatInt(ids[i], 10)+"/checkout", `{"card_token": "`+cardToken+`"}`, http.StatusOK, nil)
+		return b.post(ctx, "/api/orders/"+strconv.FormatInt(ids[i], 10)+"/checkout", string(pay), http.StatusOK, nil)
 	}, nil
 }
 

@@ -1,0 +1,219 @@
+// Package wire is the checkout API's wire format (docs/checkout-api.md): the
+// JSON bodies of its requests and answers, and its problem types. The API
+// writes these bodies, and its clients (the starter, the chaos customers,
+// the cluster benchmark) read them, from this one declaration, so that a
+// field renamed here is renamed for every one of them. The tests of each
+// side pin the JSON with literal bodies of their own, so a change here
+// that breaks the contract still fails them.
+//
+// It imports only the standard library, so that a client links nothing of
+// the server.
+package wire
+
+import (
+	"net/http"
+	"time"
+)
+
+// CreateOrderRequest is the body of POST /api/orders. Amount and Currency
+// are pointers, so that a missing field is told from an empty one; Amount
+// is a string, so that a JSON number, which a client may have rounded
+// through a float, is refused.
+type CreateOrderRequest struct {
+	Amount      *string `json:"amount"`
+	Currency    *string `json:"currency"`
+	Description string  `json:"description"`
+}
+
+// CheckoutRequest is the body of POST /api/orders/{id}/checkout.
+type CheckoutRequest struct {
+	CardToken string `json:"card_token"`
+}
+
+// Order is an order as GET /api/orders/{id} and POST /api/orders show it.
+type Order struct {
+	ID int64 `json:"id"`
+	// Status is one of chargeonce's order statuses.
+	Status            string    `json:"status"`
+	Total             string    `json:"total"`
+	Currency          string    `json:"currency"`
+	Description       string    `json:"description"`
+	ProviderPaymentID *string   `json:"providerPaymentId"`
+	CreatedAt         time.Time `json:"createdAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+	// Attempts are the order's payment attempts, oldest first.
+	Attempts []Attempt `json:"attempts"`
+}
+
+// Attempt is one payment attempt of an order.
+type Attempt struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+	// Status is one of chargeonce's attempt statuses.
+	Status            string     `json:"status"`
+	MerchantReference string     `json:"merchantReference"`
+	Total             string     `json:"total"`
+	Currency          string     `json:"currency"`
+	ProviderPaymentID *string    `json:"providerPaymentId"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	LastCheckedAt     *time.Time `json:"lastCheckedAt"`
+	AbandonAt         time.Time  `json:"abandonAt"`
+	// Requests are the charge requests that went on the wire, oldest first.
+	Requests []ProviderRequest `json:"requests"`
+}
+
+// ProviderRequest is one charge request of an attempt to the provider.
+type ProviderRequest struct {
+	At time.Time `json:"at"`
+	// Status is the provider's HTTP status, null when no response arrived.
+	Status *int `json:"status"`
+	// Outcome is how the answer was read, one of provider's outcomes.
+	Outcome    string `json:"outcome"`
+	Replayed   bool   `json:"replayed"`
+	DurationMS int64  `json:"durationMs"`
+}
+
+// CheckoutAnswer is the body of a checkout answered 200 (paid) or 202
+// (pending).
+type CheckoutAnswer struct {
+	OrderID int64 `json:"orderId"`
+	// Status is the order's status that the answer leaves it in.
+	Status            string  `json:"status"`
+	Total             string  `json:"total"`
+	Currency          string  `json:"currency"`
+	ProviderPaymentID *string `json:"providerPaymentId"`
+	IdempotencyKey    string  `json:"idempotencyKey"`
+}
+
+// Settlement is the body of GET /api/settlements/{date}, and of a POST
+// /api/settlements/{date}/run that finished in time.
+type Settlement struct {
+	Date string `json:"date"`
+	// Status is provisional while succeeded attempts await their report
+	// line within the grace period, final otherwise.
+	Status     string            `json:"status"`
+	FinishedAt time.Time         `json:"finishedAt"`
+	GraceDays  int               `json:"graceDays"`
+	Lines      int               `json:"lines"`
+	Matched    int               `json:"matched"`
+	Awaiting   int               `json:"awaiting"`
+	Totals     []SettlementTotal `json:"totals"`
+	// ExceptionCounts counts every exception by kind; Exceptions lists the
+	// first of them, up to the API's batch.
+	ExceptionCounts map[string]int        `json:"exceptionCounts"`
+	Exceptions      []SettlementException `json:"exceptions"`
+}
+
+// SettlementTotal sums the report's lines of one currency.
+type SettlementTotal struct {
+	Currency string `json:"currency"`
+	Lines    int    `json:"lines"`
+	Gross    string `json:"gross"`
+	Fee      string `json:"fee"`
+	Net      string `json:"net"`
+}
+
+// SettlementException is one thing a settlement found wrong.
+type SettlementException struct {
+	Kind              string `json:"kind"`
+	ChargeID          string `json:"chargeId,omitempty"`
+	MerchantReference string `json:"merchantReference,omitempty"`
+	OrderID           int64  `json:"orderId,omitempty"`
+	IdempotencyKey    string `json:"idempotencyKey,omitempty"`
+	// Line is the report line, absent when the report has none.
+	Line int `json:"line,omitempty"`
+	// Reported is what the report says, Expected what the attempt holds.
+	Reported *Amount `json:"reported,omitempty"`
+	Expected *Amount `json:"expected,omitempty"`
+	// Detail is a sentence a person can act on.
+	Detail string `json:"detail"`
+}
+
+// Amount is a decimal amount beside its currency.
+type Amount struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+// SettlementRunning is the body of a POST /api/settlements/{date}/run
+// answered 202: the run goes on.
+type SettlementRunning struct {
+	Date string `json:"date"`
+	// Status is always "running".
+	Status     string `json:"status"`
+	WorkflowID string `json:"workflowId"`
+}
+
+// EventReceipt is the body of POST /webhooks/provider answered 200: what
+// handling the event did.
+type EventReceipt struct {
+	Result string `json:"result"`
+}
+
+// Health is the body of GET /healthz answered 200.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// ProblemType is the RFC 9457 type URI of an error answer: what went wrong,
+// as far as the client needs to know.
+type ProblemType string
+
+// The problem types of the checkout API.
+const (
+	ProblemInvalidRequest      ProblemType = "urn:chargeonce:problem:invalid-request"
+	ProblemNotFound            ProblemType = "urn:chargeonce:problem:not-found"
+	ProblemMethodNotAllowed    ProblemType = "urn:chargeonce:problem:method-not-allowed"
+	ProblemCardDeclined        ProblemType = "urn:chargeonce:problem:card-declined"
+	ProblemPaymentInProgress   ProblemType = "urn:chargeonce:problem:payment-in-progress"
+	ProblemPaymentFailed       ProblemType = "urn:chargeonce:problem:payment-failed"
+	ProblemPaymentNeedsReview  ProblemType = "urn:chargeonce:problem:payment-needs-review"
+	ProblemUnavailable         ProblemType = "urn:chargeonce:problem:unavailable"
+	ProblemNoPaymentWorker     ProblemType = "urn:chargeonce:problem:no-payment-worker"
+	ProblemProviderUnavailable ProblemType = "urn:chargeonce:problem:provider-unavailable"
+	ProblemInternalError       ProblemType = "urn:chargeonce:problem:internal-error"
+	ProblemUnauthorized        ProblemType = "urn:chargeonce:problem:unauthorized"
+)
+
+// problemTypes is the one map from each problem type to its HTTP status and
+// its title.
+var problemTypes = map[ProblemType]struct {
+	status int
+	title  string
+}{
+	ProblemInvalidRequest:      {http.StatusBadRequest, "The request is not valid."},
+	ProblemNotFound:            {http.StatusNotFound, "The resource does not exist."},
+	ProblemMethodNotAllowed:    {http.StatusMethodNotAllowed, "The method is not allowed on this resource."},
+	ProblemCardDeclined:        {http.StatusPaymentRequired, "The card was declined."},
+	ProblemPaymentInProgress:   {http.StatusConflict, "A previous payment for this order is still being verified."},
+	ProblemPaymentFailed:       {http.StatusInternalServerError, "The payment failed because of an error on our side."},
+	ProblemPaymentNeedsReview:  {http.StatusInternalServerError, "A previous payment for this order failed and is being reviewed."},
+	ProblemUnavailable:         {http.StatusServiceUnavailable, "The service is unavailable."},
+	ProblemNoPaymentWorker:     {http.StatusServiceUnavailable, "No payment worker has started yet; nothing was charged"},
+	ProblemProviderUnavailable: {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was charged."},
+	ProblemInternalError:       {http.StatusInternalServerError, "An internal error occurred."},
+	ProblemUnauthorized:        {http.StatusUnauthorized, "The request's signature is missing or not valid."},
+}
+
+// Problem is an error answer of the API, an RFC 9457 problem details object
+// sent as application/problem+json.
+type Problem struct {
+	Type   ProblemType `json:"type"`
+	Title  string      `json:"title"`
+	Status int         `json:"status"`
+	Detail string      `json:"detail,omitempty"`
+	// DeclineCode is the provider's reason for a declined card.
+	DeclineCode string `json:"declineCode,omitempty"`
+	// OrderID names the order the problem is about, when there is one.
+	OrderID int64 `json:"orderId,omitempty"`
+}
+
+// NewProblem is the problem of type t, with its status and title, and the
+// detail, which is written for the client and may be empty. A type that is
+// not one of the API's is an internal error.
+func NewProblem(t ProblemType, detail string) Problem {
+	p, ok := problemTypes[t]
+	if !ok {
+		t, p = ProblemInternalError, problemTypes[ProblemInternalError]
+	}
+	return Problem{Type: t, Title: p.title, Status: p.status, Detail: detail}
+}
