@@ -23,10 +23,6 @@ import (
 
 const name = "fakeprovider"
 
-// envPrefix keeps the variables apart from CHARGEONCE_ ones: docker-compose
-// configures the fake as its own service.
-const envPrefix = "FAKEPROVIDER"
-
 const about = `Serves the fake card payment provider (POST /v1/charges with Idempotency-Key,
 GET /v1/charges, GET /v1/idempotency, GET /v1/settlements/{date}) and its
 admin API under /_admin/.
@@ -85,7 +81,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Uint64Var(&hooks.Chaos.Seed, "webhook-seed", 1, "seed of the random source behind the webhook chaos")
 	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
 
-	err := envflag.Parse(fs, args, envPrefix, getenv)
+	err := envflag.Parse(fs, args, cli.FakeProviderEnvPrefix, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, about)
 		fs.SetOutput(stdout)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -31,4 +32,17 @@ func TestExitCode_NamesTheCommandOnce(t *testing.T) {
 			require.Equal(t, tt.out, out.String())
 		})
 	}
+}
+
+// The variables that the cluster and the chaos runs set are named by
+// EnvName: Parse must read each from the name EnvName gives it.
+func TestEnvName_IsTheVariableParseReads(t *testing.T) {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	every := fs.Duration("sweep-every", 0, "")
+	env := map[string]string{cli.EnvName("sweep-every"): "7s"}
+	require.Equal(t, "CHARGEONCE_SWEEP_EVERY", cli.EnvName("sweep-every"))
+
+	require.NoError(t, cli.Parse(fs, nil, func(name string) string { return env[name] }))
+
+	require.Equal(t, 7*time.Second, *every)
 }
