@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // serveProvider serves p on ln until ctx is done, then shuts down
 // gracefully within shutdownTimeout.
 func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provider, shutdownTimeout time.Duration, logger *slog.Logger) error {
-	srv := serve.Start(ln, p)
+	srv := fakeprovider.Serve(ln, p)
 	mode := p.Mode()
 	logger.Info("fake provider listening", "addr", srv.Addr(), "mode", mode.Name,
 		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention(), "lookup_rate", p.LookupRate(),
@@ -153,12 +153,7 @@ func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provide
 	logger.Info("shutting down", "timeout", shutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	// The provider closes first: it refuses new charges, releases dropped
-	// requests that would otherwise keep the server's Shutdown waiting, and
-	// drains the charges in progress, each written to the data file before
-	// its answer. The data file closes last, once the server has recorded
-	// the requests it was finishing.
-	if err := errors.Join(p.Close(shutdownCtx), srv.Shutdown(shutdownCtx), p.CloseDataFile()); err != nil {
+	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return err
 	}
 	logger.Info("stopped")

@@ -126,7 +126,7 @@ type Stack struct {
 	// secretCreated reports that Start generated the webhook secret file.
 	secretCreated bool
 	provider      *fakeprovider.Provider
-	providerS     *serve.Server
+	providerS     *fakeprovider.Server
 	// mu guards temporal, which RestartTemporal replaces.
 	mu       sync.Mutex
 	temporal *temporalserver.Server
@@ -311,8 +311,8 @@ func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook
 		return fmt.Errorf("stack: fake provider: %w", err)
 	}
 	s.provider = p
-	s.providerS = serve.Start(ln, p)
-	s.closers = append(s.closers, func(context.Context) error { return p.CloseDataFile() }, s.providerS.Shutdown, p.Close)
+	s.providerS = fakeprovider.Serve(ln, p)
+	s.closers = append(s.closers, s.providerS.Shutdown)
 	return nil
 }
 
