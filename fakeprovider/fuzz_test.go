@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// serve sends one request straight to the handler. The fuzz targets use it
-// instead of a server, to try header values no HTTP client would send.
-func serve(t *testing.T, p *Provider, key []string, body string) *httptest.ResponseRecorder {
+// postCharge sends one charge request straight to the handler. The fuzz
+// targets use it instead of a server, to try header values no HTTP client
+// would send.
+func postCharge(t *testing.T, p *Provider, key []string, body string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -47,7 +48,7 @@ func FuzzParseKey(f *testing.F) {
 		p, err := New(Config{})
 		require.NoError(t, err)
 
-		rec := serve(t, p, []string{header}, validBody)
+		rec := postCharge(t, p, []string{header}, validBody)
 
 		key, prob := parseKey([]string{header})
 		if prob != nil {
@@ -85,7 +86,7 @@ func FuzzDecodeCharge(f *testing.F) {
 		p, err := New(Config{})
 		require.NoError(t, err)
 
-		rec := serve(t, p, []string{`"fuzz-key"`}, body)
+		rec := postCharge(t, p, []string{`"fuzz-key"`}, body)
 
 		switch rec.Code {
 		case http.StatusCreated, http.StatusPaymentRequired:
@@ -94,7 +95,7 @@ func FuzzDecodeCharge(f *testing.F) {
 			require.Positive(t, charges[0].Amount)
 			require.True(t, isISO4217(charges[0].Currency))
 			require.Equal(t, "fuzz-key", charges[0].IdempotencyKey)
-			replay := serve(t, p, []string{`"fuzz-key"`}, body)
+			replay := postCharge(t, p, []string{`"fuzz-key"`}, body)
 			require.Equal(t, rec.Code, replay.Code)
 			require.Equal(t, "true", replay.Header().Get("Idempotent-Replayed"))
 			require.Equal(t, rec.Body.Bytes(), replay.Body.Bytes())

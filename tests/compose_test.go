@@ -18,6 +18,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"chargeonce/dev/cluster"
+	"chargeonce/verify/chaos"
 )
 
 // composeFile is the part of docker-compose.yml the checks below read.
@@ -51,11 +52,6 @@ func TestDockerCompose_MatchesTheBinaries(t *testing.T) {
 	require.NoError(t, err)
 	var compose composeFile
 	require.NoError(t, yaml.Unmarshal(raw, &compose))
-
-	want := []string{"postgresql", "temporal-schema", "temporal", "temporal-setup", "temporal-ui", "fakeprovider", "worker", "api"}
-	for _, name := range want {
-		require.Contains(t, compose.Services, name, "docker-compose.yml lacks the %s service", name)
-	}
 
 	dockerfile, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
 	require.NoError(t, err)
@@ -217,4 +213,32 @@ func placement(value string, services map[string]composeService) bool {
 		return true
 	}
 	return strings.Contains(value, ":") || strings.HasPrefix(value, "${") || net.ParseIP(value) != nil
+}
+
+// The cluster names the variables of its binaries after their flags
+// (cli.EnvName), and so do the chaos runs for the services they tune
+// (chaos.Env): a misspelt flag would name a variable that no binary reads,
+// and its setting would be lost without a word. Compose's variables are
+// checked above; these are the ones only the cluster sets.
+func TestClusterEnv_EveryVariableIsOneTheBinaryReads(t *testing.T) {
+	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{Dir: "/data"}, cluster.Secrets{CodecKeys: "k1:key", WebhookSecret: "whsec_test"})
+	runEnv := chaos.Env(chaos.DefaultConfig())
+	tuned := 0
+	for _, part := range parts {
+		binary, ours := strings.CutPrefix(part.Package, "chargeonce/cmd/")
+		if !ours {
+			continue
+		}
+		t.Run(part.Service, func(t *testing.T) {
+			help := helpOf(t, binary)
+			names := slices.Concat(slices.Collect(maps.Keys(part.Local)), slices.Collect(maps.Keys(runEnv[part.Service])))
+			for _, name := range names {
+				require.Contains(t, strings.Fields(help), name, "the cluster gives %s the variable %s, which it does not read", binary, name)
+			}
+		})
+		if runEnv[part.Service] != nil {
+			tuned++
+		}
+	}
+	require.Len(t, runEnv, tuned, "a chaos run tunes a service the cluster does not build")
 }

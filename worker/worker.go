@@ -10,8 +10,9 @@
 // check would test a value the workflows never run with whenever the two
 // were configured differently.
 //
-// The same Start serves the worker binary (cmd/worker), where each part is
-// its own process, and the one-process dev stack.
+// The worker binary (cmd/worker), where each part is its own process, and
+// the one-process dev stack build their worker the same way: Prepare, from
+// the worker's Config, then Prepared.Start on the process's backend.
 package worker
 
 import (

@@ -65,16 +65,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Budget: *budget, ReferencePrefix: *prefix, Logger: logger})
+	handler, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, ReferencePrefix: *prefix, WebhookSecrets: secrets})
 	if err != nil {
 		return cli.UsageError{Err: err}
-	}
-	if _, err := svc.Timing(ctx); err != nil {
-		logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
-	}
-	handler, err := api.New(api.Config{Checkout: svc, Store: conn.Store, Metrics: reg, Logger: logger, Temporal: conn.Temporal, WebhookSecrets: secrets, Registerer: reg})
-	if err != nil {
-		return err
 	}
 	logger.Info("checkout API started", "listen", ln.Addr().String(), "webhook_secrets", len(secrets))
 	return serve.Run(ctx, ln, handler)

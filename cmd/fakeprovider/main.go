@@ -23,10 +23,6 @@ import (
 
 const name = "fakeprovider"
 
-// envPrefix keeps the variables apart from CHARGEONCE_ ones: docker-compose
-// configures the fake as its own service.
-const envPrefix = "FAKEPROVIDER"
-
 const about = `Serves the fake card payment provider (POST /v1/charges with Idempotency-Key,
 GET /v1/charges, GET /v1/idempotency, GET /v1/settlements/{date}) and its
 admin API under /_admin/.
@@ -85,7 +81,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Uint64Var(&hooks.Chaos.Seed, "webhook-seed", 1, "seed of the random source behind the webhook chaos")
 	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
 
-	err := envflag.Parse(fs, args, envPrefix, getenv)
+	err := envflag.Parse(fs, args, cli.FakeProviderEnvPrefix, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, about)
 		fs.SetOutput(stdout)
@@ -145,7 +141,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // serveProvider serves p on ln until ctx is done, then shuts down
 // gracefully within shutdownTimeout.
 func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provider, shutdownTimeout time.Duration, logger *slog.Logger) error {
-	srv := serve.Start(ln, p)
+	srv := fakeprovider.Serve(ln, p)
 	mode := p.Mode()
 	logger.Info("fake provider listening", "addr", srv.Addr(), "mode", mode.Name,
 		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention(), "lookup_rate", p.LookupRate(),
@@ -157,12 +153,7 @@ func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provide
 	logger.Info("shutting down", "timeout", shutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	// The provider closes first: it refuses new charges, releases dropped
-	// requests that would otherwise keep the server's Shutdown waiting, and
-	// drains the charges in progress, each written to the data file before
-	// its answer. The data file closes last, once the server has recorded
-	// the requests it was finishing.
-	if err := errors.Join(p.Close(shutdownCtx), srv.Shutdown(shutdownCtx), p.CloseDataFile()); err != nil {
+	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return err
 	}
 	logger.Info("stopped")

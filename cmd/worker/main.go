@@ -17,14 +17,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 
 	"chargeonce"
-	"chargeonce/checkout"
 	"chargeonce/internal/alert"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/codec"
@@ -52,23 +50,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if *sweepEvery <= 0 {
-		return cli.UsageError{Err: errors.New("--sweep-every must be positive")}
-	}
-	if *graceDays < 0 {
-		return cli.UsageError{Err: fmt.Errorf("--settlement-grace-days must be 0 or more, got %d", *graceDays)}
-	}
 	logger, err := logFlags.Logger(stderr)
 	if err != nil {
 		return err
 	}
-	pc, providerURL, err := providerFlags.port(logger)
+	reg := metrics.NewRegistry()
+	if logger, err = alert.Counting(logger, reg); err != nil {
+		return err
+	}
+	pc, err := providerFlags.config()
 	if err != nil {
 		return err
 	}
-	reports, err := settlementReports(*settlementURL, providerURL, logger)
+	prepared, err := worker.Prepare(worker.Config{
+		Provider: pc, SettlementURL: *settlementURL, SettlementGraceDays: *graceDays,
+		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery,
+	}, logger)
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
 
 	ln, err := serve.Listen(*listen, "listen")
@@ -76,27 +75,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return err
 	}
 	defer ln.Close() // in case a later step fails; serving closes it too
-	reg := metrics.NewRegistry()
-	if logger, err = alert.Counting(logger, reg); err != nil {
-		return err
-	}
 	conn, err := backend.Connect(ctx, getenv, logger, reg)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-
-	// The sweep starts the workflows of stored attempts and creates none,
-	// so it needs no reference prefix.
-	svc, err := checkout.New(checkout.Config{Store: conn.Store, Temporal: conn.Temporal, Logger: logger})
-	if err != nil {
-		return err
-	}
-	w, err := worker.Start(ctx, worker.Deps{
-		Client: conn.Temporal, Namespace: conn.Namespace, Provider: pc, Store: conn.Store, Checkout: svc,
-		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery, Registerer: reg, Logger: logger,
-		Reports: reports, SettlementGraceDays: *graceDays,
-	})
+	w, err := prepared.Start(ctx, conn)
 	if err != nil {
 		return err
 	}
@@ -112,6 +96,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		fmt.Fprintln(rw, "ok")
 	})
 	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, *uiOrigin)))
-	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "provider", providerURL, "provider_api", *providerFlags.api)
+	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "provider", pc.URL, "provider_api", pc.API)
 	return serve.Run(ctx, ln, mux)
 }

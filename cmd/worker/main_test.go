@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"testing"
@@ -22,7 +21,6 @@ import (
 	"chargeonce/internal/cli"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
-	"chargeonce/provider/stripe"
 	"chargeonce/store"
 )
 
@@ -179,29 +177,4 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	require.Equal(t, 5, got.GraceDays)
 	require.Equal(t, 1, got.Awaiting)
 	require.Empty(t, got.ExceptionCounts)
-}
-
-func TestSettlementReports_ReadTheProvidersReportsExceptOnStripesOwnAPI(t *testing.T) {
-	cases := []struct {
-		name, flag, provider, want string
-	}{
-		{"the provider's URL by default", "", "http://127.0.0.1:8099", "http://127.0.0.1:8099"},
-		{"the flag wins", "http://reports.example", "http://127.0.0.1:8099", "http://reports.example"},
-		{"none on Stripe's own API", "", stripe.DefaultBaseURL, ""},
-		{"the flag on Stripe's own API", "http://reports.example", stripe.DefaultBaseURL, "http://reports.example"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			reports, err := settlementReports(tc.flag, tc.provider, slog.New(slog.NewTextHandler(&logs, nil)))
-			require.NoError(t, err)
-			if tc.want == "" {
-				require.Nil(t, reports)
-				require.Contains(t, logs.String(), "no daily settlement")
-				return
-			}
-			require.Equal(t, tc.want, reports.BaseURL)
-			require.Empty(t, logs.String())
-		})
-	}
 }

@@ -238,11 +238,7 @@ func (c *Cluster) Parts() []Part { return Parts(c.ports, c.layout, c.secrets) }
 
 func (c *Cluster) startParts(ctx context.Context) error {
 	for _, part := range c.Parts() {
-		for i := range part.Replicas {
-			name := part.Service
-			if part.Replicas > 1 {
-				name += "-" + strconv.Itoa(i+1)
-			}
+		for i, name := range part.ProcessNames() {
 			p, err := c.process(part, name, i)
 			if err != nil {
 				return err
@@ -272,8 +268,7 @@ func (c *Cluster) process(part Part, name string, i int) (*Process, error) {
 	env := replicaEnv(part, c.ports, i)
 	maps.Copy(env, c.env[part.Service])
 	logFile := filepath.Join(c.layout.Logs(), name+".log")
-	switch part.Service {
-	case "postgresql":
+	if part.Service == ServicePostgres {
 		return c.postgresProcess(env, logFile)
 	}
 	// What compose runs inside its image, the cluster runs from the bin
@@ -323,17 +318,17 @@ func (c *Cluster) awaitReady(ctx context.Context, part Part, p *Process, i int) 
 		})
 	}
 	switch part.Service {
-	case "postgresql":
+	case ServicePostgres:
 		return probe(func(ctx context.Context) error { return c.initPostgres(ctx) })
-	case "temporal":
+	case ServiceTemporal:
 		return probe(c.temporalServes)
-	case "temporal-ui":
+	case ServiceTemporalUI:
 		return probe(httpOK(httpURL(c.ports.UI) + "/healthz"))
-	case "fakeprovider":
+	case ServiceProvider:
 		return probe(httpOK(httpURL(c.ports.Provider) + "/_admin/mode"))
-	case "worker":
+	case ServiceWorker:
 		return probe(httpOK(httpURL(c.ports.Workers[i]) + "/healthz"))
-	case "api":
+	case ServiceAPI:
 		return probe(httpOK(httpURL(c.ports.APIs[i]) + "/healthz"))
 	}
 	return nil
@@ -392,7 +387,7 @@ func (c *Cluster) postgresProcess(env map[string]string, logFile string) (*Proce
 			return nil, err
 		}
 	}
-	p := newProcess("postgresql", filepath.Join(bin, "postgres"), []string{
+	p := newProcess(ServicePostgres, filepath.Join(bin, "postgres"), []string{
 		"-D", data, "-p", env["PGPORT"], "-c", "listen_addresses=" + Host, "-c", "unix_socket_directories=" + data,
 	}, nil, logFile)
 	// Fast shutdown: roll back open transactions and close connections.
@@ -515,8 +510,19 @@ func (c *Cluster) Stop(ctx context.Context) error {
 }
 
 // Process returns the process named like worker-1, api-2, temporal or
-// postgresql, or nil.
+// postgresql (Part.ProcessNames), or nil.
 func (c *Cluster) Process(name string) *Process { return c.byName[name] }
+
+// ProcessNames are the names of the processes of service, in start order;
+// none for a job or a service the cluster does not run.
+func (c *Cluster) ProcessNames(service string) []string {
+	for _, part := range c.Parts() {
+		if part.Service == service && !part.Job {
+			return part.ProcessNames()
+		}
+	}
+	return nil
+}
 
 // Processes are the long-running processes in start order.
 func (c *Cluster) Processes() []*Process { return c.procs }
@@ -550,10 +556,8 @@ func (c *Cluster) StartAgain(ctx context.Context, name string) error {
 		return err
 	}
 	for _, part := range c.Parts() {
-		for i := range part.Replicas {
-			if part.Service == name || part.Service+"-"+strconv.Itoa(i+1) == name {
-				return c.awaitReady(ctx, part, p, i)
-			}
+		if i := slices.Index(part.ProcessNames(), name); i >= 0 {
+			return c.awaitReady(ctx, part, p, i)
 		}
 	}
 	return nil
@@ -563,7 +567,7 @@ func (c *Cluster) StartAgain(ctx context.Context, name string) error {
 // server's services have joined and the namespace is loaded; before the
 // first setup the namespace may be missing, which is an answer too.
 func (c *Cluster) temporalServes(ctx context.Context) error {
-	target := httpURL(c.ports.TemporalInternal[0]) + "/api/v1/namespaces/default"
+	target := httpURL(c.ports.TemporalInternal[0]) + "/api/v1/namespaces/" + Namespace
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return err

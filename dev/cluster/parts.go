@@ -7,17 +7,20 @@
 //
 // The parts are the services of docker-compose.yml, declared once here
 // (Parts) so that a test holds the two in step: the same services, versions,
-// environment variables and commands.
+// environment variables and commands. Whatever else drives the cluster, such
+// as the chaos runs, takes its services' and processes' names from here.
 package cluster
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	mathrand "math/rand/v2"
 	"net"
 	"strconv"
 
 	"chargeonce/api"
+	"chargeonce/internal/cli"
 )
 
 // PostgresVersion is the major version of PostgreSQL the cluster runs, from
@@ -31,6 +34,21 @@ const (
 	SQLToolPackage = "go.temporal.io/server/cmd/tools/sql"
 	UIPackage      = "github.com/temporalio/ui-server/v2/cmd/server"
 )
+
+// The services of the cluster, as docker-compose.yml names them.
+const (
+	ServicePostgres       = "postgresql"
+	ServiceTemporalSchema = "temporal-schema"
+	ServiceTemporal       = "temporal"
+	ServiceTemporalSetup  = "temporal-setup"
+	ServiceTemporalUI     = "temporal-ui"
+	ServiceProvider       = "fakeprovider"
+	ServiceWorker         = "worker"
+	ServiceAPI            = "api"
+)
+
+// Namespace is the Temporal namespace of the cluster's workflows.
+const Namespace = "default"
 
 // Part is one service of the cluster: a process, or a job that runs to
 // completion before the parts after it start.
@@ -58,6 +76,20 @@ type Part struct {
 	// other means: a port on the shared loopback, a data file where
 	// compose has a volume, a path inside the image.
 	Local map[string]string
+}
+
+// ProcessNames are the names of the part's processes: the service's name,
+// or for each of several replicas the service's name and the replica's
+// number from 1, such as worker-2.
+func (p Part) ProcessNames() []string {
+	if p.Replicas == 1 {
+		return []string{p.Service}
+	}
+	names := make([]string, p.Replicas)
+	for i := range names {
+		names[i] = p.Service + "-" + strconv.Itoa(i+1)
+	}
+	return names
 }
 
 // Ports are the loopback ports of the cluster's parts.
@@ -141,28 +173,26 @@ type Secrets struct {
 // files where l says, and the secrets sec.
 func Parts(p Ports, l Layout, sec Secrets) []Part {
 	pg := strconv.Itoa(p.Postgres)
+	temporal := map[string]string{cli.EnvName("temporal-address"): addr(p.Temporal), cli.EnvName("temporal-namespace"): Namespace}
 	backend := func(extra map[string]string) map[string]string {
 		env := map[string]string{
-			"CHARGEONCE_TEMPORAL_ADDRESS":   addr(p.Temporal),
-			"CHARGEONCE_TEMPORAL_NAMESPACE": "default",
-			"CHARGEONCE_DATABASE_URL":       fmt.Sprintf(appURLFormat, addr(p.Postgres)),
-			"CHARGEONCE_CODEC_KEYS":         sec.CodecKeys,
-			"CHARGEONCE_LOG_FORMAT":         "json",
+			cli.EnvName("database-url"): fmt.Sprintf(appURLFormat, addr(p.Postgres)),
+			cli.EnvName("codec-keys"):   sec.CodecKeys,
+			cli.EnvName("log-format"):   "json",
 		}
-		for k, v := range extra {
-			env[k] = v
-		}
+		maps.Copy(env, temporal)
+		maps.Copy(env, extra)
 		return env
 	}
 	ti := p.TemporalInternal
 	return []Part{
 		{
-			Service: "postgresql", Replicas: 1, Binary: "postgres",
+			Service: ServicePostgres, Replicas: 1, Binary: "postgres",
 			Env:   map[string]string{"POSTGRES_USER": temporalUser, "POSTGRES_PASSWORD": temporalUser},
 			Local: map[string]string{"PGDATA": l.Postgres(), "PGPORT": pg},
 		},
 		{
-			Service: "temporal-schema", Replicas: 1, Job: true, Package: SQLToolPackage, Binary: "temporal-sql-tool",
+			Service: ServiceTemporalSchema, Replicas: 1, Job: true, Package: SQLToolPackage, Binary: "temporal-sql-tool",
 			Entrypoint: []string{"/bin/sh"}, Command: []string{"/deploy/temporal-schema.sh"},
 			Local: map[string]string{
 				"POSTGRES_SEEDS": Host, "DB_PORT": pg,
@@ -170,7 +200,7 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 			},
 		},
 		{
-			Service: "temporal", Replicas: 1, Package: ServerPackage, Binary: "temporal-server",
+			Service: ServiceTemporal, Replicas: 1, Package: ServerPackage, Binary: "temporal-server",
 			Command: []string{"temporal-server", "start"},
 			Env: map[string]string{
 				"DB": "postgres12", "DB_PORT": pg, "POSTGRES_USER": temporalUser, "POSTGRES_PWD": temporalUser,
@@ -186,12 +216,12 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 			},
 		},
 		{
-			Service: "temporal-setup", Replicas: 1, Job: true, Package: "chargeonce/cmd/temporal-setup", Binary: "temporal-setup",
+			Service: ServiceTemporalSetup, Replicas: 1, Job: true, Package: "chargeonce/cmd/temporal-setup", Binary: "temporal-setup",
 			Command: []string{"temporal-setup"},
-			Env:     map[string]string{"CHARGEONCE_TEMPORAL_ADDRESS": addr(p.Temporal), "CHARGEONCE_TEMPORAL_NAMESPACE": "default"},
+			Env:     maps.Clone(temporal),
 		},
 		{
-			Service: "temporal-ui", Replicas: 1, Package: UIPackage, Binary: "temporal-ui-server",
+			Service: ServiceTemporalUI, Replicas: 1, Package: UIPackage, Binary: "temporal-ui-server",
 			Command: []string{"temporal-ui-server", "--root", l.UI(), "--env", "docker", "start"},
 			Env: map[string]string{
 				"TEMPORAL_ADDRESS": addr(p.Temporal), "TEMPORAL_CODEC_ENDPOINT": httpURL(p.Workers[0]) + "/codec",
@@ -199,29 +229,30 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 			},
 		},
 		{
-			Service: "fakeprovider", Replicas: 1, Package: "chargeonce/cmd/fakeprovider", Binary: "fakeprovider",
+			Service: ServiceProvider, Replicas: 1, Package: "chargeonce/cmd/fakeprovider", Binary: "fakeprovider",
 			Command: []string{"fakeprovider"},
 			Env: map[string]string{
-				"FAKEPROVIDER_ADDR": addr(p.Provider), "FAKEPROVIDER_MODE": "normal", "FAKEPROVIDER_RETENTION": "24h",
+				cli.FakeProviderEnvName("addr"): addr(p.Provider), cli.FakeProviderEnvName("mode"): "normal",
+				cli.FakeProviderEnvName("retention"): "24h",
 				// The first API receives the events; while it is down, the
 				// provider delivers them again on its retry schedule.
-				"FAKEPROVIDER_WEBHOOK_URL":    httpURL(p.APIs[0]) + api.WebhookPath,
-				"FAKEPROVIDER_WEBHOOK_SECRET": sec.WebhookSecret,
+				cli.FakeProviderEnvName("webhook-url"):    httpURL(p.APIs[0]) + api.WebhookPath,
+				cli.FakeProviderEnvName("webhook-secret"): sec.WebhookSecret,
 			},
-			Local: map[string]string{"FAKEPROVIDER_DATA_FILE": l.ProviderData()},
+			Local: map[string]string{cli.FakeProviderEnvName("data-file"): l.ProviderData()},
 		},
 		{
-			Service: "worker", Replicas: 2, Package: "chargeonce/cmd/worker", Binary: "worker",
+			Service: ServiceWorker, Replicas: 2, Package: "chargeonce/cmd/worker", Binary: "worker",
 			Command: []string{"worker"},
 			Env: backend(map[string]string{
-				"CHARGEONCE_PROVIDER_URL": httpURL(p.Provider), "CHARGEONCE_LISTEN": addr(p.Workers[0]),
-				"CHARGEONCE_CODEC_CORS_ORIGIN": httpURL(p.UI),
+				cli.EnvName("provider-url"): httpURL(p.Provider), cli.EnvName("listen"): addr(p.Workers[0]),
+				cli.EnvName("codec-cors-origin"): httpURL(p.UI),
 			}),
 		},
 		{
-			Service: "api", Replicas: 2, Package: "chargeonce/cmd/api", Binary: "api",
+			Service: ServiceAPI, Replicas: 2, Package: "chargeonce/cmd/api", Binary: "api",
 			Command: []string{"api"},
-			Env:     backend(map[string]string{"CHARGEONCE_LISTEN": addr(p.APIs[0]), "CHARGEONCE_WEBHOOK_SECRET": sec.WebhookSecret}),
+			Env:     backend(map[string]string{cli.EnvName("listen"): addr(p.APIs[0]), cli.EnvName("webhook-secret"): sec.WebhookSecret}),
 		},
 	}
 }
@@ -230,17 +261,13 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 // a replicated part is its own.
 func replicaEnv(part Part, p Ports, i int) map[string]string {
 	env := make(map[string]string, len(part.Env)+len(part.Local))
-	for k, v := range part.Env {
-		env[k] = v
-	}
-	for k, v := range part.Local {
-		env[k] = v
-	}
+	maps.Copy(env, part.Env)
+	maps.Copy(env, part.Local)
 	switch part.Service {
-	case "worker":
-		env["CHARGEONCE_LISTEN"] = addr(p.Workers[i])
-	case "api":
-		env["CHARGEONCE_LISTEN"] = addr(p.APIs[i])
+	case ServiceWorker:
+		env[cli.EnvName("listen")] = addr(p.Workers[i])
+	case ServiceAPI:
+		env[cli.EnvName("listen")] = addr(p.APIs[i])
 	}
 	return env
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/cli"
 )
 
 // The server stores its membership ports as PostgreSQL smallints, and
@@ -30,8 +32,23 @@ func TestParts_GiveEachReplicaItsOwnListenPort(t *testing.T) {
 		}
 		listens := map[string]bool{}
 		for i := range part.Replicas {
-			listens[replicaEnv(part, p, i)["CHARGEONCE_LISTEN"]] = true
+			listens[replicaEnv(part, p, i)[cli.EnvName("listen")]] = true
 		}
 		require.Len(t, listens, part.Replicas, part.Service)
 	}
+}
+
+// The chaos runs kill and start the processes by these names.
+func TestParts_NameEveryProcessOnce(t *testing.T) {
+	seen := map[string]string{}
+	for _, part := range Parts(DefaultPorts(), Layout{Dir: "/data"}, Secrets{}) {
+		names := part.ProcessNames()
+		require.Len(t, names, part.Replicas, part.Service)
+		for _, name := range names {
+			require.NotContains(t, seen, name, "%s and %s", part.Service, seen[name])
+			seen[name] = part.Service
+		}
+	}
+	require.Equal(t, ServiceWorker, seen["worker-2"])
+	require.Equal(t, ServiceTemporal, seen["temporal"])
 }

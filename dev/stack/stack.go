@@ -8,6 +8,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -31,13 +31,13 @@ import (
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/alert"
+	"chargeonce/internal/backend"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/serve"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
 	"chargeonce/provider/dialect"
-	"chargeonce/provider/settlement"
 	"chargeonce/store"
 	"chargeonce/worker"
 	"chargeonce/workflows"
@@ -127,14 +127,13 @@ type Stack struct {
 	// secretCreated reports that Start generated the webhook secret file.
 	secretCreated bool
 	provider      *fakeprovider.Provider
-	providerS     *serve.Server
+	providerS     *fakeprovider.Server
 	// mu guards temporal, which RestartTemporal replaces.
 	mu       sync.Mutex
 	temporal *temporalserver.Server
-	client   client.Client
-	store    store.Store
+	conn     *backend.Conn
+	// checkout is the API's checkout service.
 	checkout *checkout.Service
-	worker   *worker.Worker
 	apiS     *serve.Server
 	closers  []func(context.Context) error
 }
@@ -202,35 +201,26 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
 
-	sdkMetrics, err := metrics.TemporalHandler(reg, cfg.Logger)
+	// The worker and the API are built as their commands build them, on
+	// one backend: the processes of the production shape, in one.
+	s.conn, err = backend.Connect(ctx, backend.Config{
+		Temporal:    temporalclient.Config{Address: s.TemporalAddress(), Namespace: temporalserver.DefaultNamespace},
+		DatabaseURL: s.DatabaseURL(), Keyring: keyring, Registry: reg, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("stack: %w", err)
 	}
-	s.client, err = temporalclient.Dial(ctx,
-		temporalclient.Config{Address: s.TemporalAddress(), Namespace: temporalserver.DefaultNamespace},
-		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), MetricsHandler: sdkMetrics, Logger: cfg.Logger})
-	if err != nil {
-		return err
-	}
-	s.closers = append(s.closers, func(context.Context) error { s.client.Close(); return nil })
-
-	if err := s.openStore(ctx, reg); err != nil {
-		return err
-	}
-	if err := s.startCheckout(); err != nil {
-		return err
-	}
+	s.closers = append(s.closers, func(context.Context) error { return s.conn.Close() })
 	if !cfg.ExternalWorkers {
-		if err := s.startWorker(ctx, reg); err != nil {
+		if err := s.startWorker(ctx); err != nil {
 			return err
 		}
 	}
-
-	handler, err := api.New(api.Config{Checkout: s.checkout, Store: s.store, Metrics: reg, Logger: cfg.Logger, Temporal: s.client,
-		WebhookSecrets: []webhook.Secret{secret}, Registerer: reg})
+	handler, svc, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}})
 	if err != nil {
-		return err
+		return fmt.Errorf("stack: %w", err)
 	}
+	s.checkout = svc
 	mux := http.NewServeMux()
 	// The browser calls the codec from the UI's origin, under whichever
 	// name the user typed for the loopback address.
@@ -312,8 +302,8 @@ func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook
 		return fmt.Errorf("stack: fake provider: %w", err)
 	}
 	s.provider = p
-	s.providerS = serve.Start(ln, p)
-	s.closers = append(s.closers, func(context.Context) error { return p.CloseDataFile() }, s.providerS.Shutdown, p.Close)
+	s.providerS = fakeprovider.Serve(ln, p)
+	s.closers = append(s.closers, s.providerS.Shutdown)
 	return nil
 }
 
@@ -415,63 +405,30 @@ func (s *Stack) currentTemporal() *temporalserver.Server {
 	return s.temporal
 }
 
-func (s *Stack) openStore(ctx context.Context, reg prometheus.Registerer) error {
-	st, err := store.Open(ctx, s.DatabaseURL())
-	if err != nil {
-		return fmt.Errorf("stack: app database: %w", err)
-	}
-	s.store = st
-	s.closers = append(s.closers, func(context.Context) error { return st.Close() })
-	return metrics.RegisterOpenAttempts(reg, st, s.cfg.Logger)
-}
-
-func (s *Stack) startCheckout() error {
-	var err error
-	s.checkout, err = checkout.New(checkout.Config{
-		Store:    s.store,
-		Temporal: s.client,
-		Budget:   s.cfg.CheckoutBudget,
-		Logger:   s.cfg.Logger,
-	})
-	return err
-}
-
-func (s *Stack) startWorker(ctx context.Context, reg prometheus.Registerer) error {
+// startWorker starts the payment worker as the worker command would,
+// against the fake provider.
+func (s *Stack) startWorker(ctx context.Context) error {
 	var stripeKey string
 	if s.cfg.ProviderAPI == dialect.Stripe {
 		stripeKey = fakeprovider.StripeTestKey
 	}
-	// The fake's search reads its books at once: no lookup delay.
-	pc, err := dialect.New(dialect.Config{
-		API:          s.cfg.ProviderAPI,
-		BaseURL:      s.providerS.URL(),
-		HTTPClient:   &http.Client{Timeout: time.Minute},
-		StripeAPIKey: stripeKey,
-		Logger:       s.cfg.Logger,
-	})
-	if err != nil {
-		return fmt.Errorf("stack: provider client: %w", err)
-	}
-	w, err := worker.Start(ctx, worker.Deps{
-		Client:        s.client,
-		Namespace:     temporalserver.DefaultNamespace,
-		Provider:      pc,
-		Store:         s.store,
-		Checkout:      s.checkout,
-		Timing:        s.cfg.Timing.WithDefaults(),
-		ReplaceTiming: true, // see Config.Timing
-		SweepEvery:    s.cfg.SweepEvery,
-		Registerer:    reg,
-		Options:       s.cfg.WorkerOptions,
-		Logger:        s.cfg.Logger,
-		// A report download is bounded by its activity's timeout.
-		Reports:             &settlement.Client{BaseURL: s.providerS.URL(), HTTP: &http.Client{}},
+	prepared, err := worker.Prepare(worker.Config{
+		// The fake's search reads its books at once: no lookup delay.
+		Provider: worker.ProviderConfig{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), URL: s.providerS.URL(),
+			Timeout: worker.DefaultProviderTimeout, StripeAPIKey: stripeKey},
 		SettlementGraceDays: worker.DefaultSettlementGraceDays,
-	})
+		Timing:              s.cfg.Timing.WithDefaults(),
+		ReplaceTiming:       true, // see Config.Timing
+		SweepEvery:          cmp.Or(s.cfg.SweepEvery, worker.DefaultSweepEvery),
+		Options:             s.cfg.WorkerOptions,
+	}, s.cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	w, err := prepared.Start(ctx, s.conn)
 	if err != nil {
 		return err
 	}
-	s.worker = w
 	s.closers = append(s.closers, func(context.Context) error { w.Stop(); return nil })
 	return nil
 }
@@ -533,10 +490,10 @@ func (s *Stack) WebhookSecretCreated() bool { return s.secretCreated }
 func (s *Stack) Provider() *fakeprovider.Provider { return s.provider }
 
 // Store is the app database.
-func (s *Stack) Store() store.Store { return s.store }
+func (s *Stack) Store() store.Store { return s.conn.Store }
 
 // Client is a Temporal client with the stack's payload encryption.
-func (s *Stack) Client() client.Client { return s.client }
+func (s *Stack) Client() client.Client { return s.conn.Temporal }
 
 // Checkout is the checkout service behind the API.
 func (s *Stack) Checkout() *checkout.Service { return s.checkout }

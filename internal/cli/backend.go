@@ -7,13 +7,10 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/sdk/client"
 
+	"chargeonce/internal/backend"
 	"chargeonce/internal/codec"
-	"chargeonce/internal/metrics"
 	"chargeonce/internal/temporalclient"
-	"chargeonce/store"
-	"chargeonce/workflows"
 )
 
 // BackendFlags say where the worker and the API find Temporal and the
@@ -32,28 +29,11 @@ func Backend(fs *flag.FlagSet) *BackendFlags {
 	return b
 }
 
-// BackendConn is the connected backend of a process.
-type BackendConn struct {
-	Temporal client.Client
-	// Namespace is the Temporal namespace that Temporal is connected to.
-	Namespace string
-	Store     store.Store
-	Keyring   *codec.Keyring
-}
-
-// Close closes the Temporal client and the database.
-func (c *BackendConn) Close() error {
-	c.Temporal.Close()
-	return c.Store.Close()
-}
-
 // Connect checks the flags, resolves the Temporal connection against
-// Temporal's environment configuration read through getenv, opens the database (applying its migrations),
-// connects to Temporal with payload encryption, and checks that the
-// namespace has the payment's search attributes. reg receives the SDK's
-// metrics and the gauges of open attempts.
+// Temporal's environment configuration read through getenv, and connects
+// the process's backend (backend.Connect), whose metrics go to reg.
 // Flag problems are UsageErrors.
-func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, logger *slog.Logger, reg prometheus.Registerer) (*BackendConn, error) {
+func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, logger *slog.Logger, reg *prometheus.Registry) (*backend.Conn, error) {
 	if b.databaseURL == "" {
 		return nil, UsageError{errors.New("--database-url is required")}
 	}
@@ -68,33 +48,5 @@ func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, 
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	sdkMetrics, err := metrics.TemporalHandler(reg, logger)
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(ctx, b.databaseURL)
-	if err != nil {
-		return nil, err
-	}
-	if err := metrics.RegisterOpenAttempts(reg, st, logger); err != nil {
-		_ = st.Close()
-		return nil, err
-	}
-	tc, err := temporalclient.Dial(ctx, temporal, temporalclient.Options{
-		DataConverter:  codec.NewDataConverter(keyring),
-		MetricsHandler: sdkMetrics,
-		Logger:         logger,
-	})
-	if err != nil {
-		_ = st.Close()
-		return nil, err
-	}
-	// A namespace without the payment's search attributes would refuse
-	// every workflow start: better to say so now, by name.
-	if err := temporalclient.RequireSearchAttributes(ctx, tc, temporal.Namespace, workflows.SearchAttributes()); err != nil {
-		tc.Close()
-		_ = st.Close()
-		return nil, err
-	}
-	return &BackendConn{Temporal: tc, Namespace: temporal.Namespace, Store: st, Keyring: keyring}, nil
+	return backend.Connect(ctx, backend.Config{Temporal: temporal, DatabaseURL: b.databaseURL, Keyring: keyring, Registry: reg, Logger: logger})
 }

@@ -20,8 +20,24 @@ import (
 	"chargeonce/workflows"
 )
 
-// EnvPrefix starts the environment variable of every flag.
+// EnvPrefix starts the environment variable of every flag of chargeonce's
+// commands.
 const EnvPrefix = "CHARGEONCE"
+
+// FakeProviderEnvPrefix starts the environment variables of the fake
+// provider's flags instead: docker-compose configures the fake as its own
+// service, and its variables stay apart from chargeonce's.
+const FakeProviderEnvPrefix = "FAKEPROVIDER"
+
+// EnvName is the environment variable that sets the flag of a chargeonce
+// command: CHARGEONCE_TEMPORAL_ADDRESS for temporal-address. Whatever sets a
+// command's environment (the cluster, the chaos runs) names the variables
+// through it, so that they are the ones Parse reads.
+func EnvName(flag string) string { return envflag.Var(EnvPrefix, flag) }
+
+// FakeProviderEnvName is the environment variable that sets the fake
+// provider's flag: FAKEPROVIDER_RETENTION for retention.
+func FakeProviderEnvName(flag string) string { return envflag.Var(FakeProviderEnvPrefix, flag) }
 
 // UsageError is a bad flag or environment value; the command exits with 2.
 type UsageError struct{ Err error }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -47,4 +48,17 @@ func TestTiming_OnlyTheWorkersFlagsReplaceThePublishedTiming(t *testing.T) {
 	require.NoError(t, worker.Parse([]string{"--abandon-after", "20m", "--replace-timing"}))
 	require.Equal(t, "20m0s", timing.Timing.AbandonAfter.String())
 	require.True(t, timing.Replace)
+}
+
+// The variables that the cluster and the chaos runs set are named by
+// EnvName: Parse must read each from the name EnvName gives it.
+func TestEnvName_IsTheVariableParseReads(t *testing.T) {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	every := fs.Duration("sweep-every", 0, "")
+	env := map[string]string{cli.EnvName("sweep-every"): "7s"}
+	require.Equal(t, "CHARGEONCE_SWEEP_EVERY", cli.EnvName("sweep-every"))
+
+	require.NoError(t, cli.Parse(fs, nil, func(name string) string { return env[name] }))
+
+	require.Equal(t, 7*time.Second, *every)
 }

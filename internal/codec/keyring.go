@@ -19,9 +19,6 @@ import (
 )
 
 const (
-	// EnvKeys is the environment variable that holds the keyring in the form
-	// ParseKeyring reads.
-	EnvKeys = "CHARGEONCE_CODEC_KEYS"
 	// KeySize is the length of every key in bytes (AES-256).
 	KeySize = 32
 	// maxKeyIDLength keeps key IDs, which travel with every payload, short.
@@ -79,7 +76,7 @@ func newKeyring(ids []string, keys map[string][]byte) (*Keyring, error) {
 	return k, nil
 }
 
-// ParseKeyring reads a keyring from its text form, as found in EnvKeys:
+// ParseKeyring reads a keyring from its text form, as --codec-keys takes it:
 // comma-separated "id:key" entries, key in standard base64 (with padding),
 // current key first. For example:
 //

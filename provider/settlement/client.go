@@ -19,8 +19,10 @@ var ErrUnreadable = errors.New("settlement report cannot be read")
 type Client struct {
 	// BaseURL is the provider's root, such as "https://api.provider.example".
 	BaseURL string
-	// HTTP sends the requests. A report is long: give it no overall
-	// Timeout, and bound each download with the context instead.
+	// HTTP sends the requests. A report is long: bound each download with
+	// the context, and give the client a Timeout no shorter than the
+	// longest download, as a backstop for a context without a deadline
+	// (the worker gives it the settlement activity's timeout).
 	HTTP *http.Client
 }
 

@@ -35,10 +35,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -441,27 +443,35 @@ func newKeyring() (string, error) {
 	return "chaos:" + base64.StdEncoding.EncodeToString(key), nil
 }
 
-func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
-	t := cfg.Timing
-	args := []string{
-		"--temporal-address", st.TemporalAddress(),
-		"--temporal-namespace", temporalserver.DefaultNamespace,
-		"--database-url", st.DatabaseURL(),
-		"--codec-keys", keys,
-		"--provider-url", st.ProviderURL(),
-		"--provider-timeout", "10s",
-		"--sweep-every", t.Interval.String(),
-		"--listen", "127.0.0.1:0",
-		"--attempt-timeout", t.AttemptTimeout.String(),
-		"--charge-budget", t.ChargeBudget.String(),
-		"--retry-interval", t.RetryInterval.String(),
-		"--reconcile-min-age", t.MinAge.String(),
-		"--reconcile-interval", t.Interval.String(),
-		"--abandon-after", t.AbandonAfter.String(),
+// workerSettings are the flags, by name, with which a run's worker
+// processes run, on the embedded stack or an external one: the run's
+// timing, a sweep as frequent as the lookups, and a provider timeout that
+// ends a dropped request well within the run.
+func workerSettings(cfg Config) map[string]string {
+	settings := map[string]string{"sweep-every": cfg.Timing.Interval.String(), "provider-timeout": "10s"}
+	for _, f := range cfg.Timing.Fields() {
+		settings[f.Flag] = f.Value.String()
 	}
+	return settings
+}
+
+func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
+	settings := workerSettings(cfg)
+	maps.Copy(settings, map[string]string{
+		"temporal-address":   st.TemporalAddress(),
+		"temporal-namespace": temporalserver.DefaultNamespace,
+		"database-url":       st.DatabaseURL(),
+		"codec-keys":         keys,
+		"provider-url":       st.ProviderURL(),
+		"listen":             "127.0.0.1:0",
+	})
 	if cfg.ProviderAPI == dialect.Stripe {
 		// The fake's search reads its books at once.
-		args = append(args, "--provider", dialect.Stripe, "--stripe-api-key", fakeprovider.StripeTestKey, "--stripe-search-delay", "0s")
+		maps.Copy(settings, map[string]string{"provider": dialect.Stripe, "stripe-api-key": fakeprovider.StripeTestKey, "stripe-search-delay": "0s"})
+	}
+	args := make([]string, 0, 2*len(settings))
+	for _, flag := range slices.Sorted(maps.Keys(settings)) {
+		args = append(args, "--"+flag, settings[flag])
 	}
 	return args
 }
@@ -545,9 +555,11 @@ type run struct {
 	lost    *checkout.Service
 	http    *http.Client
 	// processes, on an external stack, kills and starts its processes,
-	// named workerNames and apiNames; nil on the embedded stack.
+	// named workerNames, apiNames and postgresName; nil on the embedded
+	// stack.
 	processes             Processes
 	workerNames, apiNames []string
+	postgresName          string
 
 	mu         sync.Mutex
 	orders     []int64

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +16,8 @@ import (
 	"chargeonce/dev/cluster"
 	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/cli"
 	"chargeonce/internal/codec"
-	"chargeonce/internal/envflag"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
 	"chargeonce/store"
@@ -48,12 +47,13 @@ type External struct {
 	// WebhookSecret is the secret the APIs verify the provider's events
 	// with, whsec_….
 	WebhookSecret string
-	// Processes kills and starts the stack's processes by name: worker-1,
-	// worker-2, api-1, api-2, temporal and postgresql.
+	// Processes kills and starts the stack's processes by the names below.
 	Processes Processes
-	// Workers and APIs are how many of each run, named worker-1 … and
-	// api-1 ….
-	Workers, APIs int
+	// Workers and APIs name the processes of the payment workers and of
+	// the checkout APIs; TemporalServer and Postgres those of the Temporal
+	// server and of PostgreSQL.
+	Workers, APIs            []string
+	TemporalServer, Postgres string
 }
 
 // Processes controls the processes of an external stack.
@@ -73,17 +73,17 @@ type Processes interface {
 // start with them.
 func Env(cfg Config) map[string]map[string]string {
 	cfg = cfg.withDefaults()
-	worker := map[string]string{
-		"CHARGEONCE_SWEEP_EVERY":      cfg.Timing.Interval.String(),
-		"CHARGEONCE_PROVIDER_TIMEOUT": "10s",
-	}
-	for _, f := range cfg.Timing.Fields() {
-		worker[envflag.Var("CHARGEONCE", f.Flag)] = f.Value.String()
+	worker := map[string]string{}
+	for flag, value := range workerSettings(cfg) {
+		worker[cli.EnvName(flag)] = value
 	}
 	return map[string]map[string]string{
-		"worker":       worker,
-		"api":          {"CHARGEONCE_CHECKOUT_BUDGET": cfg.CheckoutBudget.String()},
-		"fakeprovider": {"FAKEPROVIDER_RETENTION": cfg.Retention.String(), "FAKEPROVIDER_WEBHOOK_SCHEDULE": webhookSchedule.String()},
+		cluster.ServiceWorker: worker,
+		cluster.ServiceAPI:    {cli.EnvName("checkout-budget"): cfg.CheckoutBudget.String()},
+		cluster.ServiceProvider: {
+			cli.FakeProviderEnvName("retention"):        cfg.Retention.String(),
+			cli.FakeProviderEnvName("webhook-schedule"): webhookSchedule.String(),
+		},
 	}
 }
 
@@ -108,10 +108,10 @@ func (e *externalStack) Client() client.Client { return e.client }
 // RestartTemporal kills the Temporal server with SIGKILL and starts it
 // again on its database.
 func (e *externalStack) RestartTemporal(ctx context.Context) error {
-	if err := e.ext.Processes.Kill("temporal"); err != nil {
+	if err := e.ext.Processes.Kill(e.ext.TemporalServer); err != nil {
 		return err
 	}
-	return e.ext.Processes.StartAgain(ctx, "temporal")
+	return e.ext.Processes.StartAgain(ctx, e.ext.TemporalServer)
 }
 
 func (e *externalStack) ExpireKeys(ctx context.Context, retention time.Duration) (int, error) {
@@ -202,8 +202,9 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
 		return Summary{}, errors.New("chaos: process faults on an external stack need its processes")
 	}
-	if (cfg.WorkerKills > 0 && ext.Workers < 1) || (cfg.APIKills > 0 && ext.APIs < 1) {
-		return Summary{}, errors.New("chaos: worker and API kills need the number of workers and APIs the external stack runs")
+	if (cfg.WorkerKills > 0 && len(ext.Workers) == 0) || (cfg.APIKills > 0 && len(ext.APIs) == 0) ||
+		(cfg.ServerRestarts > 0 && ext.TemporalServer == "") || (cfg.PostgresRestarts > 0 && ext.Postgres == "") {
+		return Summary{}, errors.New("chaos: process faults on an external stack need the names of the processes they hit")
 	}
 	cfg = cfg.withDefaults()
 	began := time.Now()
@@ -236,19 +237,11 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	defer closeLost()
 	r := newRun(cfg, &externalStack{ext: ext, store: st, client: tc, http: &http.Client{Timeout: time.Minute}}, lost)
 	r.processes = ext.Processes
-	r.workerNames, r.apiNames = names("worker", ext.Workers), names("api", ext.APIs)
+	r.workerNames, r.apiNames, r.postgresName = ext.Workers, ext.APIs, ext.Postgres
 	if err := r.execute(ctx); err != nil {
 		return Summary{}, err
 	}
 	return r.finish(ctx, began)
-}
-
-func names(service string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = service + "-" + strconv.Itoa(i+1)
-	}
-	return out
 }
 
 // restartProcess kills the named process, keeps it down for a moment, and
@@ -281,14 +274,11 @@ func (r *run) restartDatabase(ctx context.Context) error {
 	if r.processes == nil {
 		return r.runRestartCommand(ctx)
 	}
-	if err := r.processes.StopProcess("postgresql"); err != nil {
+	if err := r.processes.StopProcess(r.postgresName); err != nil {
 		return err
 	}
-	return r.processes.StartAgain(ctx, "postgresql")
+	return r.processes.StartAgain(ctx, r.postgresName)
 }
-
-// ClusterNamespace is the namespace the cluster's parts use.
-const ClusterNamespace = "default"
 
 // RunOnCluster starts the local cluster (package cluster) in dataDir on
 // unused ports, with the run's timing, runs RunExternal against it with
@@ -314,12 +304,14 @@ func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, err
 		APIURLs:         c.APIURLs(),
 		ProviderURL:     c.ProviderURL(),
 		TemporalAddress: c.TemporalAddress(),
-		Namespace:       ClusterNamespace,
+		Namespace:       cluster.Namespace,
 		DatabaseURL:     c.DatabaseURL(),
 		CodecKeys:       c.CodecKeys(),
 		WebhookSecret:   c.WebhookSecret(),
 		Processes:       c,
-		Workers:         len(c.WorkerURLs()),
-		APIs:            len(c.APIURLs()),
+		Workers:         c.ProcessNames(cluster.ServiceWorker),
+		APIs:            c.ProcessNames(cluster.ServiceAPI),
+		TemporalServer:  c.ProcessNames(cluster.ServiceTemporal)[0],
+		Postgres:        c.ProcessNames(cluster.ServicePostgres)[0],
 	})
 }

@@ -68,8 +68,8 @@ func printBanner(w io.Writer, c *cluster.Cluster, took time.Duration) {
 	for i, u := range c.APIURLs() {
 		fmt.Fprintf(w, "  checkout API %d   %s\n", i+1, u)
 	}
-	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/default/workflows\n", c.UIURL())
-	fmt.Fprintf(w, "  Temporal         %s (namespace default, on PostgreSQL)\n", c.TemporalAddress())
+	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/%s/workflows\n", c.UIURL(), cluster.Namespace)
+	fmt.Fprintf(w, "  Temporal         %s (namespace %s, on PostgreSQL)\n", c.TemporalAddress(), cluster.Namespace)
 	fmt.Fprintf(w, "  PostgreSQL       %s\n", c.DatabaseURL())
 	fmt.Fprintf(w, "  fake provider    %s\n", c.ProviderURL())
 	fmt.Fprintf(w, "  provider events  %s%s, signed with the secret kept in %s\n", c.APIURLs()[0], api.WebhookPath, c.Layout().WebhookSecretFile())

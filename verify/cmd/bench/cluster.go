@@ -74,7 +74,7 @@ func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Re
 	if err != nil {
 		return nil, err
 	}
-	tc, err := temporalclient.Dial(ctx, temporalclient.Config{Address: c.TemporalAddress(), Namespace: chaos.ClusterNamespace},
+	tc, err := temporalclient.Dial(ctx, temporalclient.Config{Address: c.TemporalAddress(), Namespace: cluster.Namespace},
 		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), Logger: log})
 	if err != nil {
 		return nil, err
@@ -124,8 +124,9 @@ func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Re
 	}
 	for _, workers := range []int{2, 1} {
 		if workers == 1 {
-			progress.Info("stopping worker-2 and one bare worker")
-			if err := c.StopProcess("worker-2"); err != nil {
+			second := c.ProcessNames(cluster.ServiceWorker)[1]
+			progress.Info("stopping one payment worker and one bare worker", "worker", second)
+			if err := c.StopProcess(second); err != nil {
 				return nil, err
 			}
 			b.bare[1].stop()

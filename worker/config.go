@@ -1,0 +1,162 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"chargeonce/checkout"
+	"chargeonce/internal/backend"
+	"chargeonce/provider"
+	"chargeonce/provider/dialect"
+	"chargeonce/provider/settlement"
+	"chargeonce/provider/stripe"
+	"chargeonce/workflows"
+)
+
+// DefaultProviderTimeout bounds any one HTTP exchange with the provider,
+// unless the configuration says otherwise; a charge request is bounded by
+// the much shorter attempt timeout as well.
+const DefaultProviderTimeout = 30 * time.Second
+
+// Config is a worker's settings: the worker command's flags, which
+// Prepare's errors name, or what the dev stack chooses. Both build their
+// worker with Prepare, so that they cannot differ in how they reach the
+// provider.
+type Config struct {
+	// Provider is the card provider and how to reach it.
+	Provider ProviderConfig
+	// SettlementURL is the base URL of the provider's settlement reports;
+	// empty means Provider.URL, except on Stripe's own API, which publishes
+	// its reports through its Reporting API, which chargeonce does not
+	// read: no settlement runs there.
+	SettlementURL string
+	// SettlementGraceDays is the settlement's grace period, 0 or more
+	// (Deps.SettlementGraceDays).
+	SettlementGraceDays int
+	// Timing is the payment timing, complete, and ReplaceTiming makes it
+	// replace a different published one (Deps.Timing, Deps.ReplaceTiming).
+	Timing        workflows.Timing
+	ReplaceTiming bool
+	// SweepEvery is the outbox sweep's period, positive.
+	SweepEvery time.Duration
+	// Options tune the Temporal workers (Deps.Options).
+	Options sdkworker.Options
+}
+
+// ProviderConfig says which API the card provider speaks and how to reach
+// it.
+type ProviderConfig struct {
+	// API is dialect.IETF or dialect.Stripe.
+	API string
+	// URL is the provider's base URL; stripe.DefaultBaseURL is Stripe's
+	// own API.
+	URL string
+	// Timeout bounds any one HTTP exchange with the provider; positive,
+	// DefaultProviderTimeout unless the provider needs another.
+	Timeout time.Duration
+	// StripeAPIKey is the secret key, for dialect.Stripe only.
+	StripeAPIKey string
+	// StripeSearchDelay is how long the provider's search may lag behind a
+	// new PaymentIntent, for dialect.Stripe only: stripe.SearchDelay on
+	// Stripe's own API.
+	StripeSearchDelay time.Duration
+}
+
+// Prepared is a worker built from its Config that has connected to nothing
+// yet. Start runs it.
+type Prepared struct {
+	cfg      Config
+	provider *provider.Breaker
+	reports  *settlement.Client
+}
+
+// Prepare checks cfg and builds the worker's clients of the provider: the
+// port behind its circuit breakers and the reader of its settlement
+// reports, each on an HTTP client with a timeout. It connects to nothing,
+// so that a bad setting is reported before the process waits for Temporal
+// or the database; each of its errors is a bad setting. logger receives the
+// breakers' state changes.
+func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
+	if cfg.SweepEvery <= 0 {
+		return nil, errors.New("worker: --sweep-every must be positive")
+	}
+	if cfg.SettlementGraceDays < 0 {
+		return nil, fmt.Errorf("worker: --settlement-grace-days must be 0 or more, got %d", cfg.SettlementGraceDays)
+	}
+	pc := cfg.Provider
+	if pc.Timeout <= 0 {
+		return nil, errors.New("worker: --provider-timeout must be positive")
+	}
+	if err := dialect.Check(pc.API); err != nil {
+		return nil, fmt.Errorf("worker: --provider: %w", err)
+	}
+	port, err := dialect.New(dialect.Config{
+		API:               pc.API,
+		BaseURL:           pc.URL,
+		HTTPClient:        &http.Client{Timeout: pc.Timeout},
+		StripeAPIKey:      pc.StripeAPIKey,
+		StripeLookupDelay: pc.StripeSearchDelay,
+		Logger:            logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	reports, err := settlementReports(cfg.SettlementURL, pc.URL, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{cfg: cfg, provider: port, reports: reports}, nil
+}
+
+// settlementReports is the client of the provider's settlement reports at
+// reportsURL, or by default at the provider's URL; nil, with a warning, on
+// Stripe's own API, which publishes its reports in another way.
+func settlementReports(reportsURL, providerURL string, logger *slog.Logger) (*settlement.Client, error) {
+	u := reportsURL
+	if u == "" {
+		if providerURL == stripe.DefaultBaseURL {
+			logger.Warn("no daily settlement: Stripe publishes its settlement reports through its Reporting API, which chargeonce does not read; give --settlement-url to read reports in the provider contract's format")
+			return nil, nil
+		}
+		u = providerURL
+	}
+	// A report download is bounded like its activity, not by the provider
+	// timeout, which bounds one charge or lookup.
+	hc := &http.Client{Timeout: workflows.SettlementActivityTimeout}
+	if _, err := provider.CheckHTTP(u, hc); err != nil {
+		return nil, fmt.Errorf("worker: --settlement-url: %w", err)
+	}
+	return &settlement.Client{BaseURL: u, HTTP: hc}, nil
+}
+
+// Start starts the prepared worker on the connected backend b, whose
+// registry takes its metrics and whose logger its story: see Start.
+func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) {
+	// The sweep starts the workflows of stored attempts and creates none,
+	// so it needs no reference prefix, nor a checkout budget.
+	svc, err := checkout.New(checkout.Config{Store: b.Store, Temporal: b.Temporal, Logger: b.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return Start(ctx, Deps{
+		Client:              b.Temporal,
+		Namespace:           b.Namespace,
+		Provider:            p.provider,
+		Store:               b.Store,
+		Checkout:            svc,
+		Timing:              p.cfg.Timing,
+		ReplaceTiming:       p.cfg.ReplaceTiming,
+		SweepEvery:          p.cfg.SweepEvery,
+		Registerer:          b.Registry,
+		Options:             p.cfg.Options,
+		Logger:              b.Logger,
+		Reports:             p.reports,
+		SettlementGraceDays: p.cfg.SettlementGraceDays,
+	})
+}

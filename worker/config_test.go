@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/provider/dialect"
+	"chargeonce/provider/stripe"
+	"chargeonce/workflows"
+)
+
+func validConfig(providerURL string) Config {
+	return Config{
+		Provider:            ProviderConfig{API: dialect.IETF, URL: providerURL, Timeout: DefaultProviderTimeout},
+		SettlementGraceDays: DefaultSettlementGraceDays,
+		Timing:              workflows.DefaultTiming(),
+		SweepEvery:          DefaultSweepEvery,
+	}
+}
+
+// The worker command and the dev stack build their worker with Prepare: a
+// client of the provider without a timeout, as the dev stack's settlement
+// reader once was, would hang a worker on a provider that never answers.
+func TestPrepare_EveryClientOfTheProviderHasATimeout(t *testing.T) {
+	silent := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(silent.Close)
+	cfg := validConfig(silent.URL)
+	cfg.Provider.Timeout = 100 * time.Millisecond
+
+	p, err := Prepare(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	began := time.Now()
+	_, err = p.provider.Limits(context.Background())
+	require.Error(t, err)
+	require.Less(t, time.Since(began), 5*time.Second, "the provider timeout bounds a call without a deadline")
+	require.Equal(t, silent.URL, p.reports.BaseURL)
+	require.Equal(t, workflows.SettlementActivityTimeout, p.reports.HTTP.Timeout, "a report download is bounded like its activity")
+}
+
+func TestPrepare_RefusesBadSettingsNamingTheirFlags(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"no sweep period", func(c *Config) { c.SweepEvery = 0 }, "worker: --sweep-every must be positive"},
+		{"negative grace", func(c *Config) { c.SettlementGraceDays = -1 }, "worker: --settlement-grace-days must be 0 or more, got -1"},
+		{"no provider timeout", func(c *Config) { c.Provider.Timeout = 0 }, "worker: --provider-timeout must be positive"},
+		{"unknown API", func(c *Config) { c.Provider.API = "adyen" }, `worker: --provider: unknown API "adyen": want ietf or stripe`},
+		{"no provider URL", func(c *Config) { c.Provider.URL = "" }, "worker: ietf: config: BaseURL is empty"},
+		{"settlement URL without a host", func(c *Config) { c.SettlementURL = "http://" }, `worker: --settlement-url: config: BaseURL "http://" has no host`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig("http://127.0.0.1:8099")
+			tc.change(&cfg)
+			p, err := Prepare(cfg, slog.New(slog.DiscardHandler))
+			require.EqualError(t, err, tc.want)
+			require.Nil(t, p)
+		})
+	}
+}
+
+func TestSettlementReports_ReadTheProvidersReportsExceptOnStripesOwnAPI(t *testing.T) {
+	cases := []struct {
+		name, reportsURL, provider, want string
+	}{
+		{"the provider's URL by default", "", "http://127.0.0.1:8099", "http://127.0.0.1:8099"},
+		{"the given URL wins", "http://reports.example", "http://127.0.0.1:8099", "http://reports.example"},
+		{"none on Stripe's own API", "", stripe.DefaultBaseURL, ""},
+		{"the given URL on Stripe's own API", "http://reports.example", stripe.DefaultBaseURL, "http://reports.example"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			reports, err := settlementReports(tc.reportsURL, tc.provider, slog.New(slog.NewTextHandler(&logs, nil)))
+			require.NoError(t, err)
+			if tc.want == "" {
+				require.Nil(t, reports)
+				require.Contains(t, logs.String(), "no daily settlement")
+				return
+			}
+			require.Equal(t, tc.want, reports.BaseURL)
+			require.Empty(t, logs.String())
+		})
+	}
+}
