@@ -28,7 +28,10 @@ const (
 // CHARGEONCE_API says otherwise.
 const defaultAPI = "http://localhost:8080"
 
-// envAPI names the environment variable that sets the API address.
+// envAPI names the environment variable that sets the API address. It is
+// the name internal/cli gives the flag --api; the starter keeps a copy so
+// that its binary links none of the servers' packages, and a test holds the
+// two together.
 const envAPI = "CHARGEONCE_API"
 
 const usage = `starter: create orders, check them out and follow their payments.

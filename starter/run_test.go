@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/api/wire"
+	"chargeonce/internal/cli"
 )
 
 func runStarter(t *testing.T, env map[string]string, args ...string) (int, string, string) {
@@ -145,4 +146,10 @@ func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, describe(tt.req))
 	}
+}
+
+// The starter's --api is read from the variable every chargeonce command
+// would read it from.
+func TestEnvAPI_IsTheNameTheCommandsGiveTheFlag(t *testing.T) {
+	require.Equal(t, cli.EnvName("api"), envAPI)
 }
