@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"chargeonce"
+	"chargeonce/internal/apikey"
 )
 
 // ErrNotFound is returned when an order or an attempt does not exist, or no
@@ -202,6 +203,8 @@ type Store interface {
 	PaymentTiming(ctx context.Context) (PublishedTiming, error)
 	// SettlementStore keeps the daily settlement.
 	SettlementStore
+	// Store keeps the checkout API's keys.
+	apikey.Store
 	// AttemptByReference returns the attempt with this merchant reference,
 	// with its Requests, or ErrNotFound.
 	AttemptByReference(ctx context.Context, merchantReference string) (Attempt, error)

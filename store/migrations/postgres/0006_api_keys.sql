@@ -1,0 +1,15 @@
+-- The checkout API's keys (internal/apikey). The secret is never stored,
+-- only its SHA-256.
+
+CREATE TABLE api_keys (
+	-- The key's public id, 16 hex digits.
+	id          text PRIMARY KEY CHECK (length(id) = 16),
+	name        text NOT NULL,
+	secret_hash text NOT NULL CHECK (length(secret_hash) = 64),
+	-- Comma-separated, in apikey's canonical order.
+	scopes      text NOT NULL CHECK (scopes <> ''),
+	created_at  timestamptz NOT NULL,
+	-- When the key stops working; NULL while no revocation is set. It may
+	-- lie in the future, so that an old and a new key overlap.
+	revoked_at  timestamptz
+);
