@@ -2,6 +2,9 @@
 // orders, checking them out, reading them with their payment attempts and
 // provider request log, and the operational endpoints /healthz and /metrics.
 //
+// Every request but /healthz and the provider's signed events needs an API
+// key (internal/apikey) as a bearer token, and each route a scope of it.
+//
 // Every error is answered as RFC 9457 problem+json. Bad input is refused
 // before anything reaches the database or Temporal.
 package api
@@ -21,6 +24,7 @@ import (
 
 	"chargeonce/api/wire"
 	"chargeonce/checkout"
+	"chargeonce/internal/apikey"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/webhook"
 	"chargeonce/store"
@@ -33,7 +37,8 @@ const WebhookPath = "/webhooks/provider"
 type Config struct {
 	// Checkout runs checkouts. Required.
 	Checkout *checkout.Service
-	// Store is the merchant database, for orders and health. Required.
+	// Store is the merchant database, for orders, API keys and health.
+	// Required.
 	Store store.Store
 	// Metrics is served at /metrics. Required.
 	Metrics prometheus.Gatherer
@@ -78,13 +83,14 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &server{checkout: cfg.Checkout, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST /api/orders", s.createOrder)
-	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.checkoutOrder)
-	s.mux.HandleFunc("GET /api/orders/{id}", s.getOrder)
-	s.mux.HandleFunc("GET /api/settlements/{date}", s.getSettlement)
-	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.runSettlement)
+	// Every route but the publicPaths needs the scope it names here.
+	s.mux.HandleFunc("POST /api/orders", s.require(apikey.ScopeCheckout, s.createOrder))
+	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.require(apikey.ScopeCheckout, s.checkoutOrder))
+	s.mux.HandleFunc("GET /api/orders/{id}", s.require(apikey.ScopeCheckout, s.getOrder))
+	s.mux.HandleFunc("GET /api/settlements/{date}", s.require(apikey.ScopeOperator, s.getSettlement))
+	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.require(apikey.ScopeOperator, s.runSettlement))
 	s.mux.HandleFunc("GET /healthz", s.health)
-	s.mux.Handle("GET /metrics", metrics.Handler(cfg.Metrics))
+	s.mux.HandleFunc("GET /metrics", s.require(apikey.ScopeOperator, metrics.Handler(cfg.Metrics).ServeHTTP))
 	if len(cfg.WebhookSecrets) > 0 {
 		if cfg.Registerer == nil {
 			return nil, errors.New("api: config: Registerer is required with WebhookSecrets")
@@ -95,7 +101,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		s.mux.HandleFunc("POST "+WebhookPath, events.serve)
 	}
-	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.route))), nil
+	return s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route)))), nil
 }
 
 // route dispatches to the mux, and answers the requests that no route takes

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -19,6 +21,8 @@ import (
 
 	"chargeonce/api"
 	"chargeonce/checkout"
+	"chargeonce/internal/apikey"
+	"chargeonce/internal/syncbuf"
 	"chargeonce/internal/webhook"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -31,6 +35,10 @@ type testAPI struct {
 	url   string
 	store store.Store
 	db    *sql.DB // the same file, read behind the store's back
+	// key holds every scope; send authenticates with it.
+	key string
+	// logs is what the API logged, as JSON lines.
+	logs *syncbuf.Buffer
 }
 
 // startTestAPI starts the API with the default timing published, as the
@@ -74,7 +82,9 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Se
 	reg.MustRegister(marker)
 	marker.Inc()
 
-	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg, WebhookSecrets: secrets, Registerer: reg})
+	logs := &syncbuf.Buffer{}
+	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg, WebhookSecrets: secrets, Registerer: reg,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -82,16 +92,37 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Se
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	return &testAPI{url: srv.URL, store: st, db: db}
+	a := &testAPI{url: srv.URL, store: st, db: db, logs: logs}
+	a.key = a.newKey(t, apikey.AllScopes()...)
+	return a
 }
 
-// send makes one request and returns the status, the headers and the body.
+// newKey stores a new API key with these scopes and returns it.
+func (a *testAPI) newKey(t *testing.T, scopes ...apikey.Scope) string {
+	t.Helper()
+	key, rec, err := apikey.New("test", scopes, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, a.store.CreateAPIKey(context.Background(), rec))
+	return key.String()
+}
+
+// send makes one request with the key of every scope and returns the
+// status, the headers and the body.
 func (a *testAPI) send(t *testing.T, method, path, contentType, body string) (int, http.Header, []byte) {
+	t.Helper()
+	return a.sendWith(t, map[string]string{"Authorization": "Bearer " + a.key, "Content-Type": contentType}, method, path, body)
+}
+
+// sendWith makes one request with these headers, of which an empty one is
+// not sent.
+func (a *testAPI) sendWith(t *testing.T, header map[string]string, method, path, body string) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, a.url+path, strings.NewReader(body))
 	require.NoError(t, err)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for name, value := range header {
+		if value != "" {
+			req.Header.Set(name, value)
+		}
 	}
 	resp, err := (&http.Client{}).Do(req)
 	require.NoError(t, err)
@@ -106,7 +137,7 @@ func (a *testAPI) send(t *testing.T, method, path, contentType, body string) (in
 func (a *testAPI) snapshot(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, table := range []string{"orders", "payment_attempts", "provider_requests", "provider_events"} {
+	for _, table := range []string{"orders", "payment_attempts", "provider_requests", "provider_events", "settlement_runs"} {
 		rows, err := a.db.Query("SELECT * FROM " + table + " ORDER BY 1")
 		require.NoError(t, err)
 		cols, err := rows.Columns()

@@ -34,14 +34,17 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// logRequests logs one line per request: method, path, status and duration.
+// logRequests logs one line per request: method, path, status, duration,
+// and the id of the API key that made it (never the key), empty when none
+// was authenticated.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		r, info := withRequestInfo(r)
 		next.ServeHTTP(rec, r)
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration_ms", time.Since(start).Milliseconds())
+			"duration_ms", time.Since(start).Milliseconds(), "key_id", info.keyID)
 	})
 }
 

@@ -95,6 +95,10 @@ func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if err := decodeJSON(w, r, &wire.SettlementRunRequest{}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if s.temporal == nil {
 		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "this API has no Temporal client to run settlements with"})
 		return

@@ -149,6 +149,11 @@ type EventReceipt struct {
 	Result string `json:"result"`
 }
 
+// SettlementRunRequest is the body of POST /api/settlements/{date}/run: an
+// empty JSON object. The body is required, as application/json, so that no
+// cross-site form post can run the books.
+type SettlementRunRequest struct{}
+
 // Health is the body of GET /healthz answered 200.
 type Health struct {
 	Status string `json:"status"`
@@ -172,6 +177,11 @@ const (
 	ProblemProviderUnavailable ProblemType = "urn:chargeonce:problem:provider-unavailable"
 	ProblemInternalError       ProblemType = "urn:chargeonce:problem:internal-error"
 	ProblemUnauthorized        ProblemType = "urn:chargeonce:problem:unauthorized"
+	// ProblemAPIKeyRequired: no API key, or one that is unknown, revoked or
+	// malformed.
+	ProblemAPIKeyRequired ProblemType = "urn:chargeonce:problem:api-key-required"
+	// ProblemForbidden: the API key is valid but lacks the route's scope.
+	ProblemForbidden ProblemType = "urn:chargeonce:problem:forbidden"
 )
 
 // problemTypes is the one map from each problem type to its HTTP status and
@@ -192,6 +202,8 @@ var problemTypes = map[ProblemType]struct {
 	ProblemProviderUnavailable: {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was charged."},
 	ProblemInternalError:       {http.StatusInternalServerError, "An internal error occurred."},
 	ProblemUnauthorized:        {http.StatusUnauthorized, "The request's signature is missing or not valid."},
+	ProblemAPIKeyRequired:      {http.StatusUnauthorized, "A valid API key is required."},
+	ProblemForbidden:           {http.StatusForbidden, "The API key may not do this."},
 }
 
 // Problem is an error answer of the API, an RFC 9457 problem details object
