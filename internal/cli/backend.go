@@ -17,14 +17,18 @@ import (
 // merchant database, and which keys encrypt workflow payloads.
 type BackendFlags struct {
 	temporal    *temporalclient.Flags
-	databaseURL string
+	databaseURL *string
 	codecKeys   string
+}
+
+// DatabaseURL defines --database-url, the merchant database, on fs.
+func DatabaseURL(fs *flag.FlagSet) *string {
+	return fs.String("database-url", "", "merchant database: postgres://user:pass@host/db or sqlite:/path/file.db")
 }
 
 // Backend defines the backend flags on fs.
 func Backend(fs *flag.FlagSet) *BackendFlags {
-	b := &BackendFlags{temporal: temporalclient.RegisterFlags(fs)}
-	fs.StringVar(&b.databaseURL, "database-url", "", "merchant database: postgres://user:pass@host/db or sqlite:/path/file.db")
+	b := &BackendFlags{temporal: temporalclient.RegisterFlags(fs), databaseURL: DatabaseURL(fs)}
 	fs.StringVar(&b.codecKeys, "codec-keys", "", "payload encryption `keyring`: id:base64key,… with the current key first (32-byte AES-256 keys)")
 	return b
 }
@@ -34,7 +38,7 @@ func Backend(fs *flag.FlagSet) *BackendFlags {
 // the process's backend (backend.Connect), whose metrics go to reg.
 // Flag problems are UsageErrors.
 func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, logger *slog.Logger, reg *prometheus.Registry) (*backend.Conn, error) {
-	if b.databaseURL == "" {
+	if *b.databaseURL == "" {
 		return nil, UsageError{errors.New("--database-url is required")}
 	}
 	if b.codecKeys == "" {
@@ -48,5 +52,5 @@ func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, 
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	return backend.Connect(ctx, backend.Config{Temporal: temporal, DatabaseURL: b.databaseURL, Keyring: keyring, Registry: reg, Logger: logger})
+	return backend.Connect(ctx, backend.Config{Temporal: temporal, DatabaseURL: *b.databaseURL, Keyring: keyring, Registry: reg, Logger: logger})
 }
