@@ -61,7 +61,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg stack.Config
-	fs.StringVar(&cfg.DataDir, "data-dir", ".chargeonce", "`directory` of the Temporal, app and fake provider SQLite files and the payload key")
+	fs.StringVar(&cfg.DataDir, "data-dir", cli.DevDataDir, "`directory` of the Temporal, app and fake provider SQLite files, the payload key and the API key")
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "interface every part listens on")
 	fs.IntVar(&cfg.TemporalPort, stack.FlagTemporalPort, 7233, "Temporal frontend gRPC `port` (the temporal CLI's default)")
 	fs.IntVar(&cfg.UIPort, stack.FlagUIPort, 8233, "Temporal Web UI `port`")
@@ -136,6 +136,11 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 		kept = "generated into"
 	}
 	fmt.Fprintf(w, "  provider events  %s, %s, signed with the secret %s %s\n", events, s.WebhookURL(), kept, s.WebhookSecretFile())
+	made := "kept in"
+	if s.APIKeyCreated() {
+		made = "generated into"
+	}
+	fmt.Fprintf(w, "  API key          every scope, %s %s (the starter reads it from there)\n", made, s.APIKeyFile())
 	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa\n")
 	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
 }

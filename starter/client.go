@@ -44,11 +44,13 @@ func (e *apiError) Error() string {
 // apiClient talks to the checkout API.
 type apiClient struct {
 	base string
+	// key is the API key sent as a bearer token; empty sends none.
+	key  string
 	http *http.Client
 }
 
-func newAPIClient(base string) *apiClient {
-	return &apiClient{base: base, http: &http.Client{Timeout: requestTimeout}}
+func newAPIClient(base, key string) *apiClient {
+	return &apiClient{base: base, key: key, http: &http.Client{Timeout: requestTimeout}}
 }
 
 // response is a non-error answer of the API.
@@ -76,6 +78,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (resp
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// The *url.Error repeats the method and URL; its cause is what to tell.
@@ -94,6 +99,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (resp
 		e := &apiError{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
 		// A body that is not problem+json still leaves the status to report.
 		_ = json.Unmarshal(data, &e.problem)
+		if resp.StatusCode == http.StatusUnauthorized && c.key == "" {
+			e.problem.Detail += " (give one with --api-key or " + envAPIKey + ", or run where go run ./dev keeps " + devKeyFile + ")"
+		}
 		return response{}, e
 	}
 	return response{status: resp.StatusCode, body: data}, nil

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -34,6 +36,16 @@ const defaultAPI = "http://localhost:8080"
 // two together.
 const envAPI = "CHARGEONCE_API"
 
+// envAPIKey names the environment variable that holds the API key, after
+// the same convention, under the same test.
+const envAPIKey = "CHARGEONCE_API_KEY"
+
+// devKeyFile is where the dev stack (go run ./dev) keeps its API key, under
+// its default data directory; the starter reads it from there when neither
+// --api-key nor CHARGEONCE_API_KEY gives a key, so that it works next to the
+// dev stack as it is. A test holds it to the dev stack's names.
+const devKeyFile = ".chargeonce/api.key"
+
 const usage = `starter: create orders, check them out and follow their payments.
 
 Usage:
@@ -46,6 +58,8 @@ Usage:
 
 Every command takes:
   --api URL   the checkout API (default $CHARGEONCE_API, else http://localhost:8080)
+  --api-key K the API key (default $CHARGEONCE_API_KEY, else the dev stack's
+              .chargeonce/api.key in the current directory)
   --json      print one JSON object on stdout instead of text
 
 checkout prints a timeline of the requests sent to the provider while it
@@ -80,8 +94,9 @@ func usagef(format string, args ...any) error {
 
 // options are the flags every command takes.
 type options struct {
-	api  string
-	json bool
+	api    string
+	apiKey string
+	json   bool
 }
 
 // run is the whole program; main only wires it to the process.
@@ -133,6 +148,7 @@ func newFlagSet(name string, stderr io.Writer, opts *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("starter "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&opts.api, "api", "", "checkout API address (default $"+envAPI+", else "+defaultAPI+")")
+	fs.StringVar(&opts.apiKey, "api-key", "", "API key (default $"+envAPIKey+", else the file "+devKeyFile+" if it exists)")
 	fs.BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
 	return fs
 }
@@ -159,7 +175,37 @@ func parseFlags(fs *flag.FlagSet, args []string, opts *options, getenv func(stri
 	if err := checkAPIAddress(base); err != nil {
 		return nil, usagef("%s: %v", source, err)
 	}
-	return newAPIClient(strings.TrimRight(base, "/")), nil
+	key, err := apiKey(opts.apiKey, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return newAPIClient(strings.TrimRight(base, "/"), key), nil
+}
+
+// apiKey finds the API key: the flag, else the environment, else the dev
+// stack's key file in the current directory. Without any, requests go
+// without a key, and the API's 401 says what is missing.
+func apiKey(flagValue string, getenv func(string) string) (string, error) {
+	key, source := flagValue, "--api-key"
+	if key == "" {
+		key, source = getenv(envAPIKey), envAPIKey
+	}
+	if key == "" {
+		data, err := os.ReadFile(devKeyFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("read the dev stack's API key: %w", err)
+		}
+		key, source = strings.TrimSpace(string(data)), devKeyFile
+	}
+	// The key goes into a header: a control character or a space would
+	// break it, or smuggle another.
+	if strings.ContainsFunc(key, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+		return "", usagef("%s: the API key holds spaces or control characters", source)
+	}
+	return key, nil
 }
 
 func checkAPIAddress(base string) error {

@@ -8,11 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/api/wire"
+	"chargeonce/internal/apikey"
 	"chargeonce/internal/cli"
 )
 
@@ -152,4 +155,37 @@ func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {
 // would read it from.
 func TestEnvAPI_IsTheNameTheCommandsGiveTheFlag(t *testing.T) {
 	require.Equal(t, cli.EnvName("api"), envAPI)
+	require.Equal(t, cli.EnvName("api-key"), envAPIKey)
+}
+
+// The starter looks for the key where the dev stack writes it by default.
+func TestDevKeyFile_IsWhereTheDevStackWritesItsKey(t *testing.T) {
+	require.Equal(t, filepath.Join(cli.DevDataDir, apikey.FileName), devKeyFile)
+}
+
+func TestRun_SendsTheKeyOfTheFlagTheEnvironmentOrTheDevFile(t *testing.T) {
+	var got []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"type": "urn:chargeonce:problem:api-key-required", "title": "A valid API key is required.", "status": 401, "detail": "no API key"}`)
+	}))
+	t.Cleanup(api.Close)
+	t.Chdir(t.TempDir())
+
+	code, _, stderr := runStarter(t, nil, "status", "--api", api.URL, "--order", "1")
+	require.Equal(t, exitOther, code)
+	require.Contains(t, stderr, "A valid API key is required. no API key (give one with --api-key or CHARGEONCE_API_KEY")
+
+	require.NoError(t, os.Mkdir(".chargeonce", 0o700))
+	require.NoError(t, os.WriteFile(devKeyFile, []byte("ck_fromfile\n"), 0o600))
+	runStarter(t, nil, "status", "--api", api.URL, "--order", "1")
+	runStarter(t, map[string]string{envAPIKey: "ck_fromenv"}, "status", "--api", api.URL, "--order", "1")
+	runStarter(t, map[string]string{envAPIKey: "ck_fromenv"}, "status", "--api", api.URL, "--api-key", "ck_fromflag", "--order", "1")
+	require.Equal(t, []string{"", "Bearer ck_fromfile", "Bearer ck_fromenv", "Bearer ck_fromflag"}, got)
+
+	code, _, stderr = runStarter(t, map[string]string{envAPIKey: "ck_a\r\nX-Evil: 1"}, "status", "--api", api.URL, "--order", "1")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "CHARGEONCE_API_KEY: the API key holds spaces or control characters")
 }

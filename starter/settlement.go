@@ -21,11 +21,11 @@ func amountText(a *wire.Amount) string {
 }
 
 func (c *apiClient) settlement(ctx context.Context, date string, run bool) (wire.Settlement, int, error) {
-	method, path := http.MethodGet, "/api/settlements/"+date
+	method, path, body := http.MethodGet, "/api/settlements/"+date, any(nil)
 	if run {
-		method, path = http.MethodPost, path+"/run"
+		method, path, body = http.MethodPost, path+"/run", wire.SettlementRunRequest{}
 	}
-	r, err := c.do(ctx, method, path, nil)
+	r, err := c.do(ctx, method, path, body)
 	if err != nil {
 		return wire.Settlement{}, 0, err
 	}

@@ -31,6 +31,7 @@ import (
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/alert"
+	"chargeonce/internal/apikey"
 	"chargeonce/internal/backend"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/metrics"
@@ -60,7 +61,8 @@ type Config struct {
 	// DatabaseURL is the merchant database's DSN, as store.Open takes it.
 	// Empty means the SQLite file AppDBFile in the data directory.
 	DatabaseURL string
-	// DataDir holds the SQLite files and the payload key. Empty means a
+	// DataDir holds the SQLite files, the payload key and the API key
+	// (apikey.FileName). Empty means a
 	// temporary directory, removed on Close, and an in-memory Temporal.
 	DataDir string
 	// Host is the interface every part listens on.
@@ -126,6 +128,9 @@ type Stack struct {
 	keyCreated bool
 	// secretCreated reports that Start generated the webhook secret file.
 	secretCreated bool
+	// apiKey is the key of APIKeyFile; apiKeyCreated says Start made it.
+	apiKey        string
+	apiKeyCreated bool
 	provider      *fakeprovider.Provider
 	providerS     *fakeprovider.Server
 	// mu guards temporal, which RestartTemporal replaces.
@@ -216,6 +221,9 @@ func (s *Stack) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.loadOrCreateAPIKey(ctx); err != nil {
+		return err
+	}
 	handler, svc, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -230,6 +238,30 @@ func (s *Stack) start(ctx context.Context) error {
 	mux.Handle("/", handler)
 	s.apiS = serve.Start(apiLn, mux)
 	s.closers = append(s.closers, s.apiS.Shutdown)
+	return nil
+}
+
+// loadOrCreateAPIKey keeps the key of apikey.FileName in the data directory
+// working: on first start, or when the merchant database no longer knows
+// the key there, it creates a key with every scope and writes it there.
+func (s *Stack) loadOrCreateAPIKey(ctx context.Context) error {
+	if key, err := apikey.ReadFile(s.APIKeyFile()); err == nil {
+		if _, err := apikey.Authenticate(ctx, s.conn.Store, "Bearer "+key.String(), time.Now()); err == nil {
+			s.apiKey = key.String()
+			return nil
+		}
+	}
+	key, rec, err := apikey.New("dev stack", apikey.AllScopes(), time.Now())
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	if err := s.conn.Store.CreateAPIKey(ctx, rec); err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	if err := apikey.WriteFile(s.APIKeyFile(), key); err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	s.apiKey, s.apiKeyCreated = key.String(), true
 	return nil
 }
 
@@ -472,6 +504,15 @@ func (s *Stack) DatabaseURL() string {
 
 // KeyCreated reports whether Start generated the payload key file.
 func (s *Stack) KeyCreated() bool { return s.keyCreated }
+
+// APIKey is the key, with every scope, that the stack keeps in APIKeyFile.
+func (s *Stack) APIKey() string { return s.apiKey }
+
+// APIKeyFile is the file of the API key under the data directory.
+func (s *Stack) APIKeyFile() string { return filepath.Join(s.dataDir(), apikey.FileName) }
+
+// APIKeyCreated reports whether Start created the API key, on first start.
+func (s *Stack) APIKeyCreated() bool { return s.apiKeyCreated }
 
 // KeyFile is the payload key file under the data directory.
 func (s *Stack) KeyFile() string { return filepath.Join(s.dataDir(), CodecKeyFile) }

@@ -24,6 +24,10 @@ import (
 // commands.
 const EnvPrefix = "CHARGEONCE"
 
+// DevDataDir is where the dev stack keeps its data by default, relative to
+// the directory it runs in.
+const DevDataDir = ".chargeonce"
+
 // FakeProviderEnvPrefix starts the environment variables of the fake
 // provider's flags instead: docker-compose configures the fake as its own
 // service, and its variables stay apart from chargeonce's.
