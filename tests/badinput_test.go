@@ -122,7 +122,7 @@ func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
 	// server refuses the request line by line, and stays up.
 	t.Run("control characters in headers", func(t *testing.T) {
 		body := `{"card_token": "tok_visa"}`
-		require.Equal(t, http.StatusBadRequest, rawPost(t, s.apiURL, checkoutPath, "X-Request-Note: a\x01b", body))
+		require.Equal(t, http.StatusBadRequest, rawPost(t, s.apiURL, checkoutPath, "Authorization: Bearer "+s.apiKey+"\r\nX-Request-Note: a\x01b", body))
 		require.Equal(t, http.StatusBadRequest, rawPost(t, s.providerURL, "/v1/charges", "Idempotency-Key: \"0199aaaa-0000-7000-8000-00000000ff\x7f\"", validCharge))
 		require.Equal(t, http.StatusBadRequest, rawPost(t, s.providerURL, "/v1/charges", "Idempotency-Key: \"0199aaaa-0000-7000-8000-00000000ffff\"\rX: y", validCharge))
 	})
@@ -228,6 +228,9 @@ func (s *checkoutStack) requireProblem(t *testing.T, base string, c badRequest) 
 	require.NoError(t, err)
 	if c.body != "" || method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if base == s.apiURL {
+		req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	}
 	for k, v := range c.header {
 		req.Header.Set(k, v)

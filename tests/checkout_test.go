@@ -487,12 +487,13 @@ func problemOf(t *testing.T, r checkoutResponse) problemView {
 // timeout well over any checkout budget used here.
 var testHTTP = &http.Client{Timeout: time.Minute}
 
-// send makes one request to the API.
+// send makes one request to the API, with the stack's API key.
 func (s *checkoutStack) send(method, path, body string) (checkoutResponse, error) {
 	req, err := http.NewRequest(method, s.apiURL+path, strings.NewReader(body))
 	if err != nil {
 		return checkoutResponse{}, err
 	}
+	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -596,8 +597,10 @@ func unusedAddress(t *testing.T) string {
 // checkoutStack is the whole stack, started for one test, with the parts
 // these tests reach into.
 type checkoutStack struct {
-	stack       *stack.Stack
-	apiURL      string
+	stack  *stack.Stack
+	apiURL string
+	// apiKey holds every scope; send authenticates with it.
+	apiKey      string
 	providerURL string
 	provider    *fakeprovider.Provider
 	store       store.Store
@@ -638,6 +641,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 	return &checkoutStack{
 		stack:       st,
 		apiURL:      st.APIURL(),
+		apiKey:      st.APIKey(),
 		providerURL: st.ProviderURL(),
 		provider:    st.Provider(),
 		store:       st.Store(),

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -42,10 +43,15 @@ type devProcess struct {
 	temporal string
 	ui       string
 	provider string
-	stderr   *syncbuf.Buffer
+	// keyFile is where the banner says the API key is.
+	keyFile string
+	stderr  *syncbuf.Buffer
 }
 
-var bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal|fake provider)\s+(\S+)`)
+var (
+	bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal|fake provider)\s+(\S+)`)
+	keyLine    = regexp.MustCompile(`^\s+API key\s+every scope, (?:generated into|kept in) (\S+) `)
+)
 
 // startDev runs the dev binary on dataDir, with flags after the ones that
 // place it, and waits for its banner.
@@ -77,6 +83,9 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 					d.provider = m[2]
 				}
 			}
+			if m := keyLine.FindStringSubmatch(line); m != nil {
+				d.keyFile = m[1]
+			}
 			if strings.HasPrefix(line, "Ctrl-C stops everything") {
 				close(ready)
 			}
@@ -94,6 +103,7 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 	require.NotEmpty(t, d.temporal)
 	require.NotEmpty(t, d.ui)
 	require.NotEmpty(t, d.provider)
+	require.Equal(t, filepath.Join(dataDir, "api.key"), d.keyFile, "the banner says where the API key is")
 	return d
 }
 
@@ -111,16 +121,32 @@ func (d *devProcess) stop(t *testing.T) {
 
 func (d *devProcess) post(t *testing.T, path, body string) map[string]any {
 	t.Helper()
-	resp, err := http.Post(d.api+path, "application/json", strings.NewReader(body))
-	require.NoError(t, err)
-	return decodeBody(t, resp)
+	return decodeBody(t, d.send(t, http.MethodPost, path, body))
 }
 
 func (d *devProcess) get(t *testing.T, path string) map[string]any {
 	t.Helper()
-	resp, err := http.Get(d.api + path)
+	return decodeBody(t, d.send(t, http.MethodGet, path, ""))
+}
+
+// send makes one request with the key the dev stack keeps in its data
+// directory, which must be readable by its owner only.
+func (d *devProcess) send(t *testing.T, method, path, body string) *http.Response {
+	t.Helper()
+	info, err := os.Stat(d.keyFile)
 	require.NoError(t, err)
-	return decodeBody(t, resp)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the API key file")
+	key, err := os.ReadFile(d.keyFile)
+	require.NoError(t, err)
+	req, err := http.NewRequest(method, d.api+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(key)))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
 }
 
 func decodeBody(t *testing.T, resp *http.Response) map[string]any {
@@ -183,6 +209,10 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	dataDir := t.TempDir()
 	dev := startDev(t, bin, dataDir)
 
+	anonymous, err := http.Post(dev.api+"/api/orders", "application/json", strings.NewReader(`{"amount":"548.90","currency":"TRY"}`))
+	require.NoError(t, err)
+	require.NoError(t, anonymous.Body.Close())
+	require.Equal(t, http.StatusUnauthorized, anonymous.StatusCode, "the dev stack's API needs its key too")
 	order := dev.post(t, "/api/orders", `{"amount":"548.90","currency":"TRY","description":"e2e"}`)
 	id := fmt.Sprint(order["id"])
 	paid := dev.post(t, "/api/orders/"+id+"/checkout", `{"card_token":"`+cardToken+`"}`)

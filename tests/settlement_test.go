@@ -41,7 +41,7 @@ type settlementView struct {
 
 func (s *checkoutStack) runSettlement(t *testing.T, date string) settlementView {
 	t.Helper()
-	res, err := s.send(http.MethodPost, "/api/settlements/"+date+"/run", "")
+	res, err := s.send(http.MethodPost, "/api/settlements/"+date+"/run", "{}")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
 	var v settlementView

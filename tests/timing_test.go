@@ -42,7 +42,7 @@ func TestCheckout_RunsWithTheTimingThePaymentWorkerPublished(t *testing.T) {
 		defer cancel()
 		require.NoError(t, st.Close(ctx))
 	})
-	s := &checkoutStack{apiURL: st.APIURL(), provider: st.Provider(), store: st.Store(), temporal: st.Client(), service: st.Checkout()}
+	s := &checkoutStack{apiURL: st.APIURL(), apiKey: st.APIKey(), provider: st.Provider(), store: st.Store(), temporal: st.Client(), service: st.Checkout()}
 	id := s.createOrder(t, "548.90", "TRY")
 
 	refused := s.checkout(t, id, "tok_visa")
