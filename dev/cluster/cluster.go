@@ -23,8 +23,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"chargeonce/internal/apikey"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
+	"chargeonce/store"
 )
 
 // Layout is where a cluster keeps its files, under one data directory.
@@ -67,6 +69,9 @@ func (l Layout) ProviderData() string { return filepath.Join(l.Dir, "fakeprovide
 // the first start.
 func (l Layout) WebhookSecretFile() string { return filepath.Join(l.Dir, "webhook.secret") }
 
+// APIKeyFile holds an API key with every scope, made at the first start.
+func (l Layout) APIKeyFile() string { return filepath.Join(l.Dir, apikey.FileName) }
+
 // CodecKeyFile holds the payload keyring, generated at the first start.
 func (l Layout) CodecKeyFile() string { return filepath.Join(l.Dir, "codec.key") }
 
@@ -91,7 +96,9 @@ type Cluster struct {
 	ports   Ports
 	env     map[string]map[string]string
 	secrets Secrets
-	log     *slog.Logger
+	// apiKey is the key of Layout.APIKeyFile, with every scope.
+	apiKey string
+	log    *slog.Logger
 	// procs are the long-running processes in start order.
 	procs  []*Process
 	byName map[string]*Process
@@ -153,7 +160,30 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		_ = c.Stop(stopCtx)
 		return nil, err
 	}
+	if err := c.loadOrCreateAPIKey(ctx); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = c.Stop(stopCtx)
+		return nil, err
+	}
 	return c, nil
+}
+
+// loadOrCreateAPIKey keeps a key with every scope in Layout.APIKeyFile, for
+// whoever calls the APIs: the chaos runs, the benchmark and the starter.
+// The APIs have migrated the merchant database by now.
+func (c *Cluster) loadOrCreateAPIKey(ctx context.Context) error {
+	st, err := store.Open(ctx, c.DatabaseURL())
+	if err != nil {
+		return fmt.Errorf("cluster: API key: %w", err)
+	}
+	defer st.Close()
+	key, _, err := apikey.LoadOrCreateFile(ctx, st, c.layout.APIKeyFile(), "local cluster", apikey.AllScopes())
+	if err != nil {
+		return fmt.Errorf("cluster: API key: %w", err)
+	}
+	c.apiKey = key.String()
+	return nil
 }
 
 // newLayout finds the module's root and the Temporal modules' directories.
@@ -594,6 +624,9 @@ func (c *Cluster) CodecKeys() string { return c.secrets.CodecKeys }
 
 // WebhookSecret is the secret that signs the fake provider's events.
 func (c *Cluster) WebhookSecret() string { return c.secrets.WebhookSecret }
+
+// APIKey is an API key with every scope, kept in Layout.APIKeyFile.
+func (c *Cluster) APIKey() string { return c.apiKey }
 
 // APIURLs are the base URLs of the checkout APIs.
 func (c *Cluster) APIURLs() []string {

@@ -241,27 +241,14 @@ func (s *Stack) start(ctx context.Context) error {
 	return nil
 }
 
-// loadOrCreateAPIKey keeps the key of apikey.FileName in the data directory
-// working: on first start, or when the merchant database no longer knows
-// the key there, it creates a key with every scope and writes it there.
+// loadOrCreateAPIKey keeps a key with every scope in the data directory's
+// apikey.FileName, for the starter and the tests.
 func (s *Stack) loadOrCreateAPIKey(ctx context.Context) error {
-	if key, err := apikey.ReadFile(s.APIKeyFile()); err == nil {
-		if _, err := apikey.Authenticate(ctx, s.conn.Store, "Bearer "+key.String(), time.Now()); err == nil {
-			s.apiKey = key.String()
-			return nil
-		}
-	}
-	key, rec, err := apikey.New("dev stack", apikey.AllScopes(), time.Now())
+	key, created, err := apikey.LoadOrCreateFile(ctx, s.conn.Store, s.APIKeyFile(), "dev stack", apikey.AllScopes())
 	if err != nil {
-		return fmt.Errorf("stack: %w", err)
+		return fmt.Errorf("stack: API key: %w", err)
 	}
-	if err := s.conn.Store.CreateAPIKey(ctx, rec); err != nil {
-		return fmt.Errorf("stack: %w", err)
-	}
-	if err := apikey.WriteFile(s.APIKeyFile(), key); err != nil {
-		return fmt.Errorf("stack: %w", err)
-	}
-	s.apiKey, s.apiKeyCreated = key.String(), true
+	s.apiKey, s.apiKeyCreated = key.String(), created
 	return nil
 }
 

@@ -281,6 +281,30 @@ func WriteFile(path string, k Key) error {
 	return nil
 }
 
+// LoadOrCreateFile returns the key in the file at path when st knows it and
+// it works; otherwise, as on a first start or after the database was
+// reset, it creates a key with this name and these scopes in st, writes it
+// to path (WriteFile) and reports created. The dev stack and the local
+// cluster keep the key of their clients so.
+func LoadOrCreateFile(ctx context.Context, st Store, path, name string, scopes []Scope) (k Key, created bool, err error) {
+	if k, err := ReadFile(path); err == nil {
+		if _, err := Authenticate(ctx, st, "Bearer "+k.String(), time.Now()); err == nil {
+			return k, false, nil
+		}
+	}
+	k, rec, err := New(name, scopes, time.Now())
+	if err != nil {
+		return Key{}, false, err
+	}
+	if err := st.CreateAPIKey(ctx, rec); err != nil {
+		return Key{}, false, err
+	}
+	if err := WriteFile(path, k); err != nil {
+		return Key{}, false, err
+	}
+	return k, true, nil
+}
+
 // ReadFile reads the key that WriteFile wrote.
 func ReadFile(path string) (Key, error) {
 	data, err := os.ReadFile(path)

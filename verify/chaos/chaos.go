@@ -531,6 +531,8 @@ func lostStartCheckout(st store.Store) (*checkout.Service, func(), error) {
 // or an external one.
 type target interface {
 	APIURL() string
+	// APIKey is a key with every scope, which the customers send.
+	APIKey() string
 	ProviderURL() string
 	Store() store.Store
 	Client() client.Client

@@ -379,6 +379,7 @@ func (r *run) post(ctx context.Context, path string, body any) (int, []byte, err
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.stack.APIKey())
 	resp, err := r.http.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -394,6 +395,7 @@ func (r *run) orderStatus(ctx context.Context, id int64) (chargeonce.OrderStatus
 	if err != nil {
 		return "", err
 	}
+	req.Header.Set("Authorization", "Bearer "+r.stack.APIKey())
 	resp, err := r.http.Do(req)
 	if err != nil {
 		return "", err

@@ -47,6 +47,8 @@ type External struct {
 	// WebhookSecret is the secret the APIs verify the provider's events
 	// with, whsec_….
 	WebhookSecret string
+	// APIKey is a key of the APIs with every scope; the customers send it.
+	APIKey string
 	// Processes kills and starts the stack's processes by the names below.
 	Processes Processes
 	// Workers and APIs name the processes of the payment workers and of
@@ -101,6 +103,7 @@ func (e *externalStack) APIURL() string {
 	return e.ext.APIURLs[int(e.next.Add(1))%len(e.ext.APIURLs)]
 }
 
+func (e *externalStack) APIKey() string        { return e.ext.APIKey }
 func (e *externalStack) ProviderURL() string   { return e.ext.ProviderURL }
 func (e *externalStack) Store() store.Store    { return e.store }
 func (e *externalStack) Client() client.Client { return e.client }
@@ -196,8 +199,8 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}
-	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.TemporalAddress == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" {
-		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, and its payload keys")
+	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.TemporalAddress == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" || ext.APIKey == "" {
+		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, its payload keys and an API key")
 	}
 	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
 		return Summary{}, errors.New("chaos: process faults on an external stack need its processes")
@@ -308,6 +311,7 @@ func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, err
 		DatabaseURL:     c.DatabaseURL(),
 		CodecKeys:       c.CodecKeys(),
 		WebhookSecret:   c.WebhookSecret(),
+		APIKey:          c.APIKey(),
 		Processes:       c,
 		Workers:         c.ProcessNames(cluster.ServiceWorker),
 		APIs:            c.ProcessNames(cluster.ServiceAPI),

@@ -78,6 +78,8 @@ func printBanner(w io.Writer, c *cluster.Cluster, took time.Duration) {
 	}
 	fmt.Fprintf(w, "  logs             %s\n", c.Layout().Logs())
 	fmt.Fprintf(w, "  payload key      %s; keep it, or workflow payloads cannot be read\n", c.Layout().CodecKeyFile())
-	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --api %s --amount 548.90 --currency TRY --card tok_visa\n", c.APIURLs()[0])
+	fmt.Fprintf(w, "  API key          every scope, in %s\n", c.Layout().APIKeyFile())
+	fmt.Fprintf(w, "\nTry, in another terminal:\n  %s=$(cat %s) go run ./starter checkout --api %s --amount 548.90 --currency TRY --card tok_visa\n",
+		cli.EnvName("api-key"), c.Layout().APIKeyFile(), c.APIURLs()[0])
 	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
 }

@@ -244,15 +244,19 @@ func (b *clusterBench) prepareBare(_ context.Context, _ int, delay time.Duration
 func (b *clusterBench) post(ctx context.Context, path, body string, want int, out any) error {
 	apis := b.c.APIURLs()
 	base := apis[int(b.next.Add(1))%len(apis)]
-	return b.send(ctx, http.MethodPost, base+path, body, want, out)
+	return b.send(ctx, http.MethodPost, base+path, body, b.c.APIKey(), want, out)
 }
 
-func (b *clusterBench) send(ctx context.Context, method, target, body string, want int, out any) error {
+// send makes one request, with the API key when key is not empty.
+func (b *clusterBench) send(ctx context.Context, method, target, body, key string, want int, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, target, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	resp, err := b.http.Do(req)
 	if err != nil {
 		return err
@@ -280,7 +284,7 @@ func (b *clusterBench) setProviderDelay(ctx context.Context, delay time.Duration
 	if err != nil {
 		return err
 	}
-	return b.send(ctx, http.MethodPut, b.c.ProviderURL()+"/_admin/mode", string(body), http.StatusOK, nil)
+	return b.send(ctx, http.MethodPut, b.c.ProviderURL()+"/_admin/mode", string(body), "", http.StatusOK, nil)
 }
 
 // check runs the invariant checker on every order of the run.
