@@ -60,7 +60,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		name := fs.String("name", "", "who or what the key is for, shown by list")
 		scopes := fs.String("scopes", string(apikey.ScopeCheckout), "comma-separated `scopes`: "+apikey.FormatScopes(apikey.AllScopes()))
 		out := fs.String("out", "", "write the key to this `file` (mode 0600) instead of standard output")
-		do = func(ctx context.Context, st store.Store) error { return create(ctx, st, *name, *scopes, *out, stdout, stderr) }
+		do = func(ctx context.Context, st store.Store) error {
+			return create(ctx, st, *name, *scopes, *out, stdout, stderr)
+		}
 	case "list":
 		do = func(ctx context.Context, st store.Store) error { return list(ctx, st, stdout) }
 	case "revoke":
