@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"chargeonce/dev/devcert"
 	"chargeonce/internal/cli"
-	"chargeonce/internal/devcert"
 	"chargeonce/internal/temporalclient"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chargeonce/internal/devcert"
+	"chargeonce/dev/devcert"
 	"chargeonce/internal/serve"
 )
 
