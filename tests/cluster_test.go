@@ -11,8 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
 	"chargeonce/dev/cluster"
+	"chargeonce/internal/temporalclient"
 	"chargeonce/verify/chaos"
 )
 
@@ -70,4 +72,25 @@ func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
 	var orders int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&orders))
 	require.Equal(t, sum.Checkouts, orders)
+
+	// The frontend takes mutual TLS only: the tools' certificate gets in, a
+	// plain client and a TLS client without a certificate do not.
+	noCert := c.TemporalClient()
+	noCert.TLSCert, noCert.TLSKey = "", ""
+	for name, tc := range map[string]struct {
+		cfg  temporalclient.Config
+		gets bool
+	}{
+		"client certificate":        {c.TemporalClient(), true},
+		"plain":                     {temporalclient.Config{Address: c.TemporalAddress(), Namespace: cluster.Namespace}, false},
+		"TLS without a certificate": {noCert, false},
+	} {
+		dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		cl, err := temporalclient.Dial(dialCtx, tc.cfg, temporalclient.Options{DataConverter: converter.GetDefaultDataConverter()})
+		cancel()
+		if err == nil {
+			cl.Close()
+		}
+		require.Equal(t, tc.gets, err == nil, "%s: %v", name, err)
+	}
 }

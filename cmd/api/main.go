@@ -33,6 +33,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	backend := cli.Backend(fs)
 	logFlags := cli.Logging(fs)
 	listen := fs.String("listen", ":8080", "`address` of the checkout API")
+	tlsFlags := cli.ServerTLS(fs, "the checkout API")
 	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: the published charge budget + 2s)")
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
 	var secretList envflag.List
@@ -41,6 +42,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return err
 	}
 	logger, err := logFlags.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := tlsFlags.Config()
 	if err != nil {
 		return err
 	}
@@ -69,6 +74,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	logger.Info("checkout API started", "listen", ln.Addr().String(), "webhook_secrets", len(secrets))
-	return serve.Run(ctx, ln, handler)
+	logger.Info("checkout API started", "listen", ln.Addr().String(), "tls", tlsConfig != nil, "webhook_secrets", len(secrets))
+	return serve.Run(ctx, ln, handler, tlsConfig)
 }

@@ -75,3 +75,22 @@ func TestRun_BadWebhookSecretIsAUsageError(t *testing.T) {
 		})
 	}
 }
+
+// A bad certificate stops the API at startup, before it listens, with an
+// error that names the flags.
+func TestRun_BadTLSFilesAreAUsageError(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"certificate without key": {[]string{"--tls-cert", "api.pem"}, "--tls-cert and --tls-key go together"},
+		"missing files":           {[]string{"--tls-cert", "/nonexistent/api.pem", "--tls-key", "/nonexistent/api-key.pem"}, "--tls-cert/--tls-key: TLS certificate /nonexistent/api.pem"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr, report bytes.Buffer
+			err := run(context.Background(), append([]string{"--listen", "127.0.0.1:0"}, tc.args...), noEnv, &stdout, &stderr)
+			require.Equal(t, 2, cli.ExitCode(&report, "api", err))
+			require.Contains(t, report.String(), tc.want)
+		})
+	}
+}

@@ -46,11 +46,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	graceDays := fs.Int("settlement-grace-days", worker.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
 	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
+	tlsFlags := cli.ServerTLS(fs, "/healthz, /metrics and the payload codec")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	logger, err := logFlags.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := tlsFlags.Config()
 	if err != nil {
 		return err
 	}
@@ -96,6 +101,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		fmt.Fprintln(rw, "ok")
 	})
 	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, *uiOrigin)))
-	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "provider", pc.URL, "provider_api", pc.API)
-	return serve.Run(ctx, ln, mux)
+	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "provider", pc.URL, "provider_api", pc.API)
+	return serve.Run(ctx, ln, mux, tlsConfig)
 }

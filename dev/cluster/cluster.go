@@ -98,7 +98,10 @@ type Cluster struct {
 	secrets Secrets
 	// apiKey is the key of Layout.APIKeyFile, with every scope.
 	apiKey string
-	log    *slog.Logger
+	// temporalHTTP reaches the frontend's HTTP API with the tools' client
+	// certificate.
+	temporalHTTP *http.Client
+	log          *slog.Logger
 	// procs are the long-running processes in start order.
 	procs  []*Process
 	byName map[string]*Process
@@ -148,6 +151,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.secrets.WebhookSecret = hook.String()
+	toolsTLS, err := issueCertificates(layout)
+	if err != nil {
+		return nil, err
+	}
+	c.temporalHTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: toolsTLS}}
 	if err := c.build(ctx); err != nil {
 		return nil, err
 	}
@@ -595,14 +603,15 @@ func (c *Cluster) StartAgain(ctx context.Context, name string) error {
 
 // temporalServes probes the frontend's HTTP API, which answers once the
 // server's services have joined and the namespace is loaded; before the
-// first setup the namespace may be missing, which is an answer too.
+// first setup the namespace may be missing, which is an answer too. It
+// takes mutual TLS like the frontend's gRPC port.
 func (c *Cluster) temporalServes(ctx context.Context) error {
-	target := httpURL(c.ports.TemporalInternal[0]) + "/api/v1/namespaces/" + Namespace
+	target := "https://" + addr(c.ports.TemporalInternal[0]) + "/api/v1/namespaces/" + Namespace
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.temporalHTTP.Do(req)
 	if err != nil {
 		return err
 	}
@@ -646,6 +655,12 @@ func (c *Cluster) UIURL() string { return httpURL(c.ports.UI) }
 
 // TemporalAddress is the Temporal frontend's host:port.
 func (c *Cluster) TemporalAddress() string { return addr(c.ports.Temporal) }
+
+// TemporalClient is how a tool outside the parts (a checker, a benchmark)
+// reaches the frontend: over mutual TLS, with the tools' certificate.
+func (c *Cluster) TemporalClient() temporalclient.Config {
+	return c.layout.TemporalClient(c.TemporalAddress(), ToolsClient)
+}
 
 // DatabaseURL is the merchant database.
 func (c *Cluster) DatabaseURL() string { return fmt.Sprintf(appURLFormat, addr(c.ports.Postgres)) }

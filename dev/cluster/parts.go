@@ -206,19 +206,20 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 				"DB": "postgres12", "DB_PORT": pg, "POSTGRES_USER": temporalUser, "POSTGRES_PWD": temporalUser,
 				"POSTGRES_SEEDS": Host, "BIND_ON_IP": Host,
 			},
-			Local: map[string]string{
+			Local: with(map[string]string{
 				"FRONTEND_GRPC_PORT": strconv.Itoa(p.Temporal), "FRONTEND_HTTP_PORT": strconv.Itoa(ti[0]),
 				"FRONTEND_MEMBERSHIP_PORT": strconv.Itoa(ti[1]),
 				"HISTORY_GRPC_PORT":        strconv.Itoa(ti[2]), "HISTORY_MEMBERSHIP_PORT": strconv.Itoa(ti[3]),
 				"MATCHING_GRPC_PORT": strconv.Itoa(ti[4]), "MATCHING_MEMBERSHIP_PORT": strconv.Itoa(ti[5]),
 				"WORKER_GRPC_PORT": strconv.Itoa(ti[6]), "WORKER_MEMBERSHIP_PORT": strconv.Itoa(ti[7]),
 				"DYNAMIC_CONFIG_FILE_PATH": l.DynamicConfig(),
-			},
+			}, serverTLSEnv(l)),
 		},
 		{
 			Service: ServiceTemporalSetup, Replicas: 1, Job: true, Package: "chargeonce/cmd/temporal-setup", Binary: "temporal-setup",
 			Command: []string{"temporal-setup"},
 			Env:     maps.Clone(temporal),
+			Local:   clientTLSEnv(l, ServiceTemporalSetup),
 		},
 		{
 			Service: ServiceTemporalUI, Replicas: 1, Package: UIPackage, Binary: "temporal-ui-server",
@@ -227,6 +228,7 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 				"TEMPORAL_ADDRESS": addr(p.Temporal), "TEMPORAL_CODEC_ENDPOINT": httpURL(p.Workers[0]) + "/codec",
 				"TEMPORAL_UI_PORT": strconv.Itoa(p.UI), "TEMPORAL_CSRF_COOKIE_INSECURE": "true",
 			},
+			Local: uiTLSEnv(l),
 		},
 		{
 			Service: ServiceProvider, Replicas: 1, Package: "chargeonce/cmd/fakeprovider", Binary: "fakeprovider",
@@ -248,13 +250,21 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 				cli.EnvName("provider-url"): httpURL(p.Provider), cli.EnvName("listen"): addr(p.Workers[0]),
 				cli.EnvName("codec-cors-origin"): httpURL(p.UI),
 			}),
+			Local: clientTLSEnv(l, ServiceWorker),
 		},
 		{
 			Service: ServiceAPI, Replicas: 2, Package: "chargeonce/cmd/api", Binary: "api",
 			Command: []string{"api"},
 			Env:     backend(map[string]string{cli.EnvName("listen"): addr(p.APIs[0]), cli.EnvName("webhook-secret"): sec.WebhookSecret}),
+			Local:   clientTLSEnv(l, ServiceAPI),
 		},
 	}
+}
+
+// with is env with the variables of extra added.
+func with(env, extra map[string]string) map[string]string {
+	maps.Copy(env, extra)
+	return env
 }
 
 // replicaEnv is the environment of replica i of part: the listen port of

@@ -37,9 +37,9 @@ type External struct {
 	// ProviderURL is the fake provider, whose admin API switches its mode,
 	// forgets keys and reports what it was asked.
 	ProviderURL string
-	// TemporalAddress and Namespace are where the checker reads the
-	// workflows.
-	TemporalAddress, Namespace string
+	// Temporal is where the checker reads the workflows, and how it
+	// connects.
+	Temporal temporalclient.Config
 	// DatabaseURL is the merchant database the workers and the APIs use.
 	DatabaseURL string
 	// CodecKeys is their payload keyring.
@@ -199,7 +199,7 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}
-	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.TemporalAddress == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" || ext.APIKey == "" {
+	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.Temporal.Address == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" || ext.APIKey == "" {
 		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, its payload keys and an API key")
 	}
 	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
@@ -220,7 +220,7 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 		return Summary{}, err
 	}
 	defer st.Close()
-	tc, err := temporalclient.Dial(ctx, temporalclient.Config{Address: ext.TemporalAddress, Namespace: ext.Namespace},
+	tc, err := temporalclient.Dial(ctx, ext.Temporal,
 		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring)})
 	if err != nil {
 		return Summary{}, err
@@ -304,18 +304,17 @@ func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, err
 		}
 	}()
 	return RunExternal(ctx, cfg, External{
-		APIURLs:         c.APIURLs(),
-		ProviderURL:     c.ProviderURL(),
-		TemporalAddress: c.TemporalAddress(),
-		Namespace:       cluster.Namespace,
-		DatabaseURL:     c.DatabaseURL(),
-		CodecKeys:       c.CodecKeys(),
-		WebhookSecret:   c.WebhookSecret(),
-		APIKey:          c.APIKey(),
-		Processes:       c,
-		Workers:         c.ProcessNames(cluster.ServiceWorker),
-		APIs:            c.ProcessNames(cluster.ServiceAPI),
-		TemporalServer:  c.ProcessNames(cluster.ServiceTemporal)[0],
-		Postgres:        c.ProcessNames(cluster.ServicePostgres)[0],
+		APIURLs:        c.APIURLs(),
+		ProviderURL:    c.ProviderURL(),
+		Temporal:       c.TemporalClient(),
+		DatabaseURL:    c.DatabaseURL(),
+		CodecKeys:      c.CodecKeys(),
+		WebhookSecret:  c.WebhookSecret(),
+		APIKey:         c.APIKey(),
+		Processes:      c,
+		Workers:        c.ProcessNames(cluster.ServiceWorker),
+		APIs:           c.ProcessNames(cluster.ServiceAPI),
+		TemporalServer: c.ProcessNames(cluster.ServiceTemporal)[0],
+		Postgres:       c.ProcessNames(cluster.ServicePostgres)[0],
 	})
 }

@@ -69,7 +69,8 @@ func printBanner(w io.Writer, c *cluster.Cluster, took time.Duration) {
 		fmt.Fprintf(w, "  checkout API %d   %s\n", i+1, u)
 	}
 	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/%s/workflows\n", c.UIURL(), cluster.Namespace)
-	fmt.Fprintf(w, "  Temporal         %s (namespace %s, on PostgreSQL)\n", c.TemporalAddress(), cluster.Namespace)
+	fmt.Fprintf(w, "  Temporal         %s (namespace %s, on PostgreSQL, mutual TLS for server name %s)\n", c.TemporalAddress(), cluster.Namespace, cluster.TemporalServerName)
+	fmt.Fprintf(w, "  certificates     %s (CA ca.pem; tools.pem with tools-key.pem for your own clients), new at every start\n", c.Layout().TLS())
 	fmt.Fprintf(w, "  PostgreSQL       %s\n", c.DatabaseURL())
 	fmt.Fprintf(w, "  fake provider    %s\n", c.ProviderURL())
 	fmt.Fprintf(w, "  provider events  %s%s, signed with the secret kept in %s\n", c.APIURLs()[0], api.WebhookPath, c.Layout().WebhookSecretFile())

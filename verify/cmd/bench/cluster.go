@@ -74,7 +74,7 @@ func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Re
 	if err != nil {
 		return nil, err
 	}
-	tc, err := temporalclient.Dial(ctx, temporalclient.Config{Address: c.TemporalAddress(), Namespace: cluster.Namespace},
+	tc, err := temporalclient.Dial(ctx, c.TemporalClient(),
 		temporalclient.Options{DataConverter: codec.NewDataConverter(keyring), Logger: log})
 	if err != nil {
 		return nil, err
