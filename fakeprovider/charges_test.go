@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce"
 )
 
 func TestPostCharge_NewKeyCreatesCharge(t *testing.T) {
@@ -148,6 +150,7 @@ func TestPostCharge_InvalidBodyIsRefusedNamingTheField(t *testing.T) {
 		{name: "amount too large", body: `{"amount":9223372036854775808}`, param: "amount", detail: `field "amount" must be a JSON integer that fits in 64 bits`},
 		{name: "amount zero", body: chargeBody(0, "tok_visa", "ref"), param: "amount", detail: msgAmount},
 		{name: "amount negative", body: chargeBody(-5, "tok_visa", "ref"), param: "amount", detail: msgAmount},
+		{name: "amount over the maximum", body: chargeBody(chargeonce.DefaultMaxMinor+1, "tok_visa", "ref"), param: "amount", detail: msgAmountTooLarge},
 		{name: "amount missing", body: `{"currency":"TRY","source":"tok_visa","merchant_reference":"ref"}`, param: "amount", detail: msgAmount},
 		{name: "currency missing", body: `{"amount":1,"source":"tok_visa","merchant_reference":"ref"}`, param: "currency", detail: msgCurrency},
 		{name: "currency lower case", body: `{"amount":1,"currency":"try","source":"tok_visa","merchant_reference":"ref"}`, param: "currency", detail: msgCurrency},

@@ -52,6 +52,7 @@ const (
 	msgContentType      = "Content-Type must be application/json"
 	msgBodyTooLarge     = "request body must be at most 65536 bytes"
 	msgAmount           = "amount must be a positive integer in minor units"
+	msgAmountTooLarge   = "amount must be at most 99999999 minor units"
 	msgCurrency         = "currency must be an upper-case ISO 4217 code such as TRY"
 	msgSourceMissing    = "source is required"
 	msgSourceNotToken   = "source must be a card token starting with tok_"

@@ -14,6 +14,7 @@ import (
 	"github.com/dunglas/httpsfv"
 	"golang.org/x/text/currency"
 
+	"chargeonce"
 	"chargeonce/internal/strictjson"
 )
 
@@ -83,6 +84,8 @@ func (r chargeRequest) validate() *problem {
 	switch {
 	case r.Amount <= 0:
 		return invalidField("amount", msgAmount)
+	case r.Amount > chargeonce.MaxMinor(r.Currency):
+		return invalidField("amount", msgAmountTooLarge)
 	case !isISO4217(r.Currency):
 		return invalidField("currency", msgCurrency)
 	case r.Source == "":

@@ -203,7 +203,8 @@ func parse(no int, f []string) (Line, string) {
 			return Line{}, a.name + ": " + err.Error()
 		}
 	}
-	if l.Gross-l.Fee != l.Net {
+	// Checked, as a wrapped gross - fee could equal a net by accident.
+	if sum, err := chargeonce.AddMinor(l.Net, l.Fee); err != nil || sum != l.Gross {
 		return Line{}, fmt.Sprintf("net %s is not gross %s less fee %s", r.Net, r.Gross, r.Fee)
 	}
 	return l, ""
