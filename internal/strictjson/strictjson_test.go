@@ -143,3 +143,34 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// createOrder is the body of POST /api/orders, for the benchmarks.
+var createOrder = []byte(`{"amount": "548.90", "currency": "TRY", "description": "Bookstore order"}`)
+
+type createOrderBody struct {
+	Amount      *string `json:"amount"`
+	Currency    *string `json:"currency"`
+	Description string  `json:"description"`
+}
+
+// BenchmarkUnmarshal measures the strict reading of an order's body, and
+// BenchmarkUnmarshalEncodingJSON the lenient one it replaced.
+func BenchmarkUnmarshal(b *testing.B) {
+	for b.Loop() {
+		var v createOrderBody
+		if err := Unmarshal(createOrder, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUnmarshalEncodingJSON(b *testing.B) {
+	for b.Loop() {
+		dec := stdjson.NewDecoder(bytes.NewReader(createOrder))
+		dec.DisallowUnknownFields()
+		var v createOrderBody
+		if err := dec.Decode(&v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
