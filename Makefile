@@ -65,6 +65,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME) ./fakeprovider
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCharge$$' -fuzztime $(FUZZTIME) ./fakeprovider
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSignatures$$' -fuzztime $(FUZZTIME) ./internal/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./internal/strictjson
 
 ## soak: a long fault-injection run (2000 checkouts, 10 worker kills, 3 Temporal restarts); exits 1 on any broken promise
 soak:

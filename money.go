@@ -49,11 +49,25 @@ func CurrencyDigits(code string) (int, error) {
 	return digits, nil
 }
 
+// DefaultMaxMinor is the largest amount of one charge, in minor units:
+// 99,999,999, as at Stripe (eight digits: 999,999.99 in a currency with two
+// decimals, 99,999,999 in one with none).
+const DefaultMaxMinor int64 = 99_999_999
+
+// MaxMinor returns the largest amount, in minor units, that one order or
+// charge may have in the currency. Today every currency has
+// DefaultMaxMinor; a provider's own limit for a currency goes here. Sums of
+// such amounts are checked against overflow with AddMinor.
+func MaxMinor(code string) int64 {
+	return DefaultMaxMinor
+}
+
 // ParseMoney reads a decimal string such as "548.90" in the given currency.
-// It is exact: the amount may have at most the currency's digits after the
-// point ("1.2345 TRY" is an error, "1000 JPY" is 1000 yen), must be positive,
-// and must fit in int64 minor units. Signs, exponents, spaces and thousands
-// separators are refused.
+// The amount has one form, the one Decimal writes: digits with no leading
+// zeros (a single 0 before the point is one), and exactly the currency's
+// number of decimals ("548.90" in TRY, "1000" in JPY, "12.345" in KWD). It
+// must be positive and at most MaxMinor. Signs, exponents, spaces,
+// thousands separators, "548.9" and "0548.90" are refused.
 func ParseMoney(amount, code string) (Money, error) {
 	if strings.HasPrefix(amount, "-") {
 		// A price has no sign: the same answer as for "+5.00".
@@ -63,10 +77,15 @@ func ParseMoney(amount, code string) (Money, error) {
 	if err != nil {
 		return Money{}, err
 	}
-	if minor <= 0 {
-		return Money{}, fmt.Errorf("%w: %q is not positive", ErrInvalidAmount, amount)
+	if err := checkRange(minor, code); err != nil {
+		return Money{}, err
 	}
-	return Money{Minor: minor, Currency: code}, nil
+	m := Money{Minor: minor, Currency: code}
+	if canonical := m.Decimal(); canonical != amount {
+		return Money{}, fmt.Errorf("%w: %q must be written %q: no leading zeros, and exactly the decimals of %s",
+			ErrInvalidAmount, amount, canonical, code)
+	}
+	return m, nil
 }
 
 // ParseAmount reads a signed decimal string such as "548.90", "0.00" or
@@ -98,15 +117,45 @@ func ParseAmount(amount, code string) (int64, error) {
 }
 
 // NewMoney checks an amount that is already in minor units, such as one read
-// back from a database or a provider response.
+// back from a database or a provider response, by the rules of ParseMoney.
 func NewMoney(minor int64, code string) (Money, error) {
 	if _, err := CurrencyDigits(code); err != nil {
 		return Money{}, err
 	}
-	if minor <= 0 {
-		return Money{}, fmt.Errorf("%w: %d minor units is not positive", ErrInvalidAmount, minor)
+	if err := checkRange(minor, code); err != nil {
+		return Money{}, err
 	}
 	return Money{Minor: minor, Currency: code}, nil
+}
+
+// checkRange holds an amount of a valid currency between one minor unit and
+// MaxMinor.
+func checkRange(minor int64, code string) error {
+	m := Money{Minor: minor, Currency: code}
+	if minor <= 0 {
+		return fmt.Errorf("%w: %s is not positive", ErrInvalidAmount, m)
+	}
+	if most := MaxMinor(code); minor > most {
+		return fmt.Errorf("%w: %s is over the largest amount, %s", ErrInvalidAmount, m, Money{Minor: most, Currency: code})
+	}
+	return nil
+}
+
+// ErrOverflow is wrapped by the error of a sum of amounts that does not fit
+// in int64 minor units.
+var ErrOverflow = errors.New("amount overflow")
+
+// AddMinor returns a+b, two amounts in minor units of one currency, or an
+// error wrapping ErrOverflow when the sum does not fit in int64. Every sum of
+// amounts goes through it, so that totals never wrap around.
+func AddMinor(a, b int64) (int64, error) {
+	sum := a + b
+	// Overflow happened exactly when both operands have the same sign and
+	// the sum's sign differs from it.
+	if (a >= 0) == (b >= 0) && (sum >= 0) != (a >= 0) {
+		return 0, fmt.Errorf("%w: %d + %d minor units does not fit in 64 bits", ErrOverflow, a, b)
+	}
+	return sum, nil
 }
 
 // Decimal formats the amount with exactly the currency's digits: "548.90",

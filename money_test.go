@@ -2,6 +2,7 @@ package chargeonce_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,14 +17,14 @@ func TestParseMoney_ExactMinorUnits(t *testing.T) {
 		decimal          string
 	}{
 		{"548.90", "TRY", 54890, "548.90"},
-		{"548.9", "TRY", 54890, "548.90"},
-		{"548", "TRY", 54800, "548.00"},
 		{"0.01", "TRY", 1, "0.01"},
+		{"0.50", "TRY", 50, "0.50"},
 		{"1000", "JPY", 1000, "1000"},
 		{"12.345", "KWD", 12345, "12.345"},
 		{"0.001", "BHD", 1, "0.001"},
-		{"007.50", "USD", 750, "7.50"},
-		{"92233720368547758.07", "USD", 9223372036854775807, "92233720368547758.07"},
+		{"999999.99", "USD", 99_999_999, "999999.99"},
+		{"99999999", "JPY", 99_999_999, "99999999"},
+		{"99999.999", "KWD", 99_999_999, "99999.999"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.amount+" "+tt.currency, func(t *testing.T) {
@@ -55,6 +56,14 @@ func TestParseMoney_RefusesInexactOrMalformedAmounts(t *testing.T) {
 		{"spaces", " 5.00", "TRY", chargeonce.ErrInvalidAmount},
 		{"two points", "1.2.3", "TRY", chargeonce.ErrInvalidAmount},
 		{"overflow", "92233720368547758.08", "USD", chargeonce.ErrInvalidAmount},
+		{"int64 maximum", "92233720368547758.07", "USD", chargeonce.ErrInvalidAmount},
+		{"one minor unit over the maximum", "1000000.00", "USD", chargeonce.ErrInvalidAmount},
+		{"over the maximum without minor units", "100000000", "JPY", chargeonce.ErrInvalidAmount},
+		{"leading zeros", "0001.00", "TRY", chargeonce.ErrInvalidAmount},
+		{"leading zero", "07.50", "USD", chargeonce.ErrInvalidAmount},
+		{"fewer decimals", "548.9", "TRY", chargeonce.ErrInvalidAmount},
+		{"no decimals", "548", "TRY", chargeonce.ErrInvalidAmount},
+		{"a point with no minor units", "1000.", "JPY", chargeonce.ErrInvalidAmount},
 		{"huge", "99999999999999999999999999", "JPY", chargeonce.ErrInvalidAmount},
 		{"unknown currency", "5.00", "ZZZ", chargeonce.ErrInvalidCurrency},
 		{"lower-case currency", "5.00", "try", chargeonce.ErrInvalidCurrency},
@@ -104,8 +113,33 @@ func TestCurrencyDigits_FollowISO4217(t *testing.T) {
 	}
 }
 
+func TestParseMoney_NamesTheOneFormAndTheMaximum(t *testing.T) {
+	_, err := chargeonce.ParseMoney("0001.00", "TRY")
+	require.EqualError(t, err, `invalid amount: "0001.00" must be written "1.00": no leading zeros, and exactly the decimals of TRY`)
+	_, err = chargeonce.ParseMoney("1000000.00", "TRY")
+	require.EqualError(t, err, "invalid amount: 1000000.00 TRY is over the largest amount, 999999.99 TRY")
+}
+
+func TestAddMinor_RefusesToWrap(t *testing.T) {
+	sum, err := chargeonce.AddMinor(math.MaxInt64-1, 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), sum)
+	sum, err = chargeonce.AddMinor(math.MinInt64+1, -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MinInt64), sum)
+	sum, err = chargeonce.AddMinor(math.MaxInt64, math.MinInt64)
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), sum)
+	for _, pair := range [][2]int64{{math.MaxInt64, 1}, {1, math.MaxInt64}, {math.MinInt64, -1}, {math.MaxInt64, math.MaxInt64}, {math.MinInt64, math.MinInt64}} {
+		_, err := chargeonce.AddMinor(pair[0], pair[1])
+		require.ErrorIs(t, err, chargeonce.ErrOverflow, "%d + %d", pair[0], pair[1])
+	}
+}
+
 func TestNewMoney_RefusesWhatParseMoneyRefuses(t *testing.T) {
 	_, err := chargeonce.NewMoney(0, "TRY")
+	require.ErrorIs(t, err, chargeonce.ErrInvalidAmount)
+	_, err = chargeonce.NewMoney(chargeonce.DefaultMaxMinor+1, "TRY")
 	require.ErrorIs(t, err, chargeonce.ErrInvalidAmount)
 	_, err = chargeonce.NewMoney(100, "ZZZ")
 	require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency)
@@ -129,12 +163,12 @@ func FuzzParseMoney_RoundTrips(f *testing.F) {
 		if m.Minor <= 0 {
 			t.Fatalf("ParseMoney(%q, %q) accepted a non-positive amount %d", amount, code, m.Minor)
 		}
-		again, err := chargeonce.ParseMoney(m.Decimal(), m.Currency)
-		if err != nil {
-			t.Fatalf("ParseMoney(%q) of its own Decimal %q failed: %v", amount, m.Decimal(), err)
+		if m.Minor > chargeonce.MaxMinor(code) {
+			t.Fatalf("ParseMoney(%q, %q) accepted %d, over the maximum", amount, code, m.Minor)
 		}
-		if again != m {
-			t.Fatalf("round trip of %q %s: %+v became %+v", amount, code, m, again)
+		// An amount has one form: the one Decimal writes.
+		if m.Decimal() != amount {
+			t.Fatalf("ParseMoney(%q, %q) accepted a form other than its Decimal %q", amount, code, m.Decimal())
 		}
 	})
 }

@@ -17,20 +17,43 @@ import (
 // description is shown on the provider's dashboard.
 const MaxDescriptionLength = 500
 
-// ValidateDescription checks an order's description: valid UTF-8 of at most
-// MaxDescriptionLength characters, with no control characters. Empty is
-// allowed.
+// ValidateDescription checks an order's description: free text (see
+// ValidateText) of at most MaxDescriptionLength characters. Empty is allowed.
 func ValidateDescription(d string) error {
-	if !utf8.ValidString(d) {
-		return errors.New("is not valid UTF-8")
+	if err := ValidateText(d); err != nil {
+		return err
 	}
 	if n := utf8.RuneCountInString(d); n > MaxDescriptionLength {
 		return fmt.Errorf("has %d characters; at most %d are allowed", n, MaxDescriptionLength)
 	}
-	if strings.IndexFunc(d, unicode.IsControl) >= 0 {
-		return errors.New("must not contain control characters")
+	return nil
+}
+
+// ValidateText is the rule of every free-text field: valid UTF-8 with no
+// control characters (Unicode category Cc) and no format characters (Cf).
+// Format characters are invisible yet change what a reader sees: U+202E
+// (right-to-left override) and the other bidi controls reorder the text
+// around them, and U+200B, U+2060 and U+FEFF hide inside a word. Zero-width
+// joiners (U+200C, U+200D), and so the emoji sequences built with them, are
+// refused too, as they are of the same category.
+func ValidateText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("is not valid UTF-8")
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("must not contain control characters, such as %U at byte %d", runeAt(s, i), i)
+	}
+	if i := strings.IndexFunc(s, isFormat); i >= 0 {
+		return fmt.Errorf("must not contain invisible format characters, such as %U at byte %d", runeAt(s, i), i)
 	}
 	return nil
+}
+
+func isFormat(r rune) bool { return unicode.Is(unicode.Cf, r) }
+
+func runeAt(s string, i int) rune {
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return r
 }
 
 // cardTokenPattern is the form of a provider card token: letters, digits,

@@ -17,7 +17,13 @@ func TestValidateDescription_CountsCharactersNotBytes(t *testing.T) {
 		{"500 four-byte characters", strings.Repeat("😀", chargeonce.MaxDescriptionLength), ""},
 		{"501 characters", strings.Repeat("a", chargeonce.MaxDescriptionLength+1), "has 501 characters; at most 500 are allowed"},
 		{"invalid UTF-8", "a\xffb", "is not valid UTF-8"},
-		{"control character", "a\tb", "must not contain control characters"},
+		{"control character", "a\tb", "must not contain control characters, such as U+0009 at byte 1"},
+		{"right-to-left override", "gift \u202Eexe.txt", "must not contain invisible format characters, such as U+202E at byte 5"},
+		{"right-to-left isolate", "a\u2067b", "must not contain invisible format characters, such as U+2067 at byte 1"},
+		{"zero-width space", "pay\u200Bpal", "must not contain invisible format characters, such as U+200B at byte 3"},
+		{"byte order mark", "\uFEFFgift", "must not contain invisible format characters, such as U+FEFF at byte 0"},
+		{"soft hyphen", "gift\u00ADcard", "must not contain invisible format characters, such as U+00AD at byte 4"},
+		{"accents, scripts and emoji", "Ağustos siparişi — 東京 ☕ 😀", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

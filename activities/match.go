@@ -156,15 +156,16 @@ func (m *matcher) line(l store.SettlementLine, match *store.Attempt) error {
 		return m.add(store.SettlementException{Kind: chargeonce.ExceptionMalformedLine, LineNo: l.LineNo,
 			Detail: fmt.Sprintf("Line %d of the report cannot be read (%s): ask the provider for a corrected report. The line reads: %s", l.LineNo, l.Problem, l.Raw)})
 	}
-	t := m.totals[l.Currency]
-	if t == nil {
-		t = &store.SettlementTotal{Currency: l.Currency}
-		m.totals[l.Currency] = t
+	if err := m.count(l); err != nil {
+		if match != nil {
+			// The line cannot stand for its charge: the attempt is as
+			// unreported as a malformed line leaves it.
+			m.unreported = append(m.unreported, *match)
+		}
+		return m.add(store.SettlementException{Kind: chargeonce.ExceptionMalformedLine, LineNo: l.LineNo,
+			Detail: fmt.Sprintf("Line %d of the report, charge %s of %s, cannot be counted (%v): no real day's totals hold it, so the totals leave it out; ask the provider for a corrected report.",
+				l.LineNo, l.ChargeID, chargeonce.Money{Minor: l.Gross, Currency: l.Currency}, err)})
 	}
-	t.Lines++
-	t.Gross += l.Gross
-	t.Fee += l.Fee
-	t.Net += l.Net
 	if l.Category != settlement.CategoryCharge {
 		return nil
 	}
@@ -183,6 +184,26 @@ func (m *matcher) line(l store.SettlementLine, match *store.Attempt) error {
 	if len(m.orphans) == store.MaxSettlementBatch {
 		return m.resolveOrphans()
 	}
+	return nil
+}
+
+// count adds a line to the totals of its currency, or changes nothing and
+// returns an error wrapping chargeonce.ErrOverflow when a sum would not fit
+// in int64: a total never wraps around.
+func (m *matcher) count(l store.SettlementLine) error {
+	t := m.totals[l.Currency]
+	if t == nil {
+		t = &store.SettlementTotal{Currency: l.Currency}
+	}
+	gross, errGross := chargeonce.AddMinor(t.Gross, l.Gross)
+	fee, errFee := chargeonce.AddMinor(t.Fee, l.Fee)
+	net, errNet := chargeonce.AddMinor(t.Net, l.Net)
+	if errGross != nil || errFee != nil || errNet != nil {
+		return fmt.Errorf("the day's %s totals would not fit in 64 bits: %w", l.Currency, chargeonce.ErrOverflow)
+	}
+	t.Lines++
+	t.Gross, t.Fee, t.Net = gross, fee, net
+	m.totals[l.Currency] = t
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -119,6 +120,54 @@ func TestMatchReport_HonestBooksHaveNoExceptions(t *testing.T) {
 			{Currency: "TRY", Lines: 2, Gross: 55890, Fee: 1622 + 59, Net: 55890 - 1622 - 59},
 		}}, res)
 	require.Empty(t, b.exceptions(t))
+}
+
+// A day of the largest charges sums exactly, fees included.
+func TestMatchReport_ADayOfTheLargestChargesSumsExactly(t *testing.T) {
+	b := newBooks(t, fakeprovider.DefaultFee)
+	largest := try(chargeonce.MaxMinor("TRY"))
+	for range 3 {
+		b.pay(t, largest, chargeonce.AttemptSucceeded)
+	}
+
+	res := b.settle(t, "run-1", 2, afterGrace)
+
+	// 2.9% of 99,999,999 is 2,899,999.971, rounded to 2,900,000, plus 30.
+	require.Equal(t, activities.MatchReportResult{Status: store.SettlementFinal, Lines: 3, Matched: 3,
+		ByKind: map[chargeonce.ExceptionKind]int{},
+		Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 3 * 99_999_999, Fee: 3 * 2_900_030, Net: 3 * (99_999_999 - 2_900_030)}},
+	}, res)
+}
+
+// Totals that would pass the int64 maximum never wrap around: the line that
+// would overflow them is an exception, left out of the totals, and its charge
+// is missing; the lines before it sum exactly to the maximum.
+func TestMatchReport_ALineThatWouldOverflowTheTotalsIsAnException(t *testing.T) {
+	b := newBooks(t, fakeprovider.FeeRule{})
+	_, first := b.pay(t, try(54890), chargeonce.AttemptSucceeded)
+	b.pay(t, try(1000), chargeonce.AttemptSucceeded)
+	over, _ := b.pay(t, try(1), chargeonce.AttemptSucceeded)
+	// With the second line's 10.00, the first line's gross brings the
+	// total to exactly math.MaxInt64 minor units.
+	b.alter(t, fakeprovider.Alteration{ChargeID: first, Action: fakeprovider.AlterChange, Gross: "92233720368547748.07"})
+
+	res := b.settle(t, "run-1", 2, afterGrace)
+
+	require.Equal(t, []store.SettlementTotal{{Currency: "TRY", Lines: 2, Gross: math.MaxInt64, Net: math.MaxInt64}}, res.Totals)
+	require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionAmountMismatch: 1,
+		chargeonce.ExceptionMalformedLine: 1, chargeonce.ExceptionMissingInReport: 1}, res.ByKind)
+	require.Equal(t, 1, res.Matched)
+	var malformed, missing store.SettlementException
+	for _, e := range b.exceptions(t) {
+		switch e.Kind {
+		case chargeonce.ExceptionMalformedLine:
+			malformed = e
+		case chargeonce.ExceptionMissingInReport:
+			missing = e
+		}
+	}
+	require.Contains(t, malformed.Detail, "of 0.01 TRY, cannot be counted (the day's TRY totals would not fit in 64 bits")
+	require.Equal(t, over.OrderID, missing.OrderID)
 }
 
 func TestMatchReport_FindsEachKindOfException(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
 	"time"
 
@@ -107,6 +108,12 @@ func New(cfg Config) (http.Handler, error) {
 // route dispatches to the mux, and answers the requests that no route takes
 // with problem+json instead of the mux's plain text.
 func (s *server) route(w http.ResponseWriter, r *http.Request) {
+	// A path names a resource in one spelling only: the mux would redirect
+	// "//api/orders/1001" or "/api/./orders/1001" with an HTML body.
+	if canonical := path.Clean(r.URL.Path); canonical != r.URL.Path {
+		writeProblem(w, s.log, wire.NewProblem(wire.ProblemNotFound, fmt.Sprintf("no resource at %s: paths are written in one form, such as %s", r.URL.Path, canonical)))
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
 		s.mux.ServeHTTP(w, r)
 		return

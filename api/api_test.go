@@ -251,6 +251,14 @@ func TestAPI_BadOrderBodiesAre400AndChangeNothing(t *testing.T) {
 		{"malformed JSON", "application/json", `{"amount": "1.00",`, "truncated"},
 		{"description too long", "application/json", `{"amount": "1.00", "currency": "TRY", "description": "` + strings.Repeat("é", 501) + `"}`, "at most 500"},
 		{"control character in description", "application/json", `{"amount": "1.00", "currency": "TRY", "description": "a\u0000b"}`, "control characters"},
+		{"case-variant field", "application/json", `{"amount": "1.00", "AMOUNT": "1000.00", "currency": "TRY"}`, `unknown field "AMOUNT"`},
+		{"field folded by Unicode", "application/json", `{"amount": "1.00", "currency": "TRY", "deſcription": "x"}`, `unknown field "deſcription"`},
+		{"duplicate field", "application/json", `{"amount": "1.00", "amount": "1000.00", "currency": "TRY"}`, `field "amount" appears more than once`},
+		{"invalid UTF-8", "application/json", "{\"amount\": \"1.00\", \"currency\": \"TRY\", \"description\": \"a\xffb\"}", "not valid UTF-8 at byte 55"},
+		{"right-to-left override in description", "application/json", `{"amount": "1.00", "currency": "TRY", "description": "gift \u202Eexe.txt"}`, "invisible format characters, such as U+202E"},
+		{"leading zeros", "application/json", `{"amount": "0001.00", "currency": "TRY"}`, `"0001.00" must be written "1.00"`},
+		{"fewer decimals than the currency's", "application/json", `{"amount": "1.5", "currency": "TRY"}`, `"1.5" must be written "1.50"`},
+		{"over the maximum", "application/json", `{"amount": "1000000.00", "currency": "TRY"}`, "over the largest amount, 999999.99 TRY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,8 +293,10 @@ func TestAPI_OrderFieldsAtTheirBoundariesAre201Or400(t *testing.T) {
 		{"smallest TRY amount", order("0.01", "TRY", ""), http.StatusCreated},
 		{"smallest KWD amount", order("0.001", "KWD", ""), http.StatusCreated},
 		{"smallest JPY amount", order("1", "JPY", ""), http.StatusCreated},
-		{"largest amount", order("92233720368547758.07", "TRY", ""), http.StatusCreated},
-		{"one minor unit past the largest amount", order("92233720368547758.08", "TRY", ""), http.StatusBadRequest},
+		{"largest amount", order("999999.99", "TRY", ""), http.StatusCreated},
+		{"one minor unit past the largest amount", order("1000000.00", "TRY", ""), http.StatusBadRequest},
+		{"largest JPY amount", order("99999999", "JPY", ""), http.StatusCreated},
+		{"int64 maximum", order("92233720368547758.07", "TRY", ""), http.StatusBadRequest},
 		{"zero", order("0", "JPY", ""), http.StatusBadRequest},
 	}
 	for _, tt := range tests {
@@ -358,6 +368,31 @@ func TestAPI_UnknownOrdersAndPathsAre404(t *testing.T) {
 	status, header, body = a.send(t, http.MethodGet, "/api/nothing-here", "", "")
 	requireProblem(t, http.StatusNotFound, status, header, body)
 
+	require.Equal(t, before, a.snapshot(t))
+}
+
+// A path has one spelling: any other is a problem+json 404 that says the
+// canonical one, never the mux's redirect with an HTML body.
+func TestAPI_NonCanonicalPathsAre404NotRedirects(t *testing.T) {
+	a := startTestAPI(t)
+	id, _ := createOrder(t, a, `{"amount": "10.00", "currency": "TRY"}`)
+	order := fmt.Sprintf("/api/orders/%d", id)
+	before := a.snapshot(t)
+
+	for _, call := range []struct{ method, path, body string }{
+		{http.MethodGet, "/" + order, ""},
+		{http.MethodGet, "/api/./orders/" + fmt.Sprint(id), ""},
+		{http.MethodGet, "/api/settlements/../orders/" + fmt.Sprint(id), ""},
+		{http.MethodGet, order + "/", ""},
+		{http.MethodPost, "/" + order + "/checkout", `{"card_token": "tok_visa"}`},
+		{http.MethodPost, "//api/orders", `{"amount": "10.00", "currency": "TRY"}`},
+	} {
+		t.Run(call.method+" "+call.path, func(t *testing.T) {
+			status, header, body := a.send(t, call.method, call.path, "application/json", call.body)
+			p := requireProblem(t, http.StatusNotFound, status, header, body)
+			require.Contains(t, p.Detail, "paths are written in one form, such as /api/")
+		})
+	}
 	require.Equal(t, before, a.snapshot(t))
 }
 

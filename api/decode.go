@@ -1,26 +1,24 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/internal/strictjson"
 )
 
 // maxBodyBytes caps every request body.
 const maxBodyBytes = 64 << 10
 
 // decodeJSON reads the body of r into dst: a single JSON object of at most
-// maxBodyBytes, sent as application/json, with no unknown fields and nothing
-// after it.
+// maxBodyBytes, sent as application/json, read by strictjson (exact field
+// names, no duplicate or unknown fields, valid UTF-8, nothing after it).
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "application/json" {
@@ -29,53 +27,24 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
 		return badRequest("the body must be UTF-8, not %q", cs)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return badRequest("%s", describeJSONError(err))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return readError(err)
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return badRequest("%s", describeJSONError(err))
-		}
-		return badRequest("the body must hold a single JSON object and nothing after it")
+	if err := strictjson.Unmarshal(body, dst); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }
 
-// describeJSONError turns a decoding error into a message for the client.
-func describeJSONError(err error) string {
-	var (
-		tooLarge  *http.MaxBytesError
-		syntaxErr *json.SyntaxError
-		typeErr   *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &tooLarge):
-		return fmt.Sprintf("the body is over %d KiB", maxBodyBytes>>10)
-	case errors.Is(err, io.EOF):
-		return "the body is empty; a JSON object is required"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the body is truncated JSON"
-	case errors.As(err, &syntaxErr):
-		return fmt.Sprintf("the body is not valid JSON at byte %d", syntaxErr.Offset)
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return fmt.Sprintf("field %q must be a JSON %s", typeErr.Field, expectedJSONType(typeErr))
-	case errors.As(err, &typeErr):
-		return "the body must be a JSON object"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		// encoding/json reports unknown fields only through this message.
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+// readError is the answer to a body that could not be read: over
+// maxBodyBytes, or cut off by the client.
+func readError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return badRequest("the body is over %d KiB", maxBodyBytes>>10)
 	}
-	return "the body is not valid JSON"
-}
-
-func expectedJSONType(e *json.UnmarshalTypeError) string {
-	if e.Type.Kind() == reflect.String {
-		return `string, such as "548.90"`
-	}
-	return e.Type.String()
+	return badRequest("the body could not be read: %v", err)
 }
 
 // parseCreateOrder checks the body of POST /api/orders and returns the

@@ -44,16 +44,12 @@ func newSettlement(run store.SettlementRun, exceptions []store.SettlementExcepti
 	return b
 }
 
-// reportDate reads the {date} of a settlement path: a UTC date that has
-// begun.
+// reportDate reads the {date} of a settlement path, by the rule of
+// settlement.ParseSettlementDate.
 func reportDate(r *http.Request) (string, error) {
 	date := r.PathValue("date")
-	d, err := settlement.ParseDate(date)
-	if err != nil {
+	if _, err := settlement.ParseSettlementDate(date, time.Now()); err != nil {
 		return "", badRequest("the settlement date %v", err)
-	}
-	if d.After(time.Now()) {
-		return "", badRequest("the settlement date %s is in the future: the provider has no report for it yet", date)
 	}
 	return date, nil
 }

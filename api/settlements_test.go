@@ -19,6 +19,8 @@ func TestAPI_BadSettlementDatesAre400AndChangeNothing(t *testing.T) {
 		{"14-03-2026", `the settlement date "14-03-2026" is not a date`},
 		{"yesterday", `the settlement date "yesterday" is not a date`},
 		{tomorrow, "is in the future: the provider has no report for it yet"},
+		{"0000-01-01", "the settlement date 0000-01-01 is before 2000-01-01: no settlement is that old"},
+		{"1999-12-31", "is before 2000-01-01"},
 	}
 	a := startTestAPI(t)
 	for _, tt := range tests {

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 
@@ -10,6 +8,7 @@ import (
 
 	"chargeonce/api/wire"
 	"chargeonce/checkout"
+	"chargeonce/internal/strictjson"
 	"chargeonce/internal/webhook"
 )
 
@@ -31,8 +30,8 @@ type providerEvents struct {
 }
 
 // eventBody is the part of an event that the API reads: the type and the
-// charge's id and merchant reference. Other fields are allowed, as a
-// provider adds them over time.
+// charge's id and merchant reference. Other fields are skipped, as a
+// provider adds them over time; the names read match exactly.
 type eventBody struct {
 	Type string `json:"type"`
 	Data *struct {
@@ -63,7 +62,7 @@ func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		e.results.WithLabelValues(eventMalformed).Inc()
-		e.fail(w, r, badRequest("%s", describeJSONError(err)))
+		e.fail(w, r, readError(err))
 		return
 	}
 	id, err := e.verifier.Verify(r.Header, body)
@@ -99,12 +98,8 @@ func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request) {
 // provider contract with a bad request.
 func parseEvent(body []byte) (checkout.ProviderEvent, error) {
 	var b eventBody
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&b); err != nil {
-		return checkout.ProviderEvent{}, badRequest("the event is not a JSON object: %s", describeJSONError(err))
-	}
-	if dec.More() {
-		return checkout.ProviderEvent{}, badRequest("the body must hold a single JSON object and nothing after it")
+	if err := strictjson.UnmarshalExtensible(body, &b); err != nil {
+		return checkout.ProviderEvent{}, badRequest("the event is refused: %v", err)
 	}
 	switch {
 	case b.Type != webhook.EventChargeSucceeded && b.Type != webhook.EventChargeFailed:

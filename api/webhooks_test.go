@@ -206,6 +206,9 @@ func TestProviderEvent_BadSignatureOrEventIsRefusedAndStoresNothing(t *testing.T
 	a := startEventsAPI(t)
 	attempt := a.openAttempt(t)
 	good := eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference)
+	duplicateType := strings.Replace(good, `"type":"charge.succeeded"`, `"type":"charge.failed","type":"charge.succeeded"`, 1)
+	require.NotEqual(t, good, duplicateType)
+	badUTF8 := strings.Replace(good, "ch_000001", "ch_\xff", 1)
 	other, err := webhook.ParseSecret(webhook.NewSecret())
 	require.NoError(t, err)
 	signed := func(secret webhook.Secret, at time.Time, body string) http.Header {
@@ -231,6 +234,10 @@ func TestProviderEvent_BadSignatureOrEventIsRefusedAndStoresNothing(t *testing.T
 			eventJSON("charge.succeeded", "ch_000001", ""), http.StatusBadRequest, "malformed"},
 		{"no data", signed(a.secret, time.Now(), `{"type":"charge.succeeded"}`), `{"type":"charge.succeeded"}`, http.StatusBadRequest, "malformed"},
 		{"too large", signed(a.secret, time.Now(), strings.Repeat(" ", 65<<10)+good), strings.Repeat(" ", 65<<10) + good, http.StatusBadRequest, "malformed"},
+		// Signed or not, an event means one thing: a duplicate member or
+		// invalid UTF-8 is refused, not read as whichever copy wins.
+		{"duplicate type", signed(a.secret, time.Now(), duplicateType), duplicateType, http.StatusBadRequest, "malformed"},
+		{"invalid UTF-8", signed(a.secret, time.Now(), badUTF8), badUTF8, http.StatusBadRequest, "malformed"},
 	}
 	before := a.snapshot(t)
 	for _, tt := range tests {
@@ -241,5 +248,5 @@ func TestProviderEvent_BadSignatureOrEventIsRefusedAndStoresNothing(t *testing.T
 		})
 	}
 	require.Equal(t, "4", a.counted(t, "refused"))
-	require.Equal(t, "5", a.counted(t, "malformed"))
+	require.Equal(t, "7", a.counted(t, "malformed"))
 }

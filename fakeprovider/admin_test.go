@@ -36,11 +36,12 @@ func TestAdminMode_InvalidModeIsRefusedAndNothingChanges(t *testing.T) {
 		{"rate above 1", `{"mode":"error","rate":1.5}`, "rate must be between 0 and 1, got 1.5"},
 		{"chance mode without rate", `{"mode":"rate_limit"}`, "mode rate_limit needs a rate greater than 0"},
 		{"delay not a duration", `{"mode":"slow","delay":"5 seconds"}`, `delay must be a duration such as 5s, got "5 seconds"`},
-		{"delay as number", `{"mode":"slow","delay":5}`, "delay must be a string"},
-		{"rate as string", `{"mode":"error","rate":"0.5"}`, "rate must be a number"},
-		{"negative seed", `{"mode":"error","rate":1,"seed":-1}`, "seed must be a non-negative integer that fits in 64 bits"},
+		{"delay as number", `{"mode":"slow","delay":5}`, `field "delay" must be a JSON string`},
+		{"rate as string", `{"mode":"error","rate":"0.5"}`, `field "rate" must be a JSON number`},
+		{"negative seed", `{"mode":"error","rate":1,"seed":-1}`, `field "seed" must be a non-negative JSON integer that fits in 64 bits`},
 		{"unknown field", `{"mode":"error","rate":1,"probability":1}`, `unknown field "probability"`},
-		{"not an object", `"slow"`, msgBodyNotObject},
+		{"not an object", `"slow"`, "the body must be a JSON object"},
+		{"case-variant field", `{"MODE":"error","rate":1}`, `unknown field "MODE"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +152,7 @@ func TestAdminExpireKeys_InvalidAgeIsRefused(t *testing.T) {
 		detail string
 	}{
 		{"no age", call{method: http.MethodPost, path: "/_admin/expire-keys", body: `{}`}, msgOlderThan},
-		{"no body", call{method: http.MethodPost, path: "/_admin/expire-keys", contentType: "application/json"}, msgBodyNotObject},
+		{"no body", call{method: http.MethodPost, path: "/_admin/expire-keys", contentType: "application/json"}, "the body is empty; a JSON object is required"},
 		{"negative", call{method: http.MethodPost, path: "/_admin/expire-keys?older_than=-1h"}, msgOlderThan},
 		{"not a duration", call{method: http.MethodPost, path: "/_admin/expire-keys", body: `{"older_than":"yesterday"}`}, msgOlderThan},
 		{"unknown field", call{method: http.MethodPost, path: "/_admin/expire-keys", body: `{"age":"1h"}`}, `unknown field "age"`},

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce"
 )
 
 func TestPostCharge_NewKeyCreatesCharge(t *testing.T) {
@@ -135,21 +137,25 @@ func TestPostCharge_InvalidBodyIsRefusedNamingTheField(t *testing.T) {
 	}{
 		{name: "text/plain", body: validBody, contentType: "text/plain", detail: msgContentType},
 		{name: "latin1 charset", body: validBody, contentType: "application/json; charset=latin1", detail: msgContentType},
-		{name: "not json", body: `amount=1`, detail: msgBodyNotObject},
-		{name: "array", body: `[1,2]`, detail: msgBodyNotObject},
-		{name: "truncated", body: `{"amount":1`, detail: msgBodyNotObject},
-		{name: "trailing data", body: validBody + `{}`, detail: msgBodyNotObject},
+		{name: "not json", body: `amount=1`, detail: "the body must be a JSON object"},
+		{name: "array", body: `[1,2]`, detail: "the body must be a JSON object"},
+		{name: "truncated", body: `{"amount":1`, detail: "the body is truncated JSON"},
+		{name: "trailing data", body: validBody + `{}`, detail: "the body must hold a single JSON object and nothing after it"},
+		{name: "case-variant field", body: `{"amount":1,"AMOUNT":100000,"currency":"TRY","source":"tok_visa","merchant_reference":"ref"}`, param: "AMOUNT", detail: `unknown field "AMOUNT"`},
+		{name: "duplicate field", body: `{"amount":1,"amount":100000,"currency":"TRY","source":"tok_visa","merchant_reference":"ref"}`, param: "amount", detail: `field "amount" appears more than once`},
+		{name: "invalid UTF-8", body: "{\"amount\":1,\"currency\":\"TRY\",\"source\":\"tok_visa\",\"merchant_reference\":\"ref\",\"description\":\"\xff\"}", detail: "the body is not valid UTF-8 at byte 91"},
 		{name: "unknown field", body: `{"amount":1,"currency":"TRY","colour":"red"}`, param: "colour", detail: `unknown field "colour"`},
-		{name: "amount as string", body: `{"amount":"548.90"}`, param: "amount", detail: "amount must be an integer that fits in 64 bits"},
-		{name: "amount fraction", body: `{"amount":548.9}`, param: "amount", detail: "amount must be an integer that fits in 64 bits"},
-		{name: "amount too large", body: `{"amount":9223372036854775808}`, param: "amount", detail: "amount must be an integer that fits in 64 bits"},
+		{name: "amount as string", body: `{"amount":"548.90"}`, param: "amount", detail: `field "amount" must be a JSON integer that fits in 64 bits`},
+		{name: "amount fraction", body: `{"amount":548.9}`, param: "amount", detail: `field "amount" must be a JSON integer that fits in 64 bits`},
+		{name: "amount too large", body: `{"amount":9223372036854775808}`, param: "amount", detail: `field "amount" must be a JSON integer that fits in 64 bits`},
 		{name: "amount zero", body: chargeBody(0, "tok_visa", "ref"), param: "amount", detail: msgAmount},
 		{name: "amount negative", body: chargeBody(-5, "tok_visa", "ref"), param: "amount", detail: msgAmount},
+		{name: "amount over the maximum", body: chargeBody(chargeonce.DefaultMaxMinor+1, "tok_visa", "ref"), param: "amount", detail: msgAmountTooLarge},
 		{name: "amount missing", body: `{"currency":"TRY","source":"tok_visa","merchant_reference":"ref"}`, param: "amount", detail: msgAmount},
 		{name: "currency missing", body: `{"amount":1,"source":"tok_visa","merchant_reference":"ref"}`, param: "currency", detail: msgCurrency},
 		{name: "currency lower case", body: `{"amount":1,"currency":"try","source":"tok_visa","merchant_reference":"ref"}`, param: "currency", detail: msgCurrency},
 		{name: "currency unknown", body: `{"amount":1,"currency":"ZZZ","source":"tok_visa","merchant_reference":"ref"}`, param: "currency", detail: msgCurrency},
-		{name: "currency number", body: `{"amount":1,"currency":949}`, param: "currency", detail: "currency must be a string"},
+		{name: "currency number", body: `{"amount":1,"currency":949}`, param: "currency", detail: `field "currency" must be a JSON string`},
 		{name: "source missing", body: `{"amount":1,"currency":"TRY","merchant_reference":"ref"}`, param: "source", detail: msgSourceMissing},
 		{name: "source not a token", body: chargeBody(1, "4242424242424242", "ref"), param: "source", detail: msgSourceNotToken},
 		{name: "source bare prefix", body: chargeBody(1, "tok_", "ref"), param: "source", detail: msgSourceNotToken},

@@ -1,10 +1,11 @@
 package fakeprovider
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"chargeonce/internal/strictjson"
 )
 
 // ModeName names a chaos mode.
@@ -91,10 +92,8 @@ func (m Mode) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes {"mode", "delay", "rate", "seed"} and refuses unknown
 // fields. It does not validate; call Validate.
 func (m *Mode) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var w modeJSON
-	if err := dec.Decode(&w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var delay time.Duration

@@ -51,8 +51,8 @@ const (
 	msgKeyMalformed     = `Idempotency-Key must be a Structured Field String such as "8e03978e-40d5-43e8-bc93-6894a57f9324", or a bare token`
 	msgContentType      = "Content-Type must be application/json"
 	msgBodyTooLarge     = "request body must be at most 65536 bytes"
-	msgBodyNotObject    = "request body must be a single JSON object"
 	msgAmount           = "amount must be a positive integer in minor units"
+	msgAmountTooLarge   = "amount must be at most 99999999 minor units"
 	msgCurrency         = "currency must be an upper-case ISO 4217 code such as TRY"
 	msgSourceMissing    = "source is required"
 	msgSourceNotToken   = "source must be a card token starting with tok_"

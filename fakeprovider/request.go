@@ -8,13 +8,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"reflect"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/dunglas/httpsfv"
 	"golang.org/x/text/currency"
+
+	"chargeonce"
+	"chargeonce/internal/strictjson"
 )
 
 const (
@@ -83,6 +84,8 @@ func (r chargeRequest) validate() *problem {
 	switch {
 	case r.Amount <= 0:
 		return invalidField("amount", msgAmount)
+	case r.Amount > chargeonce.MaxMinor(r.Currency):
+		return invalidField("amount", msgAmountTooLarge)
 	case !isISO4217(r.Currency):
 		return invalidField("currency", msgCurrency)
 	case r.Source == "":
@@ -121,25 +124,22 @@ func decodeCharge(w http.ResponseWriter, r *http.Request) (chargeRequest, *probl
 }
 
 // decodeJSON strictly decodes a JSON object body into dst: the content type
-// must be JSON, the body at most maxBodyBytes, with no unknown fields and
-// nothing after the object.
+// must be JSON and the body at most maxBodyBytes, read by strictjson (exact
+// field names, no duplicate or unknown fields, valid UTF-8, nothing after
+// the object).
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) *problem {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		return newProblem(codeInvalidRequest, msgContentType)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeProblem(err)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return newProblem(codeInvalidRequest, msgBodyTooLarge)
+	case err != nil:
+		return newProblem(codeInvalidRequest, "request body could not be read: "+err.Error())
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return newProblem(codeInvalidRequest, msgBodyTooLarge)
-		}
-		return newProblem(codeInvalidRequest, msgBodyNotObject)
-	}
-	return nil
+	return decodeProblem(strictjson.Unmarshal(body, dst))
 }
 
 func isJSONContentType(header string) bool {
@@ -152,48 +152,16 @@ func isJSONContentType(header string) bool {
 }
 
 // decodeProblem turns a decoding error into a 400 that names the field when
-// there is one.
+// there is one; nil stays nil.
 func decodeProblem(err error) *problem {
-	var (
-		tooLarge *http.MaxBytesError
-		typeErr  *json.UnmarshalTypeError
-	)
+	var strict *strictjson.Error
 	switch {
-	case errors.As(err, &tooLarge):
-		return newProblem(codeInvalidRequest, msgBodyTooLarge)
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return invalidField(typeErr.Field, typeErr.Field+" must be "+jsonKind(typeErr.Type))
-	}
-	// encoding/json has no typed error for an unknown field, only this text.
-	if quoted, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		if name, uerr := strconv.Unquote(quoted); uerr == nil {
-			return invalidField(name, "unknown field "+quoted)
-		}
-	}
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return newProblem(codeInvalidRequest, msgBodyNotObject)
+	case err == nil:
+		return nil
+	case errors.As(err, &strict):
+		return invalidField(strict.Field, strict.Error())
 	}
 	// What remains are errors from a type's own UnmarshalJSON, which are
 	// written for people.
 	return newProblem(codeInvalidRequest, err.Error())
-}
-
-// jsonKind names the JSON value a Go type expects, for error details.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer that fits in " + strconv.Itoa(t.Bits()) + " bits"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a non-negative integer that fits in " + strconv.Itoa(t.Bits()) + " bits"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.String:
-		return "a string"
-	default:
-		return "an object"
-	}
 }

@@ -34,9 +34,17 @@ func (f FeeRule) Validate() error {
 	return nil
 }
 
-// Fee is the fee on a charge of amount minor units.
+// Fee is the fee on a charge of amount minor units, rounded half up, and
+// never more than the amount. It is exact for every amount up to the int64
+// maximum: the whole ten-thousands and the rest are scaled apart, as
+// amount*BasisPoints alone would overflow, and a fixed fee whose sum
+// overflows is over the amount anyway.
 func (f FeeRule) Fee(amount int64) int64 {
-	fee := (amount*f.BasisPoints+5000)/10000 + f.FixedMinor
+	scaled := (amount/10000)*f.BasisPoints + (amount%10000*f.BasisPoints+5000)/10000
+	fee, err := chargeonce.AddMinor(scaled, f.FixedMinor)
+	if err != nil {
+		return amount
+	}
 	return min(fee, amount)
 }
 
@@ -217,7 +225,10 @@ func changed(r settlement.Record, a Alteration) settlement.Record {
 	gross, errGross := chargeonce.ParseAmount(a.Gross, r.Currency)
 	fee, errFee := chargeonce.ParseAmount(r.Fee, r.Currency)
 	if errGross == nil && errFee == nil {
-		r.Net = chargeonce.Money{Minor: gross - fee, Currency: r.Currency}.Decimal()
+		// ParseAmount never returns math.MinInt64, so -fee is exact.
+		if net, err := chargeonce.AddMinor(gross, -fee); err == nil {
+			r.Net = chargeonce.Money{Minor: net, Currency: r.Currency}.Decimal()
+		}
 	}
 	return r
 }

@@ -2,6 +2,8 @@ package fakeprovider
 
 import (
 	"io"
+	"math"
+	"math/big"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -202,4 +204,20 @@ func TestFeeRule_RoundsHalfUpAndNeverExceedsTheCharge(t *testing.T) {
 	require.Error(t, FeeRule{BasisPoints: -1}.Validate())
 	require.Error(t, FeeRule{FixedMinor: -1}.Validate())
 	require.Error(t, Config{Fee: FeeRule{BasisPoints: 10001}}.Validate())
+}
+
+// The fee is exact where amount*BasisPoints does not fit in int64: the
+// largest amounts are compared with the same rule in big integers.
+func TestFeeRule_ExactForTheLargestAmounts(t *testing.T) {
+	rules := []FeeRule{DefaultFee, {BasisPoints: 10000}, {BasisPoints: 9999, FixedMinor: math.MaxInt64}, {BasisPoints: 1}}
+	for _, rule := range rules {
+		for _, amount := range []int64{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 / 290, 99_999_999, 1} {
+			want := new(big.Int).Mul(big.NewInt(amount), big.NewInt(rule.BasisPoints))
+			want.Add(want, big.NewInt(5000)).Quo(want, big.NewInt(10000)).Add(want, big.NewInt(rule.FixedMinor))
+			if want.Cmp(big.NewInt(amount)) > 0 {
+				want.SetInt64(amount)
+			}
+			require.Equal(t, want.Int64(), rule.Fee(amount), "%+v on %d", rule, amount)
+		}
+	}
 }

@@ -205,9 +205,13 @@ func decodePaymentIntent(w http.ResponseWriter, r *http.Request) (chargeRequest,
 		return chargeRequest{}, newProblem(codeInvalidRequest, msgFormUnreadable)
 	}
 	form := r.PostForm
-	for name := range form {
+	for name, values := range form {
 		if !knownPaymentIntentParam(name) {
 			return chargeRequest{}, invalidField(name, "received unknown parameter: "+name)
+		}
+		// A repeated parameter would mean whichever copy a reader takes.
+		if len(values) > 1 {
+			return chargeRequest{}, invalidField(name, "received parameter more than once: "+name)
 		}
 	}
 	if form.Get("confirm") != "true" {

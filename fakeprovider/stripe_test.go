@@ -96,6 +96,7 @@ func TestStripe_RefusesWhatStripeRefuses(t *testing.T) {
 		{"no idempotency key", postIntent("", stripeForm(nil)), 400, "invalid_request_error", ""},
 		{"JSON body", call{method: http.MethodPost, path: stripeChargePath, key: "k", body: `{}`, auth: stripeAuth}, 400, "invalid_request_error", ""},
 		{"unknown parameter", postIntent("k", stripeForm(func(f url.Values) { f.Set("customer", "cus_1") })), 400, "invalid_request_error", "customer"},
+		{"repeated parameter", postIntent("k", stripeForm(func(f url.Values) { f.Add("amount", "100000") })), 400, "invalid_request_error", "amount"},
 		{"not confirmed", postIntent("k", stripeForm(func(f url.Values) { f.Del("confirm") })), 400, "invalid_request_error", "confirm"},
 		{"amount not a number", postIntent("k", stripeForm(func(f url.Values) { f.Set("amount", "5.50") })), 400, "invalid_request_error", "amount"},
 		{"unknown payment method", postIntent("k", stripeForm(func(f url.Values) { f.Set("payment_method", "card_123") })), 400, "invalid_request_error", "payment_method"},

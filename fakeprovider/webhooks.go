@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"chargeonce/internal/strictjson"
 	"chargeonce/internal/webhook"
 )
 
@@ -106,10 +107,8 @@ func (c WebhookChaos) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the form of MarshalJSON and refuses unknown
 // fields. It does not validate; call Validate.
 func (c *WebhookChaos) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var w webhookChaosJSON
-	if err := dec.Decode(&w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	delay, err := parseOptionalDuration("delay", w.Delay)

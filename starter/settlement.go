@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"chargeonce/api/wire"
+	"chargeonce/provider/settlement"
 )
 
 // amountText writes a settlement amount, or "-" when there is none.
@@ -50,6 +51,10 @@ func settlementCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	if *date == "" {
 		return 0, usagef("settlement %s needs --date, such as --date %s", args[0], time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly))
+	}
+	// The API's own rule, so that a mistyped date is a usage error here.
+	if _, err := settlement.ParseSettlementDate(*date, time.Now()); err != nil {
+		return 0, usagef("settlement %s: --date %v", args[0], err)
 	}
 	s, status, err := api.settlement(ctx, *date, args[0] == "run")
 	if err != nil {

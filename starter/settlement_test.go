@@ -56,3 +56,16 @@ func TestSettlement_ShowOfAnUnsettledDayExits1WithTheReason(t *testing.T) {
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, "2026-03-14 has not been settled yet (HTTP 404)")
 }
+
+func TestSettlement_ADateOutsideTheWindowIsAUsageErrorAndAsksNothing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the API was asked %s %s", r.Method, r.URL.Path)
+	}))
+	defer srv.Close()
+
+	code, stdout, stderr := runStarter(t, nil, "settlement", "run", "--date", "0000-01-01", "--api", srv.URL)
+
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "--date 0000-01-01 is before 2000-01-01: no settlement is that old")
+}

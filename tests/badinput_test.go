@@ -76,6 +76,27 @@ func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
 		{name: "checkout overflowing order", path: "/api/orders/99999999999999999999999/checkout", body: `{"card_token": "tok_visa"}`},
 		{name: "checkout unknown order", path: "/api/orders/987654321/checkout", body: `{"card_token": "tok_visa"}`},
 		{name: "order not a number", method: http.MethodGet, path: "/api/orders/1e3"},
+		// Input that could mean two things to two readers.
+		{name: "case-variant field", path: "/api/orders", body: `{"amount": "1.00", "AMOUNT": "1000.00", "currency": "TRY"}`},
+		{name: "field folded by Unicode", path: "/api/orders", body: `{"amount": "1.00", "currency": "TRY", "deſcription": "x"}`},
+		{name: "duplicate field", path: "/api/orders", body: `{"amount": "1.00", "amount": "1000.00", "currency": "TRY"}`},
+		{name: "checkout duplicate field", path: checkoutPath, body: `{"card_token": "tok_visa", "card_token": "tok_chargeDeclined"}`},
+		{name: "invalid UTF-8", path: "/api/orders", body: "{\"amount\": \"1.00\", \"currency\": \"TRY\", \"description\": \"a\xffb\"}"},
+		{name: "right-to-left override", path: "/api/orders", body: `{"amount": "1.00", "currency": "TRY", "description": "gift \u202Eexe.txt"}`},
+		{name: "zero-width space", path: "/api/orders", body: `{"amount": "1.00", "currency": "TRY", "description": "pay\u200Bpal"}`},
+		{name: "byte order mark", path: "/api/orders", body: `{"amount": "1.00", "currency": "TRY", "description": "\uFEFFgift"}`},
+		{name: "amount with leading zeros", path: "/api/orders", body: `{"amount": "0001.00", "currency": "TRY"}`},
+		{name: "amount with fewer decimals", path: "/api/orders", body: `{"amount": "1.5", "currency": "TRY"}`},
+		{name: "amount over the maximum", path: "/api/orders", body: `{"amount": "1000000.00", "currency": "TRY"}`},
+		{name: "amount at the int64 maximum", path: "/api/orders", body: `{"amount": "92233720368547758.07", "currency": "TRY"}`},
+		{name: "settlement date 0000-01-01", method: http.MethodGet, path: "/api/settlements/0000-01-01"},
+		{name: "settlement run of 0000-01-01", path: "/api/settlements/0000-01-01/run"},
+		{name: "settlement date in the future", method: http.MethodGet, path: "/api/settlements/2999-01-01"},
+		{name: "double slash", method: http.MethodGet, path: fmt.Sprintf("//api/orders/%d", placed)},
+		{name: "double slash checkout", path: "/" + checkoutPath, body: `{"card_token": "tok_visa"}`},
+		{name: "dot segment", method: http.MethodGet, path: fmt.Sprintf("/api/./orders/%d", placed)},
+		{name: "no route", method: http.MethodGet, path: "/api/refunds"},
+		{name: "wrong method", method: http.MethodDelete, path: fmt.Sprintf("/api/orders/%d", placed)},
 	}
 	for _, c := range api {
 		t.Run("api/"+c.name, func(t *testing.T) {
@@ -110,6 +131,10 @@ func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
 		{name: "missing reference", header: charge(quotedKey), body: `{"amount": 100, "currency": "TRY", "source": "tok_visa"}`},
 		{name: "malformed JSON", header: charge(quotedKey), body: `{"amount": 100,`},
 		{name: "huge body", header: charge(quotedKey), body: `{"amount": 100, "currency": "TRY", "source": "tok_visa", "description": "` + huge + `"}`},
+		{name: "case-variant field", header: charge(quotedKey), body: strings.Replace(validCharge, `"amount": 100`, `"amount": 100, "AMOUNT": 100000`, 1)},
+		{name: "duplicate field", header: charge(quotedKey), body: strings.Replace(validCharge, `"amount": 100`, `"amount": 100, "amount": 100000`, 1)},
+		{name: "invalid UTF-8", header: charge(quotedKey), body: strings.Replace(validCharge, `"tok_visa"`, "\"tok_\xff\"", 1)},
+		{name: "amount over the maximum", header: charge(quotedKey), body: strings.Replace(validCharge, `"amount": 100`, `"amount": 100000000`, 1)},
 	}
 	for _, c := range provider {
 		c.method, c.path = http.MethodPost, "/v1/charges"

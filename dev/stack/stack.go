@@ -236,7 +236,7 @@ func (s *Stack) start(ctx context.Context) error {
 	origins := []string{ui, strings.Replace(ui, "//127.0.0.1:", "//localhost:", 1)}
 	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, origins...)))
 	mux.Handle("/", handler)
-	s.apiS = serve.Start(apiLn, mux)
+	s.apiS = serve.Start(apiLn, apiFirst(mux, handler))
 	s.closers = append(s.closers, s.apiS.Shutdown)
 	return nil
 }
@@ -254,6 +254,19 @@ func (s *Stack) loadOrCreateAPIKey(ctx context.Context) error {
 
 // codecPath is where the API server serves the payload codec for the Web UI.
 const codecPath = "/codec"
+
+// apiFirst hands every request outside codecPath to the API as it came, so
+// that the mux's redirect of an unclean path ("//api/orders/1001", with an
+// HTML body) never answers it: the API answers with problem+json.
+func apiFirst(mux *http.ServeMux, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, codecPath+"/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
 
 func (s *Stack) prepareDataDir() error {
 	if s.cfg.DataDir != "" {

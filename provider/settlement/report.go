@@ -47,6 +47,27 @@ func ParseDate(s string) (time.Time, error) {
 	return d, nil
 }
 
+// EarliestDate is the first date that a settlement is run or read for: no
+// card was charged through this service before it, and a year such as 0000
+// is a typing mistake.
+var EarliestDate = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ParseSettlementDate reads the date of a settlement to run or read: a date
+// as ParseDate reads it, no earlier than EarliestDate, and begun at now (a
+// date yet to begin has no report). The API and the starter hold dates to it.
+func ParseSettlementDate(s string, now time.Time) (time.Time, error) {
+	d, err := ParseDate(s)
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case d.Before(EarliestDate):
+		return time.Time{}, fmt.Errorf("%s is before %s: no settlement is that old", s, EarliestDate.Format(DateLayout))
+	case d.After(now):
+		return time.Time{}, fmt.Errorf("%s is in the future: the provider has no report for it yet", s)
+	}
+	return d, nil
+}
+
 // Record is one line of the report as text, exactly as the provider writes
 // it. Its JSON form is the report's JSON variant.
 type Record struct {
@@ -203,7 +224,8 @@ func parse(no int, f []string) (Line, string) {
 			return Line{}, a.name + ": " + err.Error()
 		}
 	}
-	if l.Gross-l.Fee != l.Net {
+	// Checked, as a wrapped gross - fee could equal a net by accident.
+	if sum, err := chargeonce.AddMinor(l.Net, l.Fee); err != nil || sum != l.Gross {
 		return Line{}, fmt.Sprintf("net %s is not gross %s less fee %s", r.Net, r.Gross, r.Fee)
 	}
 	return l, ""

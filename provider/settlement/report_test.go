@@ -88,6 +88,23 @@ func TestParseDate_OnlyCalendarDates(t *testing.T) {
 	}
 }
 
+func TestParseSettlementDate_FromEarliestDateToToday(t *testing.T) {
+	now := time.Date(2026, 3, 14, 0, 30, 0, 0, time.UTC)
+	for _, good := range []string{"2000-01-01", "2026-03-13", "2026-03-14"} {
+		_, err := settlement.ParseSettlementDate(good, now)
+		require.NoError(t, err, good)
+	}
+	for bad, want := range map[string]string{
+		"0000-01-01": "0000-01-01 is before 2000-01-01: no settlement is that old",
+		"1999-12-31": "1999-12-31 is before 2000-01-01: no settlement is that old",
+		"2026-03-15": "2026-03-15 is in the future: the provider has no report for it yet",
+		"2026-02-30": `"2026-02-30" is not a date such as 2026-03-14 (year-month-day, UTC)`,
+	} {
+		_, err := settlement.ParseSettlementDate(bad, now)
+		require.EqualError(t, err, want, bad)
+	}
+}
+
 func TestClient_OpenStreamsTheReport(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
