@@ -452,6 +452,51 @@ func TestCheckout_RefusedCardIs402AndTheOrderIsThenPaidWithAGoodCard(t *testing.
 	}
 }
 
+// TestCheckout_ClickStormOfOneCardIsJoinedAndEveryClickIsPaid: fifty
+// checkouts of one order with one card at once, while the provider loses
+// the response to every new charge. The API joins them into one update of
+// the payment workflow, so the server's limit on updates in flight per
+// workflow is never reached, and every click is answered with the outcome
+// the order reached: paid, by one charge.
+func TestCheckout_ClickStormOfOneCardIsJoinedAndEveryClickIsPaid(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	s := startCheckoutStack(t, checkoutStackConfig{
+		Timing: articleTiming(),
+		Budget: articleBudget,
+		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1},
+		Logs:   logs,
+	})
+	id := s.createOrder(t, "548.90", "TRY")
+	// What the embedded server logs while it starts is not the storm's.
+	logged := len(logs.String())
+
+	const clicks = 50
+	answers := make([]checkoutResponse, clicks)
+	go1 := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range clicks {
+		wg.Go(func() {
+			<-go1
+			answers[i] = s.checkoutNoFatal(id, "tok_visa")
+		})
+	}
+	close(go1)
+	wg.Wait()
+
+	for i, a := range answers {
+		require.Equal(t, http.StatusOK, a.status, "click %d: %s", i, a.body)
+	}
+	charges := s.provider.Charges()
+	require.Len(t, charges, 1, "one charge for fifty clicks")
+	o := s.order(t, id)
+	require.Equal(t, "paid", o.Status)
+	require.Len(t, o.Attempts, 1)
+	require.Equal(t, charges[0].ID, *o.ProviderPaymentID)
+	story := logs.String()[logged:]
+	require.NotContains(t, story, "concurrent in-flight updates", "no update was refused past the server's limit")
+	require.Empty(t, errorLinesOf(story, ""), "a storm is no error")
+}
+
 // checkoutStackConfig is what these tests vary in the stack.
 type checkoutStackConfig struct {
 	Timing workflows.Timing
