@@ -134,6 +134,24 @@ func TestCharge_DeclineIsAResult(t *testing.T) {
 	require.Equal(t, string(provider.Declined), logged[0].Outcome)
 }
 
+func TestCharge_RefusedCardIsADeclineWithoutACharge(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "visa", amount, time.Now())
+
+	res, err := charge(t, newActivityEnv(t, env, 0), intent)
+	require.NoError(t, err, "the customer's card is a result, not an error")
+
+	require.Empty(t, env.Fake.Charges())
+	require.Equal(t, activities.ChargeResult{
+		Status:      chargeonce.AttemptDeclined,
+		DeclineCode: provider.DeclineInvalidPaymentMethod,
+	}, res)
+	logged := env.Attempt(t, intent.Key).Requests
+	require.Len(t, logged, 1)
+	require.Equal(t, http.StatusPaymentRequired, logged[0].StatusCode)
+	require.Equal(t, string(provider.Declined), logged[0].Outcome)
+}
+
 // TestCharge_FailuresAreTypedErrors covers every outcome that is not a
 // charge result: its error type, whether Temporal may retry it, the
 // Retry-After it carries, and what reached the provider and the request log.

@@ -23,8 +23,9 @@ type ChargeInput struct {
 type ChargeResult struct {
 	// Status is AttemptSucceeded or AttemptDeclined.
 	Status chargeonce.AttemptStatus `json:"Status"`
-	// ProviderPaymentID is the provider's charge id (a declined request
-	// creates a failed charge, so it is set on a decline too).
+	// ProviderPaymentID is the provider's charge id (a declined card
+	// leaves a failed charge, so it is set on a decline too, except for a
+	// card the provider refused as a payment method, which leaves none).
 	ProviderPaymentID string `json:"ProviderPaymentID"`
 	// DeclineCode is the provider's reason on a decline.
 	DeclineCode string `json:"DeclineCode"`

@@ -128,7 +128,11 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", orderLocation(id))
 		writeJSON(w, log, http.StatusAccepted, "application/json", newCheckoutAnswer(res))
 	case checkout.OutcomeDeclined:
-		p := wire.NewProblem(wire.ProblemCardDeclined, "The card was declined. The order may be paid with another card.")
+		detail := "The card was declined. The order may be paid with another card."
+		if res.DeclineCode == provider.DeclineInvalidPaymentMethod {
+			detail = "This card cannot be used: the payment provider does not accept it as a payment method. The order may be paid with another card."
+		}
+		p := wire.NewProblem(wire.ProblemCardDeclined, detail)
 		p.DeclineCode, p.OrderID = res.DeclineCode, id
 		writeProblem(w, log, p)
 	case checkout.OutcomeFailed:

@@ -31,6 +31,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/singleflight"
 
 	"chargeonce"
 	"chargeonce/internal/alert"
@@ -136,6 +137,8 @@ type Service struct {
 	now      func() time.Time
 	newKey   func() (string, error)
 	log      *slog.Logger
+	// updates joins the charges of one key: see charge.
+	updates singleflight.Group
 }
 
 // New validates cfg and returns a Service.
@@ -287,9 +290,38 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 	return s.charge(ctx, log, timing, s.intent(order, attempt, cardToken))
 }
 
-// charge runs Update-With-Start for the intent under the published timing,
-// and turns its answer, or the lack of one, into a Result.
+// charge asks the intent's workflow to charge, joined with every other
+// checkout of the same key in this process: one Update-With-Start per key is
+// in flight at a time, and the checkouts that arrive meanwhile wait for its
+// answer. A click storm on one order so costs the workflow one update, never
+// reaching the server's limit on updates in flight per workflow, and every
+// click gets the outcome the order reached within the budget.
+//
+// The joined update runs detached from the context of the checkout that
+// began it, so that this client going away does not cut the answer short
+// for the others; it is bounded by the budget all the same. A checkout whose
+// own context ends first answers from the database, as it would had its
+// update failed.
 func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, intent chargeonce.PaymentIntent) (Result, error) {
+	joined := s.updates.DoChan(intent.Key, func() (any, error) {
+		return s.update(context.WithoutCancel(ctx), log, timing, intent)
+	})
+	select {
+	case r := <-joined:
+		if r.Shared {
+			log.Debug("joined the charge already in flight for this key")
+		}
+		res, _ := r.Val.(Result)
+		return res, r.Err
+	case <-ctx.Done():
+		log.Info("the checkout ended before the payment workflow answered, answering from the database", "error", ctx.Err())
+		return s.result(ctx, log, intent, nil)
+	}
+}
+
+// update runs Update-With-Start for the intent under the published timing,
+// and turns its answer, or the lack of one, into a Result.
+func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, intent chargeonce.PaymentIntent) (Result, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, s.budgetFor(timing))
 	defer cancel()
 

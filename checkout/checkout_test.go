@@ -123,3 +123,24 @@ func TestCheckout_NewAttemptTakesItsDeadlineFromThePublishedTimingAtEachCheckout
 	publish(t, st, workers, true)
 	require.Equal(t, 23*time.Minute, abandonAfter(), "a replaced timing applies to the next checkout")
 }
+
+func TestCheckout_ACallerThatGivesUpIsAnsweredFromTheDatabaseAtOnce(t *testing.T) {
+	st, temporal := offline(t)
+	publish(t, st, workflows.DefaultTiming(), false)
+	// Temporal is unreachable: the charge of the key would wait its whole
+	// budget for an answer.
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, Budget: 10 * time.Second})
+	require.NoError(t, err)
+	order, err := st.CreateOrder(context.Background(), chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+
+	start := time.Now()
+	res, err := svc.Checkout(ctx, order.ID, "tok_visa")
+
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 5*time.Second, "the caller's end, not the budget, ends its wait")
+	require.Equal(t, checkout.OutcomePending, res.Outcome)
+	require.Equal(t, chargeonce.AttemptOpen, res.Attempt.Status, "the key is stored and the attempt stays open")
+}

@@ -76,6 +76,7 @@ const (
 	outcomeKeyReused      = "idempotency key reused with a different body"
 	outcomeBadKey         = "rejected malformed idempotency key"
 	outcomeBadRequest     = "rejected invalid request"
+	outcomeSourceRefused  = "refused payment source; nothing processed"
 	outcomeClientGone     = "client gave up; charge continues in the background"
 	outcomeLost           = "response lost after charge"
 	outcomeDropped        = "dropped request"
@@ -132,7 +133,7 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 	}
 	req, bodyProblem := decodeCharge(w, r)
 	if bodyProblem != nil {
-		rec.fail(w, outcomeBadRequest, bodyProblem)
+		rec.fail(w, requestOutcome(bodyProblem), bodyProblem)
 		return
 	}
 	p.chargeOnce(w, r, rec, ietf, key, req)

@@ -14,11 +14,15 @@ const (
 	codeKeyReused      problemCode = "idempotency_key_reused"
 	codeKeyInFlight    problemCode = "idempotency_key_in_flight"
 	codeCardDeclined   problemCode = "card_declined"
-	codeRateLimited    problemCode = "rate_limited"
-	codeUnavailable    problemCode = "provider_unavailable"
-	codeTimeout        problemCode = "gateway_timeout"
-	codeNotFound       problemCode = "not_found"
-	codeUnauthorized   problemCode = "unauthorized"
+	// codeSourceRefused: the source is not a payment method the provider
+	// can charge. It is the customer's card that is wrong, not the request,
+	// so it is a 402 like a decline, though nothing is processed or stored.
+	codeSourceRefused problemCode = "invalid_source"
+	codeRateLimited   problemCode = "rate_limited"
+	codeUnavailable   problemCode = "provider_unavailable"
+	codeTimeout       problemCode = "gateway_timeout"
+	codeNotFound      problemCode = "not_found"
+	codeUnauthorized  problemCode = "unauthorized"
 )
 
 // problemKinds is the single map from code to HTTP status and title.
@@ -31,6 +35,7 @@ var problemKinds = map[problemCode]struct {
 	codeKeyReused:      {http.StatusUnprocessableEntity, "Idempotency-Key reused with a different body"},
 	codeKeyInFlight:    {http.StatusConflict, "Request with this Idempotency-Key in flight"},
 	codeCardDeclined:   {http.StatusPaymentRequired, "Card declined"},
+	codeSourceRefused:  {http.StatusPaymentRequired, "Payment source refused"},
 	codeRateLimited:    {http.StatusTooManyRequests, "Too many requests"},
 	codeUnavailable:    {http.StatusServiceUnavailable, "Provider unavailable"},
 	codeTimeout:        {http.StatusGatewayTimeout, "Provider timed out"},
@@ -99,9 +104,24 @@ func newProblem(code problemCode, detail string) *problem {
 
 // invalidField is a 400 that names the offending field.
 func invalidField(param, detail string) *problem {
-	p := newProblem(codeInvalidRequest, detail)
+	return fieldProblem(codeInvalidRequest, param, detail)
+}
+
+// fieldProblem is the problem of code about the field param.
+func fieldProblem(code problemCode, param, detail string) *problem {
+	p := newProblem(code, detail)
 	p.Param = param
 	return p
+}
+
+// requestOutcome is the request log's word for refusing a request body
+// with p: a refused source is the customer's card, any other problem a
+// request built wrong.
+func requestOutcome(p *problem) string {
+	if p.Code == codeSourceRefused {
+		return outcomeSourceRefused
+	}
+	return outcomeBadRequest
 }
 
 const (

@@ -91,7 +91,7 @@ func (r chargeRequest) validate() *problem {
 	case r.Source == "":
 		return invalidField("source", msgSourceMissing)
 	case len(r.Source) <= len("tok_") || !strings.HasPrefix(r.Source, "tok_"):
-		return invalidField("source", msgSourceNotToken)
+		return fieldProblem(codeSourceRefused, "source", msgSourceNotToken)
 	case len(r.Source) > maxSourceLength:
 		return invalidField("source", msgSourceTooLong)
 	case r.MerchantReference == "":

@@ -3,6 +3,7 @@ package fakeprovider
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"mime"
 	"net/http"
@@ -35,11 +36,14 @@ var stripeErrors = map[problemCode]struct {
 	codeKeyReused:      {http.StatusBadRequest, "idempotency_error", ""},
 	codeKeyInFlight:    {http.StatusConflict, "idempotency_error", "idempotency_key_in_use"},
 	codeCardDeclined:   {http.StatusPaymentRequired, "card_error", "card_declined"},
-	codeRateLimited:    {http.StatusTooManyRequests, "invalid_request_error", "rate_limit"},
-	codeUnavailable:    {http.StatusServiceUnavailable, "api_error", ""},
-	codeTimeout:        {http.StatusGatewayTimeout, "api_error", ""},
-	codeNotFound:       {http.StatusNotFound, "invalid_request_error", "resource_missing"},
-	codeUnauthorized:   {http.StatusUnauthorized, "invalid_request_error", ""},
+	// Stripe answers a payment method it does not have so, with param
+	// payment_method ("No such PaymentMethod: 'visa'").
+	codeSourceRefused: {http.StatusBadRequest, "invalid_request_error", "resource_missing"},
+	codeRateLimited:   {http.StatusTooManyRequests, "invalid_request_error", "rate_limit"},
+	codeUnavailable:   {http.StatusServiceUnavailable, "api_error", ""},
+	codeTimeout:       {http.StatusGatewayTimeout, "api_error", ""},
+	codeNotFound:      {http.StatusNotFound, "invalid_request_error", "resource_missing"},
+	codeUnauthorized:  {http.StatusUnauthorized, "invalid_request_error", ""},
 }
 
 // stripeError is the "error" member of Stripe's error answers.
@@ -182,7 +186,7 @@ func (p *Provider) postPaymentIntent(w http.ResponseWriter, r *http.Request, rec
 	}
 	req, prob := decodePaymentIntent(w, r)
 	if prob != nil {
-		stripe.fail(w, rec, outcomeBadRequest, prob)
+		stripe.fail(w, rec, requestOutcome(prob), prob)
 		return
 	}
 	p.chargeOnce(w, r, rec, stripe, key, req)
@@ -233,18 +237,20 @@ func decodePaymentIntent(w http.ResponseWriter, r *http.Request) (chargeRequest,
 		Source:            source,
 	}
 	if p := req.validate(); p != nil {
-		return chargeRequest{}, stripeField(p)
+		return chargeRequest{}, stripeField(p, form.Get("payment_method"))
 	}
 	return req, nil
 }
 
 // stripeField renames the field of a validation problem to Stripe's
-// parameter.
-func stripeField(p *problem) *problem {
-	switch p.Param {
-	case "source":
+// parameter, and words a refused payment method as Stripe does.
+func stripeField(p *problem, paymentMethod string) *problem {
+	switch {
+	case p.Code == codeSourceRefused:
+		p.Param, p.Detail = "payment_method", fmt.Sprintf("No such PaymentMethod: '%s'", paymentMethod)
+	case p.Param == "source":
 		p.Param, p.Detail = "payment_method", msgPaymentMethod
-	case "merchant_reference":
+	case p.Param == "merchant_reference":
 		p.Param = "metadata[" + stripeReference + "]"
 	}
 	return p

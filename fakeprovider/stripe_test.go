@@ -117,6 +117,21 @@ func TestStripe_RefusesWhatStripeRefuses(t *testing.T) {
 	}
 }
 
+func TestStripe_UnknownPaymentMethodIsResourceMissingAsAtStripe(t *testing.T) {
+	for _, method := range []string{"card_123", "visa", "pm_card_", "tok_"} {
+		t.Run(method, func(t *testing.T) {
+			f := newFixture(t, Config{})
+
+			e := stripeErrorOf(t, f.do(t, postIntent("k", stripeForm(func(f url.Values) { f.Set("payment_method", method) }))), http.StatusBadRequest)
+
+			require.Equal(t, stripeError{Type: "invalid_request_error", Code: "resource_missing", Param: "payment_method",
+				Message: "No such PaymentMethod: '" + method + "'"}, e)
+			require.Empty(t, f.p.Charges())
+			require.Equal(t, outcomeSourceRefused, f.p.Requests()[0].Outcome)
+		})
+	}
+}
+
 func TestStripe_TheKeyWithOtherParametersIsAnIdempotencyError(t *testing.T) {
 	f := newFixture(t, Config{})
 	require.Equal(t, http.StatusOK, f.do(t, postIntent("k1", stripeForm(nil))).status)

@@ -15,9 +15,12 @@ const (
 	// Approved: the provider holds a succeeded charge for the key, matching
 	// what was sent.
 	Approved Outcome = "approved"
-	// Declined: the provider declined the card. This is a result, not an
-	// error: the provider recorded a failed charge, so retrying the same key
-	// only replays the decline.
+	// Declined: the provider declined the card, or refused it as a payment
+	// method it cannot charge (DeclineInvalidPaymentMethod). This is a
+	// result, not an error: the customer's card, not our request, is what
+	// failed, and retrying the same key only gives the same answer. A
+	// declined card leaves a failed charge (ChargeID); a refused payment
+	// method leaves none.
 	Declined Outcome = "declined"
 	// InFlight: the provider is still processing an earlier request with the
 	// same key (409). The charge may yet succeed or fail, so the outcome is
@@ -55,6 +58,13 @@ const (
 	// NotFound: a lookup asked for something the provider does not have (404).
 	NotFound Outcome = "not_found"
 )
+
+// DeclineInvalidPaymentMethod is the decline code of a card that the
+// provider refused as a payment method it cannot charge: a token it does not
+// know, or a card it does not accept. Every adapter reports such a refusal
+// as Declined with this code, whatever its provider calls it, so that the
+// customer is told that this card cannot be used.
+const DeclineInvalidPaymentMethod = "invalid_payment_method"
 
 // Retryable reports whether sending the same request again, with the same
 // key, may give a different answer. Every retryable outcome is safe to retry

@@ -23,6 +23,8 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
+	"chargeonce/provider"
+	"chargeonce/provider/dialect"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -403,6 +405,98 @@ func TestCheckout_PaidOrderIsNotChargedAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, attempts, 1)
 	require.Equal(t, chargeonce.AttemptSucceeded, attempts[0].Status)
+}
+
+// TestCheckout_RefusedCardIs402AndTheOrderIsThenPaidWithAGoodCard: a card
+// token the provider refuses as no payment method it can charge is the
+// customer's problem, in either dialect: the checkout answers 402, the
+// attempt settles declined, nobody is alerted, and the same order is then
+// paid with a good card.
+func TestCheckout_RefusedCardIs402AndTheOrderIsThenPaidWithAGoodCard(t *testing.T) {
+	for _, tc := range []struct {
+		api     string
+		refused []string
+		good    string
+	}{
+		{api: dialect.IETF, refused: []string{"visa", "tok_"}, good: "tok_visa"},
+		{api: dialect.Stripe, refused: []string{"visa", "pm_card_"}, good: "pm_card_visa"},
+	} {
+		t.Run(tc.api, func(t *testing.T) {
+			logs := &syncbuf.Buffer{}
+			s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget, API: tc.api, Logs: logs})
+			id := s.createOrder(t, "548.90", "TRY")
+
+			for _, card := range tc.refused {
+				res := s.checkout(t, id, card)
+				require.Equal(t, http.StatusPaymentRequired, res.status, "body: %s", res.body)
+				p := problemOf(t, res)
+				require.Equal(t, "urn:chargeonce:problem:card-declined", p.Type)
+				require.Equal(t, provider.DeclineInvalidPaymentMethod, p.DeclineCode)
+				require.Contains(t, p.Detail, "This card cannot be used")
+				require.Equal(t, "placed", s.order(t, id).Status, "the order stays payable")
+			}
+			paid := s.checkout(t, id, tc.good)
+			require.Equal(t, http.StatusOK, paid.status, "body: %s", paid.body)
+
+			o := s.order(t, id)
+			require.Equal(t, "paid", o.Status)
+			require.Len(t, o.Attempts, len(tc.refused)+1, "each card is an attempt of its own")
+			for _, a := range o.Attempts[:len(tc.refused)] {
+				require.Equal(t, "declined", a.Status)
+				require.Empty(t, errorLinesOf(logs.String(), a.IdempotencyKey))
+			}
+			require.Len(t, s.provider.Charges(), 1, "a refused card makes no charge")
+			require.NotContains(t, logs.String(), "alert=")
+			require.NotRegexp(t, `chargeonce_alerts_total\{alert="\w+"\} [1-9]`, s.metrics(t))
+		})
+	}
+}
+
+// TestCheckout_ClickStormOfOneCardIsJoinedAndEveryClickIsPaid: fifty
+// checkouts of one order with one card at once, while the provider loses
+// the response to every new charge. The API joins them into one update of
+// the payment workflow, so the server's limit on updates in flight per
+// workflow is never reached, and every click is answered with the outcome
+// the order reached: paid, by one charge.
+func TestCheckout_ClickStormOfOneCardIsJoinedAndEveryClickIsPaid(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	s := startCheckoutStack(t, checkoutStackConfig{
+		Timing: articleTiming(),
+		Budget: articleBudget,
+		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1},
+		Logs:   logs,
+	})
+	id := s.createOrder(t, "548.90", "TRY")
+	// What the embedded server logs while it starts is not the storm's.
+	logged := len(logs.String())
+
+	const clicks = 50
+	answers := make([]checkoutResponse, clicks)
+	go1 := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range clicks {
+		wg.Go(func() {
+			<-go1
+			answers[i] = s.checkoutNoFatal(id, "tok_visa")
+		})
+	}
+	began := time.Now()
+	close(go1)
+	wg.Wait()
+	t.Logf("%d clicks answered in %v", clicks, time.Since(began))
+
+	for i, a := range answers {
+		require.Equal(t, http.StatusOK, a.status, "click %d: %s", i, a.body)
+	}
+	charges := s.provider.Charges()
+	require.Len(t, charges, 1, "one charge for fifty clicks")
+	o := s.order(t, id)
+	require.Equal(t, "paid", o.Status)
+	require.Len(t, o.Attempts, 1)
+	require.Equal(t, charges[0].ID, *o.ProviderPaymentID)
+	story := logs.String()[logged:]
+	require.NotContains(t, story, "concurrent in-flight updates", "no update was refused past the server's limit")
+	require.Empty(t, errorLinesOf(story, ""), "a storm is no error")
 }
 
 // checkoutStackConfig is what these tests vary in the stack.

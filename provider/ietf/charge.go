@@ -35,7 +35,8 @@ func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provide
 	} else {
 		r = classifyCharge(req, ex.status, ex.header, ex.body, time.Now())
 	}
-	r.Sent, r.Duration, r.Refused = ex.sent, ex.duration, refused(r.StatusCode)
+	r.Sent, r.Duration = ex.sent, ex.duration
+	r.Refused = r.Refused || refused(r.StatusCode)
 	return r
 }
 
@@ -123,8 +124,13 @@ func classifyCharge(req provider.ChargeRequest, status int, header http.Header, 
 		switch {
 		case err != nil:
 			r.Outcome, r.Detail = provider.ContractViolation, "HTTP 402 without a readable problem: "+err.Error()
-		case p.Code != "card_declined" || p.DeclineCode == "" || p.ChargeID == "":
-			r.Outcome, r.Detail = provider.ContractViolation, fmt.Sprintf("HTTP 402 needs code card_declined, a decline_code and a charge_id; got code %q, decline_code %q, charge_id %q", p.Code, p.DeclineCode, p.ChargeID)
+		case p.Code == codeInvalidSource:
+			// The customer's card is not one the provider can charge:
+			// a decline that processed nothing and left no charge.
+			r.Outcome, r.DeclineCode, r.Detail = provider.Declined, provider.DeclineInvalidPaymentMethod, p.Detail
+			r.Refused = true
+		case p.Code != codeCardDeclined || p.DeclineCode == "" || p.ChargeID == "":
+			r.Outcome, r.Detail = provider.ContractViolation, fmt.Sprintf("HTTP 402 needs code card_declined, a decline_code and a charge_id, or code invalid_source; got code %q, decline_code %q, charge_id %q", p.Code, p.DeclineCode, p.ChargeID)
 		default:
 			r.Outcome, r.DeclineCode, r.ChargeID, r.Detail = provider.Declined, p.DeclineCode, p.ChargeID, p.Detail
 		}
@@ -202,6 +208,13 @@ func (w wireCharge) charge() (provider.Charge, error) {
 		Created:           w.Created,
 	}, nil
 }
+
+// The codes of the contract's 402 answers: a declined card, which left a
+// failed charge, and a source refused as no card the provider can charge.
+const (
+	codeCardDeclined  = "card_declined"
+	codeInvalidSource = "invalid_source"
+)
 
 // problem is the part of an RFC 9457 problem that this client reads, with
 // the contract's extra members.

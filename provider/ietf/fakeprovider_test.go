@@ -71,6 +71,15 @@ func TestClient_FakeProviderDeclines(t *testing.T) {
 	}
 }
 
+func TestClient_FakeProviderRefusedCardIsADecline(t *testing.T) {
+	for _, source := range []string{"visa", "tok_"} {
+		t.Run(source, func(t *testing.T) {
+			fp, c := newFake(t, fakeprovider.Config{})
+			providertest.RefusedCard(t, fp, c, providertest.Another(testCharge(), "0199a1d9-6e23-7d77-b801-9df969c1d379", source))
+		})
+	}
+}
+
 func TestClient_FakeProviderReplaysAFinishedKey(t *testing.T) {
 	fp, c := newFake(t, fakeprovider.Config{})
 	first := c.Charge(context.Background(), testCharge())

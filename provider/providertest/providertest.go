@@ -75,3 +75,23 @@ func Another(req provider.ChargeRequest, key, source string) provider.ChargeRequ
 	req.MerchantReference = "bookstore-1001-" + key
 	return req
 }
+
+// RefusedCard sends req, whose source the fake refuses as no card it can
+// charge, twice under its key, and checks what every dialect must make of
+// it: a decline with provider.DeclineInvalidPaymentMethod each time, since
+// the customer's card is at fault and not our request, certainly not
+// processed, and no charge at the provider or found for the reference.
+func RefusedCard(t *testing.T, fp *fakeprovider.Provider, c provider.Port, req provider.ChargeRequest) {
+	t.Helper()
+	for range 2 {
+		res := c.Charge(context.Background(), req)
+		require.Equal(t, provider.Declined, res.Outcome, res.Detail)
+		require.Equal(t, provider.DeclineInvalidPaymentMethod, res.DeclineCode)
+		require.Empty(t, res.ChargeID, "a refused card leaves no charge")
+		require.True(t, res.NotProcessed(), "a refused card is refused before anything is processed")
+	}
+	require.Empty(t, fp.Charges())
+	found, err := c.FindCharges(context.Background(), req.MerchantReference)
+	require.NoError(t, err)
+	require.Empty(t, found)
+}

@@ -75,6 +75,15 @@ func TestClient_FakeProviderDeclinesStripesTestCardsAndOurTokens(t *testing.T) {
 	}
 }
 
+func TestClient_FakeProviderNoSuchPaymentMethodIsADecline(t *testing.T) {
+	for _, source := range []string{"visa", "pm_card_", "tok_"} {
+		t.Run(source, func(t *testing.T) {
+			fp, c := newFake(t, fakeprovider.Config{})
+			providertest.RefusedCard(t, fp, c, providertest.Another(testCharge(), "key-refused", source))
+		})
+	}
+}
+
 func TestClient_FakeProviderRefusesTheKeyWithAnotherAmountAsOurBug(t *testing.T) {
 	fp, c := newFake(t, fakeprovider.Config{})
 	require.Equal(t, provider.Approved, c.Charge(context.Background(), testCharge()).Outcome)

@@ -12,8 +12,14 @@
 // Stripe's answers map to the port's outcomes as follows:
 //
 //   - 200 with a succeeded PaymentIntent that matches the request: Approved;
-//   - 402 card_error: Declined, with the decline_code (or the error code,
-//     such as expired_card, when Stripe sends no decline code);
+//   - card_error: Declined, with the decline_code (or the error code, such
+//     as expired_card, when Stripe sends no decline code), and the
+//     PaymentIntent it left when there is one: the card is the customer's
+//     problem, not ours;
+//   - 400 invalid_request_error resource_missing on payment_method ("No
+//     such PaymentMethod"): Declined with
+//     provider.DeclineInvalidPaymentMethod, nothing processed: the card the
+//     customer gave is not one Stripe can charge;
 //   - 409 idempotency_key_in_use: InFlight, an earlier request with the key
 //     is still being processed;
 //   - 400 idempotency_error: ContractViolation, the key was reused with other
@@ -221,17 +227,7 @@ func classifyCharge(ctx context.Context, req provider.ChargeRequest, ex *exchang
 		r.Outcome, r.Refused = errorOutcome(serr)
 		r.Detail = describe(serr)
 		if r.Outcome == provider.Declined {
-			r.DeclineCode = string(serr.DeclineCode)
-			if r.DeclineCode == "" {
-				r.DeclineCode = string(serr.Code)
-			}
-			if serr.PaymentIntent != nil {
-				r.ChargeID = serr.PaymentIntent.ID
-			}
-			if r.DeclineCode == "" || r.ChargeID == "" {
-				r.Detail = fmt.Sprintf("HTTP 402 card_error needs a decline code and a payment_intent; got decline code %q, payment_intent %q: %s", r.DeclineCode, r.ChargeID, r.Detail)
-				r.Outcome, r.DeclineCode, r.ChargeID = provider.ContractViolation, "", ""
-			}
+			r.DeclineCode, r.ChargeID = declined(serr)
 		}
 	case ex.status != 0:
 		// An answer arrived but the library could not read it: an HTML
@@ -247,8 +243,12 @@ func classifyCharge(ctx context.Context, req provider.ChargeRequest, ex *exchang
 // documents it as processing nothing.
 func errorOutcome(e *stripeapi.Error) (outcome provider.Outcome, refused bool) {
 	switch {
-	case e.HTTPStatusCode == http.StatusPaymentRequired && e.Type == stripeapi.ErrorTypeCard:
+	case e.Type == stripeapi.ErrorTypeCard:
+		// A card error is about the customer's card whatever its status
+		// and whether or not it names the PaymentIntent it left.
 		return provider.Declined, false
+	case paymentMethodMissing(e):
+		return provider.Declined, true
 	case e.HTTPStatusCode == http.StatusConflict:
 		return provider.InFlight, false
 	case e.HTTPStatusCode == http.StatusBadRequest && e.Type == stripeapi.ErrorTypeIdempotency:
@@ -256,6 +256,35 @@ func errorOutcome(e *stripeapi.Error) (outcome provider.Outcome, refused bool) {
 	}
 	outcome = statusOutcome(e.HTTPStatusCode)
 	return outcome, outcome == provider.InvalidRequest || outcome == provider.RateLimited
+}
+
+// paymentMethodMissing reports Stripe's "No such PaymentMethod": the
+// payment method the customer gave does not exist for this account. Stripe
+// checks it before it creates anything, so nothing was processed.
+func paymentMethodMissing(e *stripeapi.Error) bool {
+	return e.HTTPStatusCode == http.StatusBadRequest && e.Type == stripeapi.ErrorTypeInvalidRequest &&
+		e.Code == stripeapi.ErrorCodeResourceMissing && e.Param == "payment_method"
+}
+
+// declined reads the decline code of a declined card and the PaymentIntent
+// it left, if any. A payment method that does not exist is
+// provider.DeclineInvalidPaymentMethod; a card error without a code of its
+// own says only that the card was declined.
+func declined(e *stripeapi.Error) (code, chargeID string) {
+	if e.PaymentIntent != nil {
+		chargeID = e.PaymentIntent.ID
+	}
+	switch {
+	case paymentMethodMissing(e):
+		code = provider.DeclineInvalidPaymentMethod
+	case e.DeclineCode != "":
+		code = string(e.DeclineCode)
+	case e.Code != "":
+		code = string(e.Code)
+	default:
+		code = string(stripeapi.ErrorCodeCardDeclined)
+	}
+	return code, chargeID
 }
 
 // statusOutcome reads a status whose meaning does not depend on the body.
