@@ -77,10 +77,13 @@ func ParseMoney(amount, code string) (Money, error) {
 	if err != nil {
 		return Money{}, err
 	}
-	if err := checkRange(minor, code); err != nil {
+	m, err := NewMoney(minor, code)
+	if err != nil {
 		return Money{}, err
 	}
-	m := Money{Minor: minor, Currency: code}
+	if most := MaxMinor(code); minor > most {
+		return Money{}, fmt.Errorf("%w: %s is over the largest amount, %s", ErrInvalidAmount, m, Money{Minor: most, Currency: code})
+	}
 	if canonical := m.Decimal(); canonical != amount {
 		return Money{}, fmt.Errorf("%w: %q must be written %q: no leading zeros, and exactly the decimals of %s",
 			ErrInvalidAmount, amount, canonical, code)
@@ -117,28 +120,18 @@ func ParseAmount(amount, code string) (int64, error) {
 }
 
 // NewMoney checks an amount that is already in minor units, such as one read
-// back from a database or a provider response, by the rules of ParseMoney.
+// back from a database or a provider response: a positive amount of a known
+// currency. It does not hold the amount to MaxMinor: the maximum is a rule of
+// new input (ParseMoney, and the provider's own check), so that an order or a
+// payment stored before a lower maximum still reads and settles.
 func NewMoney(minor int64, code string) (Money, error) {
 	if _, err := CurrencyDigits(code); err != nil {
 		return Money{}, err
 	}
-	if err := checkRange(minor, code); err != nil {
-		return Money{}, err
+	if minor <= 0 {
+		return Money{}, fmt.Errorf("%w: %s is not positive", ErrInvalidAmount, Money{Minor: minor, Currency: code})
 	}
 	return Money{Minor: minor, Currency: code}, nil
-}
-
-// checkRange holds an amount of a valid currency between one minor unit and
-// MaxMinor.
-func checkRange(minor int64, code string) error {
-	m := Money{Minor: minor, Currency: code}
-	if minor <= 0 {
-		return fmt.Errorf("%w: %s is not positive", ErrInvalidAmount, m)
-	}
-	if most := MaxMinor(code); minor > most {
-		return fmt.Errorf("%w: %s is over the largest amount, %s", ErrInvalidAmount, m, Money{Minor: most, Currency: code})
-	}
-	return nil
 }
 
 // ErrOverflow is wrapped by the error of a sum of amounts that does not fit

@@ -136,10 +136,14 @@ func TestAddMinor_RefusesToWrap(t *testing.T) {
 	}
 }
 
-func TestNewMoney_RefusesWhatParseMoneyRefuses(t *testing.T) {
+func TestNewMoney_RefusesWhatIsNotAnAmountButReadsOneOverTheMaximum(t *testing.T) {
 	_, err := chargeonce.NewMoney(0, "TRY")
 	require.ErrorIs(t, err, chargeonce.ErrInvalidAmount)
-	_, err = chargeonce.NewMoney(chargeonce.DefaultMaxMinor+1, "TRY")
+	// An order stored before the maximum existed still reads; only new
+	// input is held to it.
+	over, err := chargeonce.NewMoney(chargeonce.DefaultMaxMinor+1, "TRY")
+	require.NoError(t, err)
+	_, err = chargeonce.ParseMoney(over.Decimal(), "TRY")
 	require.ErrorIs(t, err, chargeonce.ErrInvalidAmount)
 	_, err = chargeonce.NewMoney(100, "ZZZ")
 	require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency)
