@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,7 +161,11 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, changed)
 
-	resp, err := http.Post(st.APIURL()+"/api/settlements/"+paid.Format(time.DateOnly)+"/run", "", nil)
+	req, err := http.NewRequest(http.MethodPost, st.APIURL()+"/api/settlements/"+paid.Format(time.DateOnly)+"/run", strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+st.APIKey())
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
