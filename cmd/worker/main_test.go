@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,10 @@ func TestRun_ReferencePrefixIsNotAWorkerFlag(t *testing.T) {
 	require.Equal(t, "worker: flag provided but not defined: -reference-prefix (see --help)\n", report.String())
 }
 
+// testCodecToken is the token the workers of these tests ask of codec
+// callers.
+const testCodecToken = "dGhlIHdvcmtlcidzIGNvZGVjIHRva2VuIGluIHRlc3Rz"
+
 // startWorker starts a stack without workers and runs this worker against
 // it with the extra args, and returns the stack and the worker's listen
 // address once it has started.
@@ -81,6 +86,7 @@ func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
 			"--temporal-namespace", temporalserver.DefaultNamespace,
 			"--database-url", st.DatabaseURL(),
 			"--codec-keys", keys,
+			"--codec-token", testCodecToken,
 			"--provider-url", st.ProviderURL(),
 			"--listen", "127.0.0.1:0",
 		}, args...), func(string) string { return "" }, io.Discard, stderr)
@@ -113,6 +119,44 @@ func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	// Before any alert, so that the alert rules see 0 rather than nothing.
 	require.Contains(t, string(body), alert.MetricName+`{alert="`+string(alert.ContractViolation)+`"} 0`)
+}
+
+// The codec on --listen decrypts nothing for a caller without the token,
+// and encrypts nothing with the live key either.
+func TestRun_CodecAnswersOnlyTheTokensHolder(t *testing.T) {
+	_, listen := startWorker(t)
+	post := func(op, authorization string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+listen+"/codec/"+op, strings.NewReader(`{"payloads":[]}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	for _, op := range []string{"decode", "encode"} {
+		require.Equal(t, http.StatusUnauthorized, post(op, ""), "%s without a token", op)
+		require.Equal(t, http.StatusUnauthorized, post(op, "Bearer "+strings.Repeat("x", len(testCodecToken))), "%s with another token", op)
+		require.Equal(t, http.StatusOK, post(op, "Bearer "+testCodecToken), "%s with the token", op)
+	}
+}
+
+func TestRun_RefusesAMissingOrWeakCodecToken(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "worker: --codec-token is required"},
+		{[]string{"--codec-token", "short"}, "worker: codec: a codec token has at least 32 characters"},
+	} {
+		var report bytes.Buffer
+		err := run(context.Background(), tc.args, noEnv, io.Discard, io.Discard)
+		require.Equal(t, 2, cli.ExitCode(&report, "worker", err))
+		require.Contains(t, report.String(), tc.want)
+	}
 }
 
 func TestRun_RefusesProviderFlagsNoAdapterCanUse(t *testing.T) {

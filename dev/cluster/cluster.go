@@ -3,8 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"chargeonce/internal/codec"
+	"chargeonce/internal/ownerfile"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
 )
@@ -69,6 +69,10 @@ func (l Layout) WebhookSecretFile() string { return filepath.Join(l.Dir, "webhoo
 
 // CodecKeyFile holds the payload keyring, generated at the first start.
 func (l Layout) CodecKeyFile() string { return filepath.Join(l.Dir, "codec.key") }
+
+// CodecTokenFile holds the token the workers' codec asks of its callers,
+// generated at the first start.
+func (l Layout) CodecTokenFile() string { return filepath.Join(l.Dir, "codec.token") }
 
 // Config says where a cluster keeps its data and which ports it uses.
 type Config struct {
@@ -129,12 +133,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{layout: layout, ports: cfg.Ports, env: cfg.Env, log: cfg.Logger, byName: map[string]*Process{}}
 	for _, dir := range []string{layout.Bin(), layout.Logs(), filepath.Join(layout.UI(), "config")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, ownerfile.DirMode); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
 	if c.secrets.CodecKeys, err = codecKeys(layout.CodecKeyFile()); err != nil {
 		return nil, err
+	}
+	if c.secrets.CodecToken, _, err = codec.LoadOrCreateTokenFile(layout.CodecTokenFile()); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	hook, _, err := webhook.LoadOrCreateSecretFile(layout.WebhookSecretFile())
 	if err != nil {
@@ -176,18 +183,12 @@ func newLayout(ctx context.Context, dataDir string) (Layout, error) {
 // codecKeys reads the payload keyring of file, generating it at the first
 // start: payloads written by one start must be readable by the next.
 func codecKeys(file string) (string, error) {
-	if raw, err := os.ReadFile(file); err == nil {
-		return strings.TrimSpace(string(raw)), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
+	keys, _, err := ownerfile.LoadOrCreate(file, codec.NewKeyringText)
+	if err != nil {
 		return "", fmt.Errorf("cluster: payload key: %w", err)
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return "", fmt.Errorf("cluster: payload key: %w", err)
-	}
-	keys := "k1:" + base64.StdEncoding.EncodeToString(key)
-	if err := os.WriteFile(file, []byte(keys+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("cluster: payload key: %w", err)
+	if _, err := codec.ParseKeyring(keys); err != nil {
+		return "", fmt.Errorf("cluster: payload key %s: %w", file, err)
 	}
 	return keys, nil
 }

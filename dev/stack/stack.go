@@ -47,6 +47,9 @@ import (
 const (
 	AppDBFile    = "chargeonce.db"
 	CodecKeyFile = "codec.key"
+	// CodecTokenFile keeps the token the payload codec asks of its
+	// callers, generated on first start beside the payload key.
+	CodecTokenFile = "codec.token"
 	// ProviderDBFile is where dev keeps the fake provider's state, through
 	// Config.Provider.DataFile.
 	ProviderDBFile = "fakeprovider.db"
@@ -124,6 +127,9 @@ type Stack struct {
 	cfg        Config
 	tempDir    string
 	keyCreated bool
+	// codecToken is what the codec asks of its callers; the Web UI's codec
+	// endpoint carries it.
+	codecToken string
 	// secretCreated reports that Start generated the webhook secret file.
 	secretCreated bool
 	provider      *fakeprovider.Provider
@@ -188,6 +194,13 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.codecToken, _, err = codec.LoadOrCreateTokenFile(s.CodecTokenFile()); err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	token, err := codec.ParseToken(s.codecToken)
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
 	secret, created, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -196,7 +209,7 @@ func (s *Stack) start(ctx context.Context) error {
 	if err := s.startProvider(providerLn, apiURL+api.WebhookPath, secret); err != nil {
 		return err
 	}
-	if err := s.startTemporal(ctx, apiURL+codecPath); err != nil {
+	if err := s.startTemporal(ctx, s.uiCodecEndpoint(apiURL)); err != nil {
 		return err
 	}
 	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
@@ -226,7 +239,7 @@ func (s *Stack) start(ctx context.Context) error {
 	// name the user typed for the loopback address.
 	ui := s.UIURL()
 	origins := []string{ui, strings.Replace(ui, "//127.0.0.1:", "//localhost:", 1)}
-	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, origins...)))
+	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, token, origins...)))
 	mux.Handle("/", handler)
 	s.apiS = serve.Start(apiLn, mux)
 	s.closers = append(s.closers, s.apiS.Shutdown)
@@ -235,6 +248,13 @@ func (s *Stack) start(ctx context.Context) error {
 
 // codecPath is where the API server serves the payload codec for the Web UI.
 const codecPath = "/codec"
+
+// uiCodecEndpoint is the codec endpoint the Web UI calls from the browser,
+// which can send no header of ours: the token travels as the path's prefix
+// (codec.NewHTTPHandler).
+func (s *Stack) uiCodecEndpoint(apiURL string) string {
+	return apiURL + codecPath + "/" + s.codecToken
+}
 
 func (s *Stack) prepareDataDir() error {
 	if s.cfg.DataDir != "" {
@@ -363,7 +383,7 @@ func (s *Stack) RestartTemporalAfter(ctx context.Context, whileDown func(context
 		return errors.New("stack: restart Temporal: the server runs in memory; set DataDir to keep its state across a restart")
 	}
 	old := s.currentTemporal()
-	codecEndpoint := s.apiS.URL() + codecPath
+	codecEndpoint := s.uiCodecEndpoint(s.apiS.URL())
 	_, port, err := net.SplitHostPort(old.FrontendAddress())
 	if err != nil {
 		return fmt.Errorf("stack: restart Temporal: frontend address: %w", err)
@@ -475,6 +495,13 @@ func (s *Stack) KeyCreated() bool { return s.keyCreated }
 
 // KeyFile is the payload key file under the data directory.
 func (s *Stack) KeyFile() string { return filepath.Join(s.dataDir(), CodecKeyFile) }
+
+// CodecTokenFile is the file that keeps the codec's token.
+func (s *Stack) CodecTokenFile() string { return filepath.Join(s.dataDir(), CodecTokenFile) }
+
+// CodecURL is the payload codec's base URL; its callers present the token of
+// CodecTokenFile as "Authorization: Bearer <token>".
+func (s *Stack) CodecURL() string { return s.APIURL() + codecPath }
 
 // WebhookURL is where the API receives the provider's events.
 func (s *Stack) WebhookURL() string { return s.APIURL() + api.WebhookPath }

@@ -55,6 +55,7 @@ import (
 	"chargeonce/dev/stack"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/codec"
 	"chargeonce/internal/pgdb"
 	"chargeonce/internal/webhook"
 	"chargeonce/provider/dialect"
@@ -462,6 +463,7 @@ func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
 		"temporal-namespace": temporalserver.DefaultNamespace,
 		"database-url":       st.DatabaseURL(),
 		"codec-keys":         keys,
+		"codec-token":        codec.NewToken(),
 		"provider-url":       st.ProviderURL(),
 		"listen":             "127.0.0.1:0",
 	})
