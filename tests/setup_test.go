@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/internal/codec"
 )
@@ -33,6 +34,7 @@ func TestTemporalSetup_WorkerAndAPIRefuseANamespaceWithoutTheSearchAttributesUnt
 		"CHARGEONCE_CODEC_KEYS=k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
 		"CHARGEONCE_LISTEN=127.0.0.1:0",
 		"CHARGEONCE_CODEC_TOKEN=" + codec.NewToken(),
+		"CHARGEONCE_CARD_HASH_KEY=" + chargeonce.NewCardHashKey(),
 	}
 	const missing = `namespace "default" lacks the search attributes MerchantReference (Keyword), OrderId (Keyword), PaymentStatus (Keyword), ProviderPaymentId (Keyword)`
 	for _, name := range []string{"worker", "api"} {

@@ -69,7 +69,8 @@ func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
 	keys := "test:" + base64.StdEncoding.EncodeToString(make([]byte, 32))
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelStart()
-	st, err := stack.Start(startCtx, stack.Config{ExternalWorkers: true, CodecKeys: keys, Logger: logging.Discard()})
+	cardHashKey := chargeonce.NewCardHashKey()
+	st, err := stack.Start(startCtx, stack.Config{ExternalWorkers: true, CodecKeys: keys, CardHashKey: cardHashKey, Logger: logging.Discard()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -87,6 +88,7 @@ func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
 			"--database-url", st.DatabaseURL(),
 			"--codec-keys", keys,
 			"--codec-token", testCodecToken,
+			"--card-hash-key", cardHashKey,
 			"--provider-url", st.ProviderURL(),
 			"--listen", "127.0.0.1:0",
 		}, args...), func(string) string { return "" }, io.Discard, stderr)
@@ -197,7 +199,7 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	paid := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(12 * time.Hour)
 	order, err := st.Store().CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Bookstore order")
 	require.NoError(t, err)
-	att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: chargeonce.HashCardToken("tok_visa"),
+	att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: st.CardHasher().Hash("tok_visa"),
 		Key: "0190a0a0-0000-7000-8000-000000000001", ReferencePrefix: "shop", Now: paid, AbandonAfter: 30 * time.Minute})
 	require.NoError(t, err)
 	changed, err := st.Store().SettleAttempt(ctx, att.Key, chargeonce.AttemptSucceeded, "ch_unreported", paid)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"chargeonce"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/ownerfile"
 	"chargeonce/internal/temporalclient"
@@ -73,6 +74,10 @@ func (l Layout) CodecKeyFile() string { return filepath.Join(l.Dir, "codec.key")
 // CodecTokenFile holds the token the workers' codec asks of its callers,
 // generated at the first start.
 func (l Layout) CodecTokenFile() string { return filepath.Join(l.Dir, "codec.token") }
+
+// CardHashKeyFile holds the secret key of the card hashes, generated at
+// the first start.
+func (l Layout) CardHashKeyFile() string { return filepath.Join(l.Dir, "card-hash.key") }
 
 // Config says where a cluster keeps its data and which ports it uses.
 type Config struct {
@@ -142,6 +147,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	if c.secrets.CodecToken, _, err = codec.LoadOrCreateTokenFile(layout.CodecTokenFile()); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if c.secrets.CardHashKey, _, err = ownerfile.LoadOrCreate(layout.CardHashKeyFile(), func() (string, error) { return chargeonce.NewCardHashKey(), nil }); err != nil {
+		return nil, fmt.Errorf("cluster: card hash key: %w", err)
 	}
 	hook, _, err := webhook.LoadOrCreateSecretFile(layout.WebhookSecretFile())
 	if err != nil {

@@ -165,6 +165,9 @@ const (
 type Secrets struct {
 	// CodecKeys is the payload keyring of the workers and the APIs.
 	CodecKeys string
+	// CardHashKey is the key of the card hashes of the workers and the
+	// APIs.
+	CardHashKey string
 	// CodecToken is what the workers' codec asks of its callers; the Web
 	// UI's codec endpoint carries it.
 	CodecToken string
@@ -179,9 +182,10 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 	temporal := map[string]string{cli.EnvName("temporal-address"): addr(p.Temporal), cli.EnvName("temporal-namespace"): Namespace}
 	backend := func(extra map[string]string) map[string]string {
 		env := map[string]string{
-			cli.EnvName("database-url"): fmt.Sprintf(appURLFormat, addr(p.Postgres)),
-			cli.EnvName("codec-keys"):   sec.CodecKeys,
-			cli.EnvName("log-format"):   "json",
+			cli.EnvName("database-url"):  fmt.Sprintf(appURLFormat, addr(p.Postgres)),
+			cli.EnvName("codec-keys"):    sec.CodecKeys,
+			cli.EnvName("card-hash-key"): sec.CardHashKey,
+			cli.EnvName("log-format"):    "json",
 		}
 		maps.Copy(env, temporal)
 		maps.Copy(env, extra)

@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"chargeonce"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/dev/temporalserver"
@@ -34,6 +35,7 @@ import (
 	"chargeonce/internal/backend"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/metrics"
+	"chargeonce/internal/ownerfile"
 	"chargeonce/internal/serve"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
@@ -50,6 +52,9 @@ const (
 	// CodecTokenFile keeps the token the payload codec asks of its
 	// callers, generated on first start beside the payload key.
 	CodecTokenFile = "codec.token"
+	// CardHashKeyFile keeps the secret key of the card hashes, generated on
+	// first start beside the payload key.
+	CardHashKeyFile = "card-hash.key"
 	// ProviderDBFile is where dev keeps the fake provider's state, through
 	// Config.Provider.DataFile.
 	ProviderDBFile = "fakeprovider.db"
@@ -110,6 +115,10 @@ type Config struct {
 	// CodecKeys is the payload keyring; empty means a key file in DataDir,
 	// generated on first start.
 	CodecKeys string
+	// CardHashKey is the key of the card hashes
+	// (chargeonce.ParseCardHashKey); empty means CardHashKeyFile in
+	// DataDir, generated on first start.
+	CardHashKey string
 	// Logger receives the logs of every part.
 	Logger *slog.Logger
 }
@@ -130,6 +139,7 @@ type Stack struct {
 	// codecToken is what the codec asks of its callers; the Web UI's codec
 	// endpoint carries it.
 	codecToken string
+	hasher     chargeonce.CardHasher
 	// secretCreated reports that Start generated the webhook secret file.
 	secretCreated bool
 	provider      *fakeprovider.Provider
@@ -194,6 +204,9 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.hasher, err = s.cardHasher(); err != nil {
+		return err
+	}
 	if s.codecToken, _, err = codec.LoadOrCreateTokenFile(s.CodecTokenFile()); err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
@@ -218,7 +231,7 @@ func (s *Stack) start(ctx context.Context) error {
 	// one backend: the processes of the production shape, in one.
 	s.conn, err = backend.Connect(ctx, backend.Config{
 		Temporal:    temporalclient.Config{Address: s.TemporalAddress(), Namespace: temporalserver.DefaultNamespace},
-		DatabaseURL: s.DatabaseURL(), Keyring: keyring, Registry: reg, Logger: cfg.Logger,
+		DatabaseURL: s.DatabaseURL(), Keyring: keyring, CardHasher: s.hasher, Registry: reg, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -306,6 +319,22 @@ func (s *Stack) keyring() (*codec.Keyring, error) {
 	}
 	s.keyCreated = created
 	return k, nil
+}
+
+func (s *Stack) cardHasher() (chargeonce.CardHasher, error) {
+	key := s.cfg.CardHashKey
+	if key == "" {
+		var err error
+		key, _, err = ownerfile.LoadOrCreate(filepath.Join(s.dataDir(), CardHashKeyFile), func() (string, error) { return chargeonce.NewCardHashKey(), nil })
+		if err != nil {
+			return chargeonce.CardHasher{}, fmt.Errorf("stack: card hash key: %w", err)
+		}
+	}
+	h, err := chargeonce.ParseCardHashKey(key)
+	if err != nil {
+		return chargeonce.CardHasher{}, fmt.Errorf("stack: %w", err)
+	}
+	return h, nil
 }
 
 func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook.Secret) error {
@@ -495,6 +524,9 @@ func (s *Stack) KeyCreated() bool { return s.keyCreated }
 
 // KeyFile is the payload key file under the data directory.
 func (s *Stack) KeyFile() string { return filepath.Join(s.dataDir(), CodecKeyFile) }
+
+// CardHasher computes the card hashes that the stack's database keeps.
+func (s *Stack) CardHasher() chargeonce.CardHasher { return s.hasher }
 
 // CodecTokenFile is the file that keeps the codec's token.
 func (s *Stack) CodecTokenFile() string { return filepath.Join(s.dataDir(), CodecTokenFile) }
