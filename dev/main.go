@@ -127,7 +127,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}
-	fmt.Fprintf(w, "  payload codec    %s, for callers with the token in %s (temporal --codec-endpoint %s --codec-auth \"Bearer $(cat %s)\")\n", s.CodecURL(), s.CodecTokenFile(), s.CodecURL(), s.CodecTokenFile())
+	fmt.Fprintf(w, "  payload codec    %s, for the token in %s (Authorization: Bearer)\n", s.CodecURL(), s.CodecTokenFile())
 	events := "off (--provider-events=false)"
 	if cfg.ProviderEvents {
 		events = "on"
