@@ -27,9 +27,14 @@ type PaymentIntent struct {
 	// has only the hash: such a workflow can send no charge, and settles
 	// its attempt not_processed at once.
 	CardToken string `json:"cardToken,omitempty"`
-	// CardHash is HashCardToken(CardToken), kept so that a token brought
-	// later can be checked against the card of this intent.
+	// CardHash is CardHasher.Hash(CardToken), kept so that a token brought
+	// later can be checked against the card of this intent. Intents started
+	// before card hashes were keyed carry LegacyCardHash(CardToken) instead.
 	CardHash string `json:"cardHash"`
+	// CardHashKeyed says that CardHash is keyed (CardHasher). It is false
+	// in the inputs of workflows started before, whose CardHash is the
+	// legacy one, which workflow code can still check a token against.
+	CardHashKeyed bool `json:"cardHashKeyed,omitempty"`
 	// MerchantReference is how the charge is found at the provider when the
 	// outcome is unknown.
 	MerchantReference string `json:"merchantReference"`
@@ -49,7 +54,7 @@ func (p PaymentIntent) Validate() error {
 		return fmt.Errorf("payment intent: order ID %d is not positive", p.OrderID)
 	case len(p.CardHash) != sha256.Size*2:
 		return fmt.Errorf("payment intent: card hash %q is not a hex SHA-256", p.CardHash)
-	case p.CardToken != "" && HashCardToken(p.CardToken) != p.CardHash:
+	case p.CardToken != "" && !p.CardHashKeyed && LegacyCardHash(p.CardToken) != p.CardHash:
 		return fmt.Errorf("payment intent: card token does not match the card hash")
 	case p.MerchantReference == "":
 		return fmt.Errorf("payment intent: merchant reference is empty")
@@ -70,9 +75,13 @@ func ValidKey(key string) bool {
 	return keyPattern.MatchString(key)
 }
 
-// HashCardToken returns the hex SHA-256 of a card token. The database keeps
-// only this, which is enough to tell "the same card again" from "another card".
-func HashCardToken(token string) string {
+// LegacyCardHash returns the hex SHA-256 of a card token, the card hash
+// before hashes were keyed. Anyone can compute it, and for a token of little
+// entropy reverse it, so nothing stores it any more: it serves only to
+// check a token against the hash in the input of a workflow started before
+// (PaymentIntent.CardHashKeyed false), and CardHasher.Rekey turns a stored
+// one into the keyed hash.
+func LegacyCardHash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }

@@ -1,6 +1,8 @@
 package chargeonce_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +54,7 @@ func TestPaymentIntent_Validate(t *testing.T) {
 		OrderID:           1001,
 		Amount:            chargeonce.Money{Minor: 54890, Currency: "TRY"},
 		CardToken:         "tok_visa",
-		CardHash:          chargeonce.HashCardToken("tok_visa"),
+		CardHash:          chargeonce.LegacyCardHash("tok_visa"),
 		MerchantReference: chargeonce.MerchantReference("bookstore", 1001, testKey),
 		CreatedAt:         time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
 	}
@@ -82,12 +84,56 @@ func TestPaymentIntent_Validate(t *testing.T) {
 	}
 }
 
-func TestHashCardToken_IsHexSHA256AndNeverTheToken(t *testing.T) {
-	h := chargeonce.HashCardToken("tok_visa")
-	require.Len(t, h, 64)
-	require.NotContains(t, h, "tok_visa")
-	require.Equal(t, h, chargeonce.HashCardToken("tok_visa"))
-	require.NotEqual(t, h, chargeonce.HashCardToken("tok_mastercard"))
+func testHasher(t testing.TB, key byte) chargeonce.CardHasher {
+	t.Helper()
+	h, err := chargeonce.ParseCardHashKey(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{key}, chargeonce.CardHashKeySize)))
+	require.NoError(t, err)
+	return h
+}
+
+// A keyed hash tells cards apart, but without the key it cannot be
+// computed, so trying tokens does not reverse it: another key gives another
+// hash, and none is the token's plain SHA-256.
+func TestCardHasher_IsKeyedAndTellsCardsApart(t *testing.T) {
+	h := testHasher(t, 1)
+	visa := h.Hash("tok_visa")
+	require.Len(t, visa, 64)
+	require.Equal(t, visa, h.Hash("tok_visa"))
+	require.NotEqual(t, visa, h.Hash("tok_mastercard"))
+	require.NotEqual(t, visa, testHasher(t, 2).Hash("tok_visa"), "another key, another hash")
+	require.NotEqual(t, visa, chargeonce.LegacyCardHash("tok_visa"))
+	require.NotContains(t, visa, "tok_visa")
+
+	// A hash stored before hashes were keyed re-keys to the same hash, with
+	// no token at hand.
+	rekeyed, err := h.Rekey(chargeonce.LegacyCardHash("tok_visa"))
+	require.NoError(t, err)
+	require.Equal(t, visa, rekeyed)
+	_, err = h.Rekey("tok_visa")
+	require.ErrorContains(t, err, "is not a hex SHA-256")
+}
+
+func TestParseCardHashKey_RefusesKeysThatAreNot32Bytes(t *testing.T) {
+	_, err := chargeonce.ParseCardHashKey(base64.StdEncoding.EncodeToString(make([]byte, 16)))
+	require.ErrorContains(t, err, "16 bytes, want 32")
+	_, err = chargeonce.ParseCardHashKey("not base64!")
+	require.ErrorContains(t, err, "not standard base64")
+	require.False(t, chargeonce.CardHasher{}.Valid())
+	_, err = chargeonce.ParseCardHashKey(chargeonce.NewCardHashKey())
+	require.NoError(t, err)
+}
+
+// An intent with a keyed hash cannot be checked against its token without
+// the key; one with a legacy hash still is.
+func TestPaymentIntent_ValidateChecksOnlyALegacyHashAgainstTheToken(t *testing.T) {
+	p := chargeonce.PaymentIntent{
+		Key: testKey, OrderID: 1001, Amount: chargeonce.Money{Minor: 100, Currency: "EUR"},
+		CardToken: "tok_visa", CardHash: chargeonce.LegacyCardHash("tok_mastercard"),
+		MerchantReference: "shop-1001-x", CreatedAt: time.Now(),
+	}
+	require.ErrorContains(t, p.Validate(), "card token does not match the card hash")
+	p.CardHash, p.CardHashKeyed = testHasher(t, 1).Hash("tok_visa"), true
+	require.NoError(t, p.Validate())
 }
 
 func TestOrderStatusAfter(t *testing.T) {
@@ -116,10 +162,11 @@ func TestOrderStatusAfter(t *testing.T) {
 // Every checkout hashes the card token and builds a merchant reference, and
 // every lookup parses one back.
 
-func BenchmarkHashCardToken(b *testing.B) {
+func BenchmarkCardHasher(b *testing.B) {
+	h := testHasher(b, 1)
 	b.ReportAllocs()
 	for b.Loop() {
-		if h := chargeonce.HashCardToken("tok_visa"); len(h) != 64 {
+		if h := h.Hash("tok_visa"); len(h) != 64 {
 			b.Fatalf("hash %q", h)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	_ "modernc.org/sqlite" // the driver that reads the store's file directly
 
+	"chargeonce/activities/activitiestest"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/internal/apikey"
@@ -74,7 +75,7 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Se
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
 	require.NoError(t, err)
 
 	reg := prometheus.NewRegistry()

@@ -32,7 +32,7 @@ type Settings struct {
 // not hold the API's metrics yet, each of its errors is a bad setting.
 func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *checkout.Service, error) {
 	svc, err := checkout.New(checkout.Config{
-		Store: b.Store, Temporal: b.Temporal, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
 		return nil, nil, err

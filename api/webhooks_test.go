@@ -46,7 +46,7 @@ func (a *eventsAPI) openAttempt(t *testing.T) store.Attempt {
 	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")
 	require.NoError(t, err)
 	attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
-		OrderID: order.ID, CardHash: chargeonce.HashCardToken("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
+		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
 		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
 	})
 	require.NoError(t, err)

@@ -113,6 +113,9 @@ type Config struct {
 	Store store.Store
 	// Temporal is the client that starts and updates payment workflows. Required.
 	Temporal client.Client
+	// CardHasher computes the keyed card hashes the database keeps.
+	// Required.
+	CardHasher chargeonce.CardHasher
 	// Budget is how long Checkout waits for the charge phase before it
 	// answers pending. Zero means the published charge budget plus two
 	// seconds, as read at each checkout.
@@ -132,6 +135,7 @@ type Config struct {
 type Service struct {
 	store    store.Store
 	temporal client.Client
+	hasher   chargeonce.CardHasher
 	budget   time.Duration
 	prefix   string
 	now      func() time.Time
@@ -148,6 +152,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Temporal == nil {
 		return nil, errors.New("checkout: config: Temporal client is required")
+	}
+	if !cfg.CardHasher.Valid() {
+		return nil, errors.New("checkout: config: CardHasher is required")
 	}
 	if cfg.Budget < 0 {
 		return nil, fmt.Errorf("checkout: config: budget %v is negative; use zero for the default", cfg.Budget)
@@ -170,6 +177,7 @@ func New(cfg Config) (*Service, error) {
 	return &Service{
 		store:    cfg.Store,
 		temporal: cfg.Temporal,
+		hasher:   cfg.CardHasher,
 		budget:   cfg.Budget,
 		prefix:   cfg.ReferencePrefix,
 		now:      cfg.Now,
@@ -250,7 +258,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 	}
 	attempt, decision, err := s.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID:         orderID,
-		CardHash:        chargeonce.HashCardToken(cardToken),
+		CardHash:        s.hasher.Hash(cardToken),
 		Key:             key,
 		ReferencePrefix: s.prefix,
 		Now:             s.now(),
@@ -345,7 +353,7 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
 			UpdateName:   chargeonce.UpdateCharge,
-			Args:         []any{workflows.ChargeRequest{CardToken: intent.CardToken}},
+			Args:         []any{workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash}},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
@@ -460,6 +468,7 @@ func (s *Service) intent(order store.Order, a store.Attempt, cardToken string) c
 		Amount:            a.Amount,
 		CardToken:         cardToken,
 		CardHash:          a.CardHash,
+		CardHashKeyed:     a.CardHashKeyed,
 		MerchantReference: a.MerchantReference,
 		Description:       description,
 		CreatedAt:         a.CreatedAt,

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"chargeonce"
+	"chargeonce/activities/activitiestest"
 	"chargeonce/checkout"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -49,9 +50,10 @@ func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 	}{
 		{"no store", checkout.Config{Temporal: temporal}, "Store is required"},
 		{"no Temporal client", checkout.Config{Store: st}, "Temporal client is required"},
-		{"negative budget", checkout.Config{Store: st, Temporal: temporal, Budget: -time.Second}, "budget -1s is negative"},
-		{"upper-case reference prefix", checkout.Config{Store: st, Temporal: temporal, ReferencePrefix: "Shop"}, `reference prefix "Shop"`},
-		{"reference prefix with a dash", checkout.Config{Store: st, Temporal: temporal, ReferencePrefix: "book-store"}, `reference prefix "book-store"`},
+		{"no card hasher", checkout.Config{Store: st, Temporal: temporal}, "CardHasher is required"},
+		{"negative budget", checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Budget: -time.Second}, "budget -1s is negative"},
+		{"upper-case reference prefix", checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, ReferencePrefix: "Shop"}, `reference prefix "Shop"`},
+		{"reference prefix with a dash", checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, ReferencePrefix: "book-store"}, `reference prefix "book-store"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +63,7 @@ func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 		})
 	}
 
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
 	require.NoError(t, err, "the zero values of the optional fields are the defaults")
 	require.NotNil(t, svc)
 }
@@ -69,7 +71,7 @@ func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 func TestCheckout_UnknownOrderIsErrNotFoundAndReachesNoWorkflow(t *testing.T) {
 	st, temporal := offline(t)
 	publish(t, st, workflows.DefaultTiming(), false)
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
 	require.NoError(t, err)
 
 	_, err = svc.Checkout(context.Background(), 424242, "tok_visa")
@@ -79,7 +81,7 @@ func TestCheckout_UnknownOrderIsErrNotFoundAndReachesNoWorkflow(t *testing.T) {
 
 func TestCheckout_BeforeAnyWorkerPublishedItsTimingIsErrNoTimingAndStoresNothing(t *testing.T) {
 	st, temporal := offline(t)
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
 	require.NoError(t, err)
 	ctx := context.Background()
 	order, err := st.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
@@ -102,7 +104,7 @@ func TestCheckout_NewAttemptTakesItsDeadlineFromThePublishedTimingAtEachCheckout
 	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 	// Temporal is unreachable, so each checkout answers pending once its
 	// budget is spent, with the attempt stored.
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, Budget: 200 * time.Millisecond, Now: func() time.Time { return now }})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Budget: 200 * time.Millisecond, Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	workers := workflows.DefaultTiming()
 	workers.AbandonAfter = 17 * time.Minute

@@ -127,6 +127,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if s.KeyCreated() {
 		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
 	}
+	fmt.Fprintf(w, "  payload codec    %s, for the token in %s (Authorization: Bearer)\n", s.CodecURL(), s.CodecTokenFile())
 	events := "off (--provider-events=false)"
 	if cfg.ProviderEvents {
 		events = "on"

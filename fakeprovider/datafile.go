@@ -10,6 +10,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"chargeonce/internal/ownerfile"
 )
 
 // dataFileSchema is the version this code writes and reads, kept in SQLite's
@@ -64,6 +66,10 @@ type savedState struct {
 
 // openDataFile opens or creates the data file at path and reads it.
 func openDataFile(path string) (*dataFile, savedState, error) {
+	// The provider's books hold card tokens in clear text.
+	if err := ownerfile.Restrict(path); err != nil {
+		return nil, savedState{}, fmt.Errorf("data file %s: %w", path, err)
+	}
 	params := url.Values{}
 	// In EXCLUSIVE locking mode the connection keeps the write lock from its
 	// first write (New writes the mode) until it closes, which keeps a second

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,6 +72,7 @@ func TestStore_NewAttemptIsStoredBeforeAnyRequest(t *testing.T) {
 			OrderID:           order.ID,
 			Amount:            try,
 			CardHash:          card("visa"),
+			CardHashKeyed:     true,
 			MerchantReference: chargeonce.MerchantReference("bookstore", order.ID, n.Key),
 			Status:            chargeonce.AttemptOpen,
 			CreatedAt:         stored(base),
@@ -707,5 +709,44 @@ func TestStore_MigrationAdmitsNotProcessedAndKeepsTheData(t *testing.T) {
 		require.Equal(t, chargeonce.AttemptNotProcessed, attempts[1].Status)
 		_, d2 := checkout(t, s, orderID, card("visa"), base.Add(time.Hour))
 		require.Equal(t, store.DecisionCreated, d2, "the one-open-attempt index admits the next attempt")
+	})
+}
+
+// A card hash stored before hashes were keyed is the token's plain SHA-256.
+// RekeyCardHashes turns it into the keyed hash of the same card, without
+// the token, marks the row done, and leaves it alone when run again: a
+// checkout with the card then finds its open attempt.
+func TestStore_RekeyCardHashesKeysEveryLegacyHashOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		// As a process before keyed hashes wrote it: the migration gave
+		// the rows it found card_hash_keyed false.
+		legacy, _ := checkout(t, s, order.ID, chargeonce.LegacyCardHash("tok_visa"), base)
+		key := legacy.Key
+		rawExec(t, dsn, `UPDATE payment_attempts SET card_hash_keyed = false WHERE idempotency_key = $1`, key)
+		before, err := s.GetAttempt(context.Background(), key)
+		require.NoError(t, err)
+		require.False(t, before.CardHashKeyed)
+
+		hasher, err := chargeonce.ParseCardHashKey(chargeonce.NewCardHashKey())
+		require.NoError(t, err)
+		n, err := s.RekeyCardHashes(context.Background(), hasher.Rekey)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		after, err := s.GetAttempt(context.Background(), key)
+		require.NoError(t, err)
+		require.True(t, after.CardHashKeyed)
+		require.Equal(t, hasher.Hash("tok_visa"), after.CardHash)
+
+		n, err = s.RekeyCardHashes(context.Background(), func(string) (string, error) {
+			return "", errors.New("a done row is never re-keyed again")
+		})
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		a, d := checkout(t, s, order.ID, hasher.Hash("tok_visa"), base)
+		require.Equal(t, store.DecisionReused, d)
+		require.Equal(t, key, a.Key)
 	})
 }

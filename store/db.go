@@ -72,7 +72,7 @@ const getOrStartPasses = 3
 
 const orderColumns = `id, amount_minor, currency, description, status, COALESCE(provider_payment_id, ''), created_at, updated_at`
 
-const attemptColumns = `idempotency_key, order_id, amount_minor, currency, card_hash, merchant_reference, status,
+const attemptColumns = `idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed, merchant_reference, status,
 	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at`
 
 const requestColumns = `r.idempotency_key, r.at, r.status_code, r.outcome, r.replayed, r.duration_us`
@@ -214,9 +214,9 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Attempt, 
 			return Attempt{}, "", fmt.Errorf("the order is %s with no open or failed attempt, so it cannot take a new one", order.Status)
 		}
 		inserted, err := q.exec(ctx,
-			`INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash,
+			`INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed,
 				merchant_reference, status, workflow_started, created_at, abandon_at)
-			VALUES ($1, $2, $3, $4, $5, $6, 'open', false, $7, $8)
+			VALUES ($1, $2, $3, $4, $5, true, $6, 'open', false, $7, $8)
 			ON CONFLICT (order_id) WHERE status = 'open' DO NOTHING`,
 			n.Key, n.OrderID, order.Amount.Minor, order.Amount.Currency, n.CardHash,
 			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)))
@@ -434,4 +434,47 @@ func nullIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// rekeyBatch bounds the rows one transaction of RekeyCardHashes re-keys, so
+// that checkouts wait for no long write lock.
+const rekeyBatch = 500
+
+func (s *db) RekeyCardHashes(ctx context.Context, rekey func(legacy string) (string, error)) (int, error) {
+	total := 0
+	for {
+		last := false
+		err := s.txs.inTx(ctx, true, func(q querier) error {
+			type row struct{ key, hash string }
+			legacy, err := queryAll(ctx, q, func(r rows) (row, error) {
+				var x row
+				return x, r.Scan(&x.key, &x.hash)
+			}, `SELECT idempotency_key, card_hash FROM payment_attempts WHERE NOT card_hash_keyed ORDER BY idempotency_key LIMIT $1`, rekeyBatch)
+			if err != nil {
+				return err
+			}
+			for _, x := range legacy {
+				keyed, err := rekey(x.hash)
+				if err != nil {
+					return errCorrupt("attempt", x.key, err)
+				}
+				// The condition keeps a row that another process re-keyed
+				// meanwhile from being re-keyed twice.
+				n, err := q.exec(ctx, `UPDATE payment_attempts SET card_hash = $1, card_hash_keyed = true
+					WHERE idempotency_key = $2 AND NOT card_hash_keyed`, keyed, x.key)
+				if err != nil {
+					return err
+				}
+				total += int(n)
+			}
+			last = len(legacy) < rekeyBatch
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("store: re-key card hashes: %w", err)
+		}
+		if last {
+			return total, nil
+		}
+	}
 }

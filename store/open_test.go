@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,4 +39,30 @@ func TestOpen_InMemorySQLiteIsOneDatabase(t *testing.T) {
 	got, attempts := getOrder(t, s, order.ID)
 	require.Equal(t, order.ID, got.ID)
 	require.Equal(t, []string{a.Key}, keys(attempts))
+}
+
+// The merchant database holds orders and card hashes: a new file, its WAL
+// and an older file created readable by all are the owner's alone once
+// opened.
+func TestOpen_SQLiteFilesAreTheOwnersAlone(t *testing.T) {
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "fresh.db")
+	s := openStore(t, "sqlite:"+fresh)
+	newOrder(t, s) // a write, so that the WAL exists
+	for _, p := range []string{fresh, fresh + "-wal", fresh + "-shm"} {
+		requireMode(t, p, 0o600)
+	}
+
+	old := filepath.Join(dir, "old.db")
+	require.NoError(t, os.WriteFile(old, nil, 0o644))
+	require.NoError(t, os.Chmod(old, 0o644)) // whatever the umask
+	openStore(t, "sqlite:"+old)
+	requireMode(t, old, 0o600)
+}
+
+func requireMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, want, info.Mode().Perm(), "mode of %s", path)
 }

@@ -120,7 +120,7 @@ func scanAttempt(r rows) (Attempt, error) {
 		currency, status           string
 		created, checked, abandonT timestamp
 	)
-	if err := r.Scan(&a.Key, &a.OrderID, &minor, &currency, &a.CardHash, &a.MerchantReference, &status,
+	if err := r.Scan(&a.Key, &a.OrderID, &minor, &currency, &a.CardHash, &a.CardHashKeyed, &a.MerchantReference, &status,
 		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT); err != nil {
 		return Attempt{}, err
 	}

@@ -11,6 +11,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"chargeonce/internal/ownerfile"
 )
 
 // sqliteBusyTimeout is how long a connection waits for another writer (of
@@ -61,6 +63,12 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 		return nil, fmt.Errorf("store: SQLite path %q: query parameters are not accepted; the store sets its own", path)
 	}
 	memory := path == ":memory:"
+	if !memory {
+		// Orders, amounts and card hashes are for this account alone.
+		if err := ownerfile.Restrict(path); err != nil {
+			return nil, fmt.Errorf("store: SQLite %s: %w", path, err)
+		}
+	}
 	params := url.Values{}
 	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
 	params.Add("_pragma", "foreign_keys(1)")

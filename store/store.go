@@ -50,9 +50,12 @@ type Attempt struct {
 	Key     string
 	OrderID int64
 	Amount  chargeonce.Money
-	// CardHash is chargeonce.HashCardToken of the card token; the token itself
-	// is never stored.
+	// CardHash is chargeonce.CardHasher.Hash of the card token; the token
+	// itself is never stored. Until RekeyCardHashes has done the row, it
+	// is the legacy hash (chargeonce.LegacyCardHash) and CardHashKeyed is
+	// false.
 	CardHash          string
+	CardHashKeyed     bool
 	MerchantReference string
 	Status            chargeonce.AttemptStatus
 	// ProviderPaymentID is the provider's charge ID, when the attempt settled
@@ -76,7 +79,8 @@ type Attempt struct {
 // NewAttempt is what GetOrStartAttempt needs to find or create the attempt of
 // a checkout. The amount is the order's.
 type NewAttempt struct {
-	OrderID  int64
+	OrderID int64
+	// CardHash is the keyed hash of the card token (chargeonce.CardHasher).
 	CardHash string
 	// Key is a fresh UUIDv7, used only if a new attempt is created.
 	Key string
@@ -218,6 +222,13 @@ type Store interface {
 	// ProviderEvents returns the events for a merchant reference, oldest
 	// first.
 	ProviderEvents(ctx context.Context, merchantReference string) ([]ProviderEvent, error)
+	// RekeyCardHashes replaces every legacy card hash with rekey(hash) and
+	// marks its row done, in batches, and returns how many rows it changed.
+	// A row is done once, however often and by however many processes it
+	// runs. Every process runs it at start (backend.Connect), before it
+	// serves: the hash of a new checkout is keyed and must compare equal to
+	// the stored one.
+	RekeyCardHashes(ctx context.Context, rekey func(legacy string) (string, error)) (int, error)
 	// Close releases the database connections.
 	Close() error
 }

@@ -301,7 +301,7 @@ func TestCheckout_LostWorkflowStartIsSettledBySweepAndTheRetryPaysUnderANewKey(t
 	unreachable, err := client.NewLazyClient(client.Options{HostPort: unusedAddress(t)})
 	require.NoError(t, err)
 	t.Cleanup(unreachable.Close)
-	cut, err := checkout.New(checkout.Config{Store: s.store, Temporal: unreachable, Budget: time.Second})
+	cut, err := checkout.New(checkout.Config{Store: s.store, Temporal: unreachable, CardHasher: s.stack.CardHasher(), Budget: time.Second})
 	require.NoError(t, err)
 	res, err := cut.Checkout(ctx, id, "tok_visa")
 	require.NoError(t, err)
@@ -317,7 +317,7 @@ func TestCheckout_LostWorkflowStartIsSettledBySweepAndTheRetryPaysUnderANewKey(t
 	started, err := s.service.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, started)
-	later, err := checkout.New(checkout.Config{Store: s.store, Temporal: s.temporal, Budget: articleBudget,
+	later, err := checkout.New(checkout.Config{Store: s.store, Temporal: s.temporal, CardHasher: s.stack.CardHasher(), Budget: articleBudget,
 		Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	require.NoError(t, err)
 	started, err = later.Sweep(ctx)

@@ -60,6 +60,11 @@ func TestDockerCompose_MatchesTheBinaries(t *testing.T) {
 
 	for name, svc := range compose.Services {
 		t.Run(name, func(t *testing.T) {
+			for _, p := range svc.Ports {
+				// The codec decrypts for its token's holder and Temporal's
+				// frontend asks nothing: neither is for the network.
+				require.True(t, strings.HasPrefix(p, "127.0.0.1:"), "%s publishes %q on every interface of the host; publish it on 127.0.0.1", name, p)
+			}
 			for _, v := range svc.Volumes {
 				if src, _, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(src, "./") {
 					_, err := os.Stat(filepath.Join(root, src))
@@ -164,7 +169,7 @@ func TestDockerCompose_DeclaresWhatTheClusterRuns(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(raw, &compose))
 	versions := moduleVersions(t, root)
 
-	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{}, cluster.Secrets{CodecKeys: "k1:key", WebhookSecret: "whsec_test"})
+	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{}, cluster.Secrets{CodecKeys: "k1:key", CodecToken: "token", WebhookSecret: "whsec_test"})
 	declared := make([]string, 0, len(parts))
 	for _, part := range parts {
 		declared = append(declared, part.Service)
@@ -221,7 +226,7 @@ func placement(value string, services map[string]composeService) bool {
 // and its setting would be lost without a word. Compose's variables are
 // checked above; these are the ones only the cluster sets.
 func TestClusterEnv_EveryVariableIsOneTheBinaryReads(t *testing.T) {
-	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{Dir: "/data"}, cluster.Secrets{CodecKeys: "k1:key", WebhookSecret: "whsec_test"})
+	parts := cluster.Parts(cluster.DefaultPorts(), cluster.Layout{Dir: "/data"}, cluster.Secrets{CodecKeys: "k1:key", CodecToken: "token", WebhookSecret: "whsec_test"})
 	runEnv := chaos.Env(chaos.DefaultConfig())
 	tuned := 0
 	for _, part := range parts {

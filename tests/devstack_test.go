@@ -206,7 +206,7 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 		t.Skip("starts the dev binary twice")
 	}
 	bin := buildBinary(t, "chargeonce/dev")
-	dataDir := t.TempDir()
+	dataDir := filepath.Join(t.TempDir(), "data") // dev creates it
 	dev := startDev(t, bin, dataDir)
 
 	anonymous, err := http.Post(dev.api+"/api/orders", "application/json", strings.NewReader(`{"amount":"548.90","currency":"TRY"}`))
@@ -269,6 +269,46 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	t.Run("Web UI lists the workflow", func(t *testing.T) {
 		checkWebUIListsTheWorkflow(t, dev, id, key, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 	})
+	t.Run("codec answers only its token's holder", func(t *testing.T) { checkCodecNeedsItsToken(t, dev, dataDir) })
+	t.Run("files are the owner's alone", func(t *testing.T) { checkFilesAreTheOwners(t, dataDir) })
+}
+
+// checkCodecNeedsItsToken posts to the dev stack's codec as a stranger
+// would, and as the CLI does with the token dev generated.
+func checkCodecNeedsItsToken(t *testing.T, dev *devProcess, dataDir string) {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(dataDir, stack.CodecTokenFile))
+	require.NoError(t, err)
+	post := func(authorization string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, dev.api+"/codec/decode", strings.NewReader(`{"payloads":[]}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusUnauthorized, post(""))
+	require.Equal(t, http.StatusUnauthorized, post("Bearer not-the-token-but-long-enough-to-look-like-one"))
+	require.Equal(t, http.StatusOK, post("Bearer "+strings.TrimSpace(string(token))))
+}
+
+// checkFilesAreTheOwners reads the modes of what dev created: the data
+// directory, its databases and its secrets.
+func checkFilesAreTheOwners(t *testing.T, dataDir string) {
+	t.Helper()
+	info, err := os.Stat(dataDir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the data directory")
+	for _, name := range []string{stack.AppDBFile, stack.ProviderDBFile, temporalserver.DatabaseFileName,
+		stack.CodecKeyFile, stack.CodecTokenFile, stack.CardHashKeyFile, stack.WebhookSecretFile} {
+		info, err := os.Stat(filepath.Join(dataDir, name))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s", name)
+	}
 }
 
 // checkHistoryIsEncrypted reads the raw history, as stored by Temporal, and

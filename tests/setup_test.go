@@ -15,7 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/dev/temporalserver"
+	"chargeonce/internal/codec"
 )
 
 // The worker and the API check the namespace's search attributes at start:
@@ -31,6 +33,8 @@ func TestTemporalSetup_WorkerAndAPIRefuseANamespaceWithoutTheSearchAttributesUnt
 		"CHARGEONCE_DATABASE_URL=sqlite:" + filepath.Join(t.TempDir(), "chargeonce.db"),
 		"CHARGEONCE_CODEC_KEYS=k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
 		"CHARGEONCE_LISTEN=127.0.0.1:0",
+		"CHARGEONCE_CODEC_TOKEN=" + codec.NewToken(),
+		"CHARGEONCE_CARD_HASH_KEY=" + chargeonce.NewCardHashKey(),
 	}
 	const missing = `namespace "default" lacks the search attributes MerchantReference (Keyword), OrderId (Keyword), PaymentStatus (Keyword), ProviderPaymentId (Keyword)`
 	for _, name := range []string{"worker", "api"} {

@@ -140,7 +140,7 @@ func settlementReports(reportsURL, providerURL string, logger *slog.Logger) (*se
 func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) {
 	// The sweep starts the workflows of stored attempts and creates none,
 	// so it needs no reference prefix, nor a checkout budget.
-	svc, err := checkout.New(checkout.Config{Store: b.Store, Temporal: b.Temporal, Logger: b.Logger})
+	svc, err := checkout.New(checkout.Config{Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Logger: b.Logger})
 	if err != nil {
 		return nil, err
 	}

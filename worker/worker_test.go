@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce/activities/activitiestest"
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/syncbuf"
@@ -242,7 +243,7 @@ func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T)
 	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(temporal.Close)
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
 	require.NoError(t, err)
 
 	w, err := worker.Start(context.Background(), worker.Deps{

@@ -30,10 +30,10 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 	amount := chargeonce.Money{Minor: 54890, Currency: "TRY"}
 	intent := chargeonce.PaymentIntent{
 		Key: "01a1d96c-e23d-77bf-801e-9df969c1d378", OrderID: 1001, Amount: amount, CardToken: "tok_visa",
-		CardHash: "hash", MerchantReference: "shop-1001-01a1d96ce23d77bf801e9df969c1d378", Description: "order 1001", CreatedAt: at,
+		CardHash: "hash", CardHashKeyed: true, MerchantReference: "shop-1001-01a1d96ce23d77bf801e9df969c1d378", Description: "order 1001", CreatedAt: at,
 	}
 	const intentJSON = `{"key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "orderId": 1001, "amount": {"minor": 54890, "currency": "TRY"},
-		"cardToken": "tok_visa", "cardHash": "hash", "merchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
+		"cardToken": "tok_visa", "cardHash": "hash", "cardHashKeyed": true, "merchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
 		"description": "order 1001", "createdAt": "2026-03-14T10:00:00Z"}`
 	byKind := map[chargeonce.ExceptionKind]int{chargeonce.ExceptionUnknownCharge: 1}
 	totals := []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 300, Fee: 9, Net: 291}}
@@ -55,7 +55,7 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 			"carried": {"checks": 7, "lastError": "timeout", "cardToken": "tok_visa"}}`},
 		{"PaymentResult", workflows.PaymentResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: "ch_1", DeclineCode: "card_declined", Message: "declined"},
 			`{"status": "declined", "providerPaymentId": "ch_1", "declineCode": "card_declined", "message": "declined"}`},
-		{"ChargeRequest", workflows.ChargeRequest{CardToken: "tok_visa"}, `{"cardToken": "tok_visa"}`},
+		{"ChargeRequest", workflows.ChargeRequest{CardToken: "tok_visa", CardHash: "hash"}, `{"cardToken": "tok_visa", "cardHash": "hash"}`},
 		{"ProviderEvent", workflows.ProviderEvent{ChargeID: "ch_1"}, `{"chargeId": "ch_1"}`},
 		{"Status", workflows.Status{Phase: workflows.PhaseReconciling, NextCheckAt: at, Checks: 2, LastError: "timeout"},
 			`{"phase": "reconciling", "nextCheckAt": "2026-03-14T10:00:00Z", "checks": 2, "lastError": "timeout"}`},

@@ -84,6 +84,10 @@ type ChargeRequest struct {
 	// CardToken is the card's token. It must be the card of the intent; it
 	// may be empty when the intent has its token already.
 	CardToken string `json:"cardToken,omitempty"`
+	// CardHash is the keyed hash of CardToken (chargeonce.CardHasher),
+	// which the caller computes: workflow code holds no key. Requests sent
+	// before card hashes were keyed have none.
+	CardHash string `json:"cardHash,omitempty"`
 }
 
 // PaymentResult is the outcome of the payment, returned by the workflow and
@@ -255,7 +259,9 @@ func newPayment(ctx workflow.Context, in PaymentInput) (*payment, error) {
 	}
 	if c := in.Carried; c != nil {
 		if c.CardToken != "" {
-			if chargeonce.HashCardToken(c.CardToken) != in.Intent.CardHash {
+			// A keyed hash cannot be checked here; a carried token was
+			// checked by validateCharge when its update was accepted.
+			if !in.Intent.CardHashKeyed && chargeonce.LegacyCardHash(c.CardToken) != in.Intent.CardHash {
 				return nil, errors.New("payment input: the carried card token does not match the card hash")
 			}
 			p.token = c.CardToken
@@ -659,13 +665,23 @@ func (p *payment) continueAsNew(ctx workflow.Context) error {
 // charge update that must not charge this payment: another card, or no card
 // when the payment has none.
 func (p *payment) validateCharge(req ChargeRequest) error {
-	if req.CardToken != "" && chargeonce.HashCardToken(req.CardToken) != p.intent.CardHash {
+	if req.CardToken != "" && !p.sameCard(req) {
 		return errors.New("charge: the card differs from the card of this payment; paying with another card needs a new payment attempt")
 	}
 	if req.CardToken == "" && p.token == "" {
 		return errors.New("charge: this payment has no card token yet; send the card token")
 	}
 	return nil
+}
+
+// sameCard reports whether the card of req is the intent's card: by the
+// keyed hashes the caller computed, or, for an intent started before hashes
+// were keyed, by the legacy hash of the token.
+func (p *payment) sameCard(req ChargeRequest) bool {
+	if p.intent.CardHashKeyed {
+		return req.CardHash == p.intent.CardHash
+	}
+	return chargeonce.LegacyCardHash(req.CardToken) == p.intent.CardHash
 }
 
 // handleCharge answers a customer paying (again) with this payment's card.

@@ -399,7 +399,7 @@ func TestPaymentWorkflow_ATimeoutAmong500sKeepsTheOutcomeUnknown(t *testing.T) {
 	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {
 		sentBefore = len(env.ChargeKeys())
-		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry", retry.callbacks(), workflows.ChargeRequest{CardToken: intent.CardToken})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry", retry.callbacks(), workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash})
 	}, 30*time.Second)
 	var during workflows.Status
 	wenv.RegisterDelayedCallback(func() { during = queryStatus(t, wenv) }, time.Minute)
@@ -566,7 +566,7 @@ func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
 		statusBefore = queryStatus(t, wenv)
 		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
 		// A double click: two retries at once send one request.
-		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry-1", first.callbacks(), workflows.ChargeRequest{CardToken: intent.CardToken})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry-1", first.callbacks(), workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash})
 		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "retry-2", second.callbacks(), workflows.ChargeRequest{})
 	}, 30*time.Second)
 
@@ -748,8 +748,8 @@ func TestPaymentWorkflow_ChargeUpdateOfAnotherCardIsRefused(t *testing.T) {
 	wenv.RegisterDelayedCallback(func() {
 		sentBefore = len(env.ChargeKeys())
 		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
-		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "wrong-card", wrongCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_mastercard"})
-		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "right-card", rightCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa"})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "wrong-card", wrongCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_mastercard", CardHash: activitiestest.CardHasher.Hash("tok_mastercard")})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "right-card", rightCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa", CardHash: activitiestest.CardHasher.Hash("tok_visa")})
 	}, 90*time.Second)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
@@ -783,7 +783,7 @@ func TestPaymentWorkflow_NoChargeIsSentTooCloseToTheAbandonDeadline(t *testing.T
 	wenv.RegisterDelayedCallback(func() {
 		sentBefore = len(env.ChargeKeys())
 		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
-		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "late", late.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa"})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "late", late.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa", CardHash: activitiestest.CardHasher.Hash("tok_visa")})
 	}, lastSend+time.Second)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
@@ -823,13 +823,17 @@ func TestPaymentWorkflow_WithoutCardTokenSettlesNotProcessedAtOnce(t *testing.T)
 func TestPaymentWorkflow_InvalidInputFailsBeforeSending(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	// Workflow code holds no card-hash key: only the legacy hash of an
+	// input from before keyed hashes can be checked against a token.
+	legacy := intent
+	legacy.CardHash, legacy.CardHashKeyed = chargeonce.LegacyCardHash("tok_visa"), false
 	tests := []struct {
 		name string
 		in   workflows.PaymentInput
 		want string
 	}{
 		{"bad timing", workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: time.Minute}}, "--attempt-timeout 1m0s exceeds --charge-budget 10s"},
-		{"another card's token", workflows.PaymentInput{Intent: withToken(intent, "tok_mastercard")}, "card token does not match"},
+		{"another card's token under a legacy hash", workflows.PaymentInput{Intent: withToken(legacy, "tok_mastercard")}, "card token does not match"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -925,4 +929,27 @@ func TestPaymentWorkflow_LookupsRunOnTheLookupQueueOnTheKeysBackoffGrid(t *testi
 	require.Equal(t, createdAt.Add(timing.MinAge+jitter), times[0])
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), times[len(times)-1])
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), wenv.Now().UTC(), "abandoned at the deadline's lookup")
+}
+
+// A workflow started before card hashes were keyed carries the legacy hash
+// in its input: a charge update from a current API, with the keyed hash,
+// is still checked against it by the token, so the same card is taken and
+// another refused.
+func TestPaymentWorkflow_ALegacyHashInputStillTellsTheCardByItsToken(t *testing.T) {
+	env := activitiestest.New(t, dropping)
+	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+	intent.CardHash, intent.CardHashKeyed = chargeonce.LegacyCardHash("tok_visa"), false
+	wenv := newWorkflowEnv(t, env, createdAt)
+	wrongCard, rightCard := &updateCallbacks{t: t}, &updateCallbacks{t: t}
+	wenv.RegisterDelayedCallback(func() {
+		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "wrong-card", wrongCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_mastercard", CardHash: activitiestest.CardHasher.Hash("tok_mastercard")})
+		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "right-card", rightCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_visa", CardHash: activitiestest.CardHasher.Hash("tok_visa")})
+	}, 90*time.Second)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
+
+	require.ErrorContains(t, wrongCard.rejected, "card differs")
+	require.NoError(t, rightCard.rejected)
+	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 }

@@ -90,6 +90,16 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// CardHasher keys the card hashes of the intents an Env creates, as the
+// checkout API's would be; a fresh key each run.
+var CardHasher = func() chargeonce.CardHasher {
+	h, err := chargeonce.ParseCardHashKey(chargeonce.NewCardHashKey())
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()
+
 // Env is a fake provider, provider clients and a SQLite store, wired into an
 // activities.Activities.
 type Env struct {
@@ -229,7 +239,7 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 	}
 	att, decision, err := e.Store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID:         order.ID,
-		CardHash:        chargeonce.HashCardToken(token),
+		CardHash:        CardHasher.Hash(token),
 		Key:             key.String(),
 		ReferencePrefix: ReferencePrefix,
 		Now:             createdAt,
@@ -247,6 +257,7 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 		Amount:            amount,
 		CardToken:         token,
 		CardHash:          att.CardHash,
+		CardHashKeyed:     att.CardHashKeyed,
 		MerchantReference: att.MerchantReference,
 		Description:       order.Description,
 		CreatedAt:         att.CreatedAt,

@@ -3,7 +3,7 @@
 // the task queue, and the outbox sweep is safe to run in each.
 //
 // It serves /healthz, /metrics, and the payload codec for the Temporal Web
-// UI under /codec on --listen.
+// UI under /codec on --listen, for callers that present --codec-token.
 //
 // --provider chooses the API the card provider speaks: ietf (the default,
 // docs/provider-http.md) or stripe, with --stripe-api-key.
@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +46,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")
 	graceDays := fs.Int("settlement-grace-days", worker.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
-	listen := fs.String("listen", ":9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
+	// Loopback by default: the codec decrypts for whoever holds its token,
+	// and /metrics has no credentials at all.
+	listen := fs.String("listen", "127.0.0.1:9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
+	codecToken := fs.String("codec-token", "", "`secret` every caller of the payload codec must present (Authorization: Bearer, or the Web UI's endpoint <url>/codec/<secret>); at least 32 characters of A-Z a-z 0-9 - _")
 	tlsFlags := cli.ServerTLS(fs, "/healthz, /metrics and the payload codec")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
 	if err := cli.Parse(fs, args, getenv); err != nil {
@@ -75,6 +79,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return cli.UsageError{Err: err}
 	}
 
+	if *codecToken == "" {
+		return cli.UsageError{Err: errors.New("--codec-token is required: without it the codec would decrypt payloads for anyone")}
+	}
+	token, err := codec.ParseToken(*codecToken)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+
 	ln, err := serve.Listen(*listen, "listen")
 	if err != nil {
 		return err
@@ -100,7 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		}
 		fmt.Fprintln(rw, "ok")
 	})
-	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, *uiOrigin)))
+	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, token, *uiOrigin)))
 	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "provider", pc.URL, "provider_api", pc.API)
 	return serve.Run(ctx, ln, mux, tlsConfig)
 }

@@ -57,6 +57,10 @@ func TestRun_ReferencePrefixIsNotAWorkerFlag(t *testing.T) {
 	require.Equal(t, "worker: flag provided but not defined: -reference-prefix (see --help)\n", report.String())
 }
 
+// testCodecToken is the token the workers of these tests ask of codec
+// callers.
+const testCodecToken = "dGhlIHdvcmtlcidzIGNvZGVjIHRva2VuIGluIHRlc3Rz"
+
 // startWorker starts a stack without workers and runs this worker against
 // it with the extra args, and returns the stack and the worker's listen
 // address once it has started.
@@ -65,7 +69,8 @@ func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
 	keys := "test:" + base64.StdEncoding.EncodeToString(make([]byte, 32))
 	startCtx, cancelStart := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelStart()
-	st, err := stack.Start(startCtx, stack.Config{ExternalWorkers: true, CodecKeys: keys, Logger: logging.Discard()})
+	cardHashKey := chargeonce.NewCardHashKey()
+	st, err := stack.Start(startCtx, stack.Config{ExternalWorkers: true, CodecKeys: keys, CardHashKey: cardHashKey, Logger: logging.Discard()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -82,6 +87,8 @@ func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
 			"--temporal-namespace", temporalserver.DefaultNamespace,
 			"--database-url", st.DatabaseURL(),
 			"--codec-keys", keys,
+			"--codec-token", testCodecToken,
+			"--card-hash-key", cardHashKey,
 			"--provider-url", st.ProviderURL(),
 			"--listen", "127.0.0.1:0",
 		}, args...), func(string) string { return "" }, io.Discard, stderr)
@@ -114,6 +121,44 @@ func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	// Before any alert, so that the alert rules see 0 rather than nothing.
 	require.Contains(t, string(body), alert.MetricName+`{alert="`+string(alert.ContractViolation)+`"} 0`)
+}
+
+// The codec on --listen decrypts nothing for a caller without the token,
+// and encrypts nothing with the live key either.
+func TestRun_CodecAnswersOnlyTheTokensHolder(t *testing.T) {
+	_, listen := startWorker(t)
+	post := func(op, authorization string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+listen+"/codec/"+op, strings.NewReader(`{"payloads":[]}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	for _, op := range []string{"decode", "encode"} {
+		require.Equal(t, http.StatusUnauthorized, post(op, ""), "%s without a token", op)
+		require.Equal(t, http.StatusUnauthorized, post(op, "Bearer "+strings.Repeat("x", len(testCodecToken))), "%s with another token", op)
+		require.Equal(t, http.StatusOK, post(op, "Bearer "+testCodecToken), "%s with the token", op)
+	}
+}
+
+func TestRun_RefusesAMissingOrWeakCodecToken(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "worker: --codec-token is required"},
+		{[]string{"--codec-token", "short"}, "worker: codec: a codec token has at least 32 characters"},
+	} {
+		var report bytes.Buffer
+		err := run(context.Background(), tc.args, noEnv, io.Discard, io.Discard)
+		require.Equal(t, 2, cli.ExitCode(&report, "worker", err))
+		require.Contains(t, report.String(), tc.want)
+	}
 }
 
 func TestRun_RefusesProviderFlagsNoAdapterCanUse(t *testing.T) {
@@ -154,7 +199,7 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	paid := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(12 * time.Hour)
 	order, err := st.Store().CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Bookstore order")
 	require.NoError(t, err)
-	att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: chargeonce.HashCardToken("tok_visa"),
+	att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: st.CardHasher().Hash("tok_visa"),
 		Key: "0190a0a0-0000-7000-8000-000000000001", ReferencePrefix: "shop", Now: paid, AbandonAfter: 30 * time.Minute})
 	require.NoError(t, err)
 	changed, err := st.Store().SettleAttempt(ctx, att.Key, chargeonce.AttemptSucceeded, "ch_unreported", paid)

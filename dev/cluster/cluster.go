@@ -3,8 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +21,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"chargeonce"
 	"chargeonce/internal/apikey"
+	"chargeonce/internal/codec"
+	"chargeonce/internal/ownerfile"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
 	"chargeonce/store"
@@ -74,6 +75,14 @@ func (l Layout) APIKeyFile() string { return filepath.Join(l.Dir, apikey.FileNam
 
 // CodecKeyFile holds the payload keyring, generated at the first start.
 func (l Layout) CodecKeyFile() string { return filepath.Join(l.Dir, "codec.key") }
+
+// CodecTokenFile holds the token the workers' codec asks of its callers,
+// generated at the first start.
+func (l Layout) CodecTokenFile() string { return filepath.Join(l.Dir, "codec.token") }
+
+// CardHashKeyFile holds the secret key of the card hashes, generated at
+// the first start.
+func (l Layout) CardHashKeyFile() string { return filepath.Join(l.Dir, "card-hash.key") }
 
 // Config says where a cluster keeps its data and which ports it uses.
 type Config struct {
@@ -139,12 +148,18 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{layout: layout, ports: cfg.Ports, env: cfg.Env, log: cfg.Logger, byName: map[string]*Process{}}
 	for _, dir := range []string{layout.Bin(), layout.Logs(), filepath.Join(layout.UI(), "config")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, ownerfile.DirMode); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
 	if c.secrets.CodecKeys, err = codecKeys(layout.CodecKeyFile()); err != nil {
 		return nil, err
+	}
+	if c.secrets.CodecToken, _, err = codec.LoadOrCreateTokenFile(layout.CodecTokenFile()); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if c.secrets.CardHashKey, _, err = ownerfile.LoadOrCreate(layout.CardHashKeyFile(), func() (string, error) { return chargeonce.NewCardHashKey(), nil }); err != nil {
+		return nil, fmt.Errorf("cluster: card hash key: %w", err)
 	}
 	hook, _, err := webhook.LoadOrCreateSecretFile(layout.WebhookSecretFile())
 	if err != nil {
@@ -214,18 +229,12 @@ func newLayout(ctx context.Context, dataDir string) (Layout, error) {
 // codecKeys reads the payload keyring of file, generating it at the first
 // start: payloads written by one start must be readable by the next.
 func codecKeys(file string) (string, error) {
-	if raw, err := os.ReadFile(file); err == nil {
-		return strings.TrimSpace(string(raw)), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
+	keys, _, err := ownerfile.LoadOrCreate(file, codec.NewKeyringText)
+	if err != nil {
 		return "", fmt.Errorf("cluster: payload key: %w", err)
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return "", fmt.Errorf("cluster: payload key: %w", err)
-	}
-	keys := "k1:" + base64.StdEncoding.EncodeToString(key)
-	if err := os.WriteFile(file, []byte(keys+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("cluster: payload key: %w", err)
+	if _, err := codec.ParseKeyring(keys); err != nil {
+		return "", fmt.Errorf("cluster: payload key %s: %w", file, err)
 	}
 	return keys, nil
 }

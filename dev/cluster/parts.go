@@ -165,6 +165,12 @@ const (
 type Secrets struct {
 	// CodecKeys is the payload keyring of the workers and the APIs.
 	CodecKeys string
+	// CardHashKey is the key of the card hashes of the workers and the
+	// APIs.
+	CardHashKey string
+	// CodecToken is what the workers' codec asks of its callers; the Web
+	// UI's codec endpoint carries it.
+	CodecToken string
 	// WebhookSecret signs the fake provider's events, which the APIs verify.
 	WebhookSecret string
 }
@@ -176,9 +182,10 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 	temporal := map[string]string{cli.EnvName("temporal-address"): addr(p.Temporal), cli.EnvName("temporal-namespace"): Namespace}
 	backend := func(extra map[string]string) map[string]string {
 		env := map[string]string{
-			cli.EnvName("database-url"): fmt.Sprintf(appURLFormat, addr(p.Postgres)),
-			cli.EnvName("codec-keys"):   sec.CodecKeys,
-			cli.EnvName("log-format"):   "json",
+			cli.EnvName("database-url"):  fmt.Sprintf(appURLFormat, addr(p.Postgres)),
+			cli.EnvName("codec-keys"):    sec.CodecKeys,
+			cli.EnvName("card-hash-key"): sec.CardHashKey,
+			cli.EnvName("log-format"):    "json",
 		}
 		maps.Copy(env, temporal)
 		maps.Copy(env, extra)
@@ -225,7 +232,7 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 			Service: ServiceTemporalUI, Replicas: 1, Package: UIPackage, Binary: "temporal-ui-server",
 			Command: []string{"temporal-ui-server", "--root", l.UI(), "--env", "docker", "start"},
 			Env: map[string]string{
-				"TEMPORAL_ADDRESS": addr(p.Temporal), "TEMPORAL_CODEC_ENDPOINT": httpURL(p.Workers[0]) + "/codec",
+				"TEMPORAL_ADDRESS": addr(p.Temporal), "TEMPORAL_CODEC_ENDPOINT": httpURL(p.Workers[0]) + "/codec/" + sec.CodecToken,
 				"TEMPORAL_UI_PORT": strconv.Itoa(p.UI), "TEMPORAL_CSRF_COOKIE_INSECURE": "true",
 			},
 			Local: uiTLSEnv(l),
@@ -248,7 +255,7 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 			Command: []string{"worker"},
 			Env: backend(map[string]string{
 				cli.EnvName("provider-url"): httpURL(p.Provider), cli.EnvName("listen"): addr(p.Workers[0]),
-				cli.EnvName("codec-cors-origin"): httpURL(p.UI),
+				cli.EnvName("codec-cors-origin"): httpURL(p.UI), cli.EnvName("codec-token"): sec.CodecToken,
 			}),
 			Local: clientTLSEnv(l, ServiceWorker),
 		},

@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"chargeonce"
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/dev/temporalserver"
@@ -35,6 +36,7 @@ import (
 	"chargeonce/internal/backend"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/metrics"
+	"chargeonce/internal/ownerfile"
 	"chargeonce/internal/serve"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
@@ -48,6 +50,12 @@ import (
 const (
 	AppDBFile    = "chargeonce.db"
 	CodecKeyFile = "codec.key"
+	// CodecTokenFile keeps the token the payload codec asks of its
+	// callers, generated on first start beside the payload key.
+	CodecTokenFile = "codec.token"
+	// CardHashKeyFile keeps the secret key of the card hashes, generated on
+	// first start beside the payload key.
+	CardHashKeyFile = "card-hash.key"
 	// ProviderDBFile is where dev keeps the fake provider's state, through
 	// Config.Provider.DataFile.
 	ProviderDBFile = "fakeprovider.db"
@@ -109,6 +117,10 @@ type Config struct {
 	// CodecKeys is the payload keyring; empty means a key file in DataDir,
 	// generated on first start.
 	CodecKeys string
+	// CardHashKey is the key of the card hashes
+	// (chargeonce.ParseCardHashKey); empty means CardHashKeyFile in
+	// DataDir, generated on first start.
+	CardHashKey string
 	// Logger receives the logs of every part.
 	Logger *slog.Logger
 }
@@ -126,6 +138,10 @@ type Stack struct {
 	cfg        Config
 	tempDir    string
 	keyCreated bool
+	// codecToken is what the codec asks of its callers; the Web UI's codec
+	// endpoint carries it.
+	codecToken string
+	hasher     chargeonce.CardHasher
 	// secretCreated reports that Start generated the webhook secret file.
 	secretCreated bool
 	// apiKey is the key of APIKeyFile; apiKeyCreated says Start made it.
@@ -193,6 +209,16 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.hasher, err = s.cardHasher(); err != nil {
+		return err
+	}
+	if s.codecToken, _, err = codec.LoadOrCreateTokenFile(s.CodecTokenFile()); err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	token, err := codec.ParseToken(s.codecToken)
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
 	secret, created, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -201,7 +227,7 @@ func (s *Stack) start(ctx context.Context) error {
 	if err := s.startProvider(providerLn, apiURL+api.WebhookPath, secret); err != nil {
 		return err
 	}
-	if err := s.startTemporal(ctx, apiURL+codecPath); err != nil {
+	if err := s.startTemporal(ctx, s.uiCodecEndpoint(apiURL)); err != nil {
 		return err
 	}
 	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
@@ -210,7 +236,7 @@ func (s *Stack) start(ctx context.Context) error {
 	// one backend: the processes of the production shape, in one.
 	s.conn, err = backend.Connect(ctx, backend.Config{
 		Temporal:    temporalclient.Config{Address: s.TemporalAddress(), Namespace: temporalserver.DefaultNamespace},
-		DatabaseURL: s.DatabaseURL(), Keyring: keyring, Registry: reg, Logger: cfg.Logger,
+		DatabaseURL: s.DatabaseURL(), Keyring: keyring, CardHasher: s.hasher, Registry: reg, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -234,7 +260,7 @@ func (s *Stack) start(ctx context.Context) error {
 	// name the user typed for the loopback address.
 	ui := s.UIURL()
 	origins := []string{ui, strings.Replace(ui, "//127.0.0.1:", "//localhost:", 1)}
-	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, origins...)))
+	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, token, origins...)))
 	mux.Handle("/", handler)
 	s.apiS = serve.Start(apiLn, apiFirst(mux, handler))
 	s.closers = append(s.closers, s.apiS.Shutdown)
@@ -266,6 +292,13 @@ func apiFirst(mux *http.ServeMux, api http.Handler) http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
+}
+
+// uiCodecEndpoint is the codec endpoint the Web UI calls from the browser,
+// which can send no header of ours: the token travels as the path's prefix
+// (codec.NewHTTPHandler).
+func (s *Stack) uiCodecEndpoint(apiURL string) string {
+	return apiURL + codecPath + "/" + s.codecToken
 }
 
 func (s *Stack) prepareDataDir() error {
@@ -318,6 +351,22 @@ func (s *Stack) keyring() (*codec.Keyring, error) {
 	}
 	s.keyCreated = created
 	return k, nil
+}
+
+func (s *Stack) cardHasher() (chargeonce.CardHasher, error) {
+	key := s.cfg.CardHashKey
+	if key == "" {
+		var err error
+		key, _, err = ownerfile.LoadOrCreate(filepath.Join(s.dataDir(), CardHashKeyFile), func() (string, error) { return chargeonce.NewCardHashKey(), nil })
+		if err != nil {
+			return chargeonce.CardHasher{}, fmt.Errorf("stack: card hash key: %w", err)
+		}
+	}
+	h, err := chargeonce.ParseCardHashKey(key)
+	if err != nil {
+		return chargeonce.CardHasher{}, fmt.Errorf("stack: %w", err)
+	}
+	return h, nil
 }
 
 func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook.Secret) error {
@@ -395,7 +444,7 @@ func (s *Stack) RestartTemporalAfter(ctx context.Context, whileDown func(context
 		return errors.New("stack: restart Temporal: the server runs in memory; set DataDir to keep its state across a restart")
 	}
 	old := s.currentTemporal()
-	codecEndpoint := s.apiS.URL() + codecPath
+	codecEndpoint := s.uiCodecEndpoint(s.apiS.URL())
 	_, port, err := net.SplitHostPort(old.FrontendAddress())
 	if err != nil {
 		return fmt.Errorf("stack: restart Temporal: frontend address: %w", err)
@@ -516,6 +565,16 @@ func (s *Stack) APIKeyCreated() bool { return s.apiKeyCreated }
 
 // KeyFile is the payload key file under the data directory.
 func (s *Stack) KeyFile() string { return filepath.Join(s.dataDir(), CodecKeyFile) }
+
+// CardHasher computes the card hashes that the stack's database keeps.
+func (s *Stack) CardHasher() chargeonce.CardHasher { return s.hasher }
+
+// CodecTokenFile is the file that keeps the codec's token.
+func (s *Stack) CodecTokenFile() string { return filepath.Join(s.dataDir(), CodecTokenFile) }
+
+// CodecURL is the payload codec's base URL; its callers present the token of
+// CodecTokenFile as "Authorization: Bearer <token>".
+func (s *Stack) CodecURL() string { return s.APIURL() + codecPath }
 
 // WebhookURL is where the API receives the provider's events.
 func (s *Stack) WebhookURL() string { return s.APIURL() + api.WebhookPath }

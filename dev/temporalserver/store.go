@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/server/common/config"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
+
+	"chargeonce/internal/ownerfile"
 )
 
 // SQLite settings for a database file. They are passed as connection
@@ -75,6 +77,11 @@ func openStore(cfg Config) (*store, error) {
 		}
 		if err := createSchemaIfMissing(s.path); err != nil {
 			return nil, err
+		}
+		// A new file is 0600 already (os.CreateTemp); one that an older
+		// version created 0644 is tightened.
+		if err := ownerfile.Restrict(s.path); err != nil {
+			return nil, fmt.Errorf("temporalserver: database file: %w", err)
 		}
 	}
 

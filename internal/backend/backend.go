@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/temporalclient"
@@ -29,6 +30,9 @@ type Config struct {
 	DatabaseURL string
 	// Keyring encrypts and decrypts the workflow payloads.
 	Keyring *codec.Keyring
+	// CardHasher computes the keyed card hashes; Connect re-keys the
+	// legacy hashes in the database with it.
+	CardHasher chargeonce.CardHasher
 	// Registry receives the Temporal SDK's metrics and the gauges of open
 	// attempts, and the process serves it at /metrics.
 	Registry *prometheus.Registry
@@ -44,8 +48,10 @@ type Conn struct {
 	Namespace string
 	Store     store.Store
 	Keyring   *codec.Keyring
-	Registry  *prometheus.Registry
-	Logger    *slog.Logger
+	// CardHasher computes the keyed card hashes the database keeps.
+	CardHasher chargeonce.CardHasher
+	Registry   *prometheus.Registry
+	Logger     *slog.Logger
 }
 
 // Close closes the Temporal client and the database.
@@ -54,14 +60,15 @@ func (c *Conn) Close() error {
 	return c.Store.Close()
 }
 
-// Connect opens the database (applying its migrations), registers the
+// Connect opens the database (applying its migrations, and re-keying the
+// card hashes stored before they were keyed), registers the
 // gauges of open attempts, connects to Temporal with payload encryption and
 // the SDK's metrics, and checks that the namespace has the payment's search
 // attributes: a namespace without them would refuse every workflow start,
 // so it is better said now, by name.
 func Connect(ctx context.Context, cfg Config) (*Conn, error) {
-	if cfg.Temporal.Namespace == "" || cfg.Keyring == nil || cfg.Registry == nil || cfg.Logger == nil {
-		return nil, errors.New("backend: a Temporal namespace, a keyring, a registry and a logger are required")
+	if cfg.Temporal.Namespace == "" || cfg.Keyring == nil || !cfg.CardHasher.Valid() || cfg.Registry == nil || cfg.Logger == nil {
+		return nil, errors.New("backend: a Temporal namespace, a keyring, a card hasher, a registry and a logger are required")
 	}
 	sdkMetrics, err := metrics.TemporalHandler(cfg.Registry, cfg.Logger)
 	if err != nil {
@@ -70,6 +77,16 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
+	}
+	// Before anything serves: a checkout's keyed hash must find the stored
+	// hash of the same card keyed too.
+	rekeyed, err := st.RekeyCardHashes(ctx, cfg.CardHasher.Rekey)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if rekeyed > 0 {
+		cfg.Logger.Info("card hashes re-keyed", "attempts", rekeyed)
 	}
 	if err := metrics.RegisterOpenAttempts(cfg.Registry, st, cfg.Logger); err != nil {
 		_ = st.Close()
@@ -89,5 +106,5 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		_ = st.Close()
 		return nil, err
 	}
-	return &Conn{Temporal: tc, Namespace: cfg.Temporal.Namespace, Store: st, Keyring: cfg.Keyring, Registry: cfg.Registry, Logger: cfg.Logger}, nil
+	return &Conn{Temporal: tc, Namespace: cfg.Temporal.Namespace, Store: st, Keyring: cfg.Keyring, CardHasher: cfg.CardHasher, Registry: cfg.Registry, Logger: cfg.Logger}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"chargeonce"
 	"chargeonce/internal/backend"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/temporalclient"
@@ -19,6 +20,7 @@ type BackendFlags struct {
 	temporal    *temporalclient.Flags
 	databaseURL *string
 	codecKeys   string
+	cardHashKey string
 }
 
 // DatabaseURL defines --database-url, the merchant database, on fs.
@@ -30,6 +32,7 @@ func DatabaseURL(fs *flag.FlagSet) *string {
 func Backend(fs *flag.FlagSet) *BackendFlags {
 	b := &BackendFlags{temporal: temporalclient.RegisterFlags(fs), databaseURL: DatabaseURL(fs)}
 	fs.StringVar(&b.codecKeys, "codec-keys", "", "payload encryption `keyring`: id:base64key,… with the current key first (32-byte AES-256 keys)")
+	fs.StringVar(&b.cardHashKey, "card-hash-key", "", "secret `key` of the card hashes the database keeps: base64 of 32 random bytes, the same for every worker and API; keep it with the payload keys")
 	return b
 }
 
@@ -44,6 +47,13 @@ func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, 
 	if b.codecKeys == "" {
 		return nil, UsageError{errors.New("--codec-keys is required: without it card tokens would reach Temporal in clear text")}
 	}
+	if b.cardHashKey == "" {
+		return nil, UsageError{errors.New("--card-hash-key is required: without it card hashes could be reversed by trying tokens")}
+	}
+	hasher, err := chargeonce.ParseCardHashKey(b.cardHashKey)
+	if err != nil {
+		return nil, UsageError{err}
+	}
 	temporal, err := b.temporal.Resolve(getenv)
 	if err != nil {
 		return nil, UsageError{err}
@@ -52,5 +62,5 @@ func (b *BackendFlags) Connect(ctx context.Context, getenv func(string) string, 
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	return backend.Connect(ctx, backend.Config{Temporal: temporal, DatabaseURL: *b.databaseURL, Keyring: keyring, Registry: reg, Logger: logger})
+	return backend.Connect(ctx, backend.Config{Temporal: temporal, DatabaseURL: *b.databaseURL, Keyring: keyring, CardHasher: hasher, Registry: reg, Logger: logger})
 }

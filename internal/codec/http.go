@@ -3,6 +3,7 @@ package codec
 import (
 	"net/http"
 	"slices"
+	"strings"
 
 	"go.temporal.io/sdk/converter"
 )
@@ -20,18 +21,47 @@ const maxRequestBytes = 8 << 20
 // headers, and their preflight is answered. A request from any other origin is
 // refused with 403; one without an Origin header (the CLI, curl) is served.
 //
-// Whoever reaches this handler can decrypt every payload: bind it to loopback
-// or put it behind authentication.
-func NewHTTPHandler(k *Keyring, allowedOrigins ...string) http.Handler {
+// Whoever holds the token can decrypt every payload and encrypt anything
+// with the current key, so every POST must carry it, in one of two forms:
+//
+//   - "Authorization: Bearer <token>", as the Temporal CLI sends it with
+//     --codec-auth "Bearer <token>";
+//   - a path prefix, POST /<token>/decode, for the Temporal Web UI, whose
+//     browser code can send no header of ours: its codec endpoint is
+//     configured as <codec URL>/<token>. Whoever can read the UI's
+//     settings learns the token that way; they could read every payload
+//     through the UI anyway.
+//
+// A request without the token, or with another, gets 401 and nothing is
+// decoded. Preflights carry no credentials in any browser, so they are
+// answered without, for allowed origins only; they reveal nothing.
+func NewHTTPHandler(k *Keyring, token Token, allowedOrigins ...string) http.Handler {
 	return &httpHandler{
 		codec:   converter.NewPayloadCodecHTTPHandler(NewCodec(k)),
+		token:   token,
 		origins: slices.Clone(allowedOrigins),
 	}
 }
 
 type httpHandler struct {
 	codec   http.Handler
+	token   Token
 	origins []string
+}
+
+// authorized reports whether r carries the token, and strips the token's
+// path prefix from r when that is how it came.
+func (h *httpHandler) authorized(r *http.Request) bool {
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, cred, _ := strings.Cut(auth, " ")
+		return strings.EqualFold(scheme, "Bearer") && h.token.matches(strings.TrimSpace(cred))
+	}
+	cred, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if !ok || !h.token.matches(cred) {
+		return false
+	}
+	r.URL.Path, r.URL.RawPath = "/"+rest, ""
+	return true
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,10 +76,15 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodOptions:
 		w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, X-Namespace")
+		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Namespace")
 		w.Header().Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 	case http.MethodPost:
+		if !h.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="codec"`)
+			http.Error(w, "the codec needs its token: Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
 		if r.ContentLength > maxRequestBytes {
 			http.Error(w, http.StatusText(http.StatusRequestEntityTooLarge), http.StatusRequestEntityTooLarge)
 			return

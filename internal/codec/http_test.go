@@ -18,11 +18,16 @@ import (
 	"chargeonce/internal/codec"
 )
 
-const uiOrigin = "http://127.0.0.1:8233"
+const (
+	uiOrigin = "http://127.0.0.1:8233"
+	token    = "Zm9yIHRoZSBjb2RlYyB0ZXN0cyBvbmx5IQ"
+)
 
 func newCodecServer(t *testing.T, ring string) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(codec.NewHTTPHandler(mustParse(t, ring), uiOrigin))
+	tok, err := codec.ParseToken(token)
+	require.NoError(t, err)
+	srv := httptest.NewServer(codec.NewHTTPHandler(mustParse(t, ring), tok, uiOrigin))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -49,6 +54,11 @@ func TestHTTPHandler_ServesTheSDKRemoteCodec(t *testing.T) {
 	remote := converter.NewRemotePayloadCodec(converter.RemotePayloadCodecOptions{
 		Endpoint: srv.URL,
 		Client:   http.Client{Timeout: 5 * time.Second},
+		// As the Temporal CLI sends it with --codec-auth.
+		ModifyRequest: func(r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+token)
+			return nil
+		},
 	})
 	original := jsonPayload(t, "tok_amex_0005")
 
@@ -75,7 +85,8 @@ func TestHTTPHandler_DecodesForTheWebUIOrigin(t *testing.T) {
 	body := `{"payloads":[{"metadata":{"encoding":"` + b64([]byte(codec.MetadataEncodingEncrypted)) +
 		`","encryption-key-id":"` + b64([]byte("k1")) + `"},"data":"` + b64(sealed.GetData()) + `"}]}`
 
-	resp, got := send(t, http.MethodPost, srv.URL+"/decode", body, map[string]string{
+	// The UI's codec endpoint carries the token as its last path segment.
+	resp, got := send(t, http.MethodPost, srv.URL+"/"+token+"/decode", body, map[string]string{
 		"Origin":       uiOrigin,
 		"Content-Type": "application/json",
 		"X-Namespace":  "default",
@@ -101,13 +112,14 @@ func TestHTTPHandler_AnswersCORSPreflight(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 	require.Equal(t, uiOrigin, resp.Header.Get("Access-Control-Allow-Origin"))
 	require.Equal(t, "POST, OPTIONS", resp.Header.Get("Access-Control-Allow-Methods"))
-	require.Equal(t, "Content-Type, X-Namespace", resp.Header.Get("Access-Control-Allow-Headers"))
+	require.Equal(t, "Authorization, Content-Type, X-Namespace", resp.Header.Get("Access-Control-Allow-Headers"))
 	require.Equal(t, "Origin", resp.Header.Get("Vary"))
 }
 
 func TestHTTPHandler_RejectsBadRequests(t *testing.T) {
 	srv := newCodecServer(t, keyEntry("k1", 1))
 	valid := `{"payloads":[]}`
+	bearer := map[string]string{"Authorization": "Bearer " + token}
 	tests := []struct {
 		name       string
 		method     string
@@ -116,15 +128,21 @@ func TestHTTPHandler_RejectsBadRequests(t *testing.T) {
 		header     map[string]string
 		wantStatus int
 	}{
-		{"POST from another origin", http.MethodPost, "/decode", valid, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"POST without the token", http.MethodPost, "/decode", valid, nil, http.StatusUnauthorized},
+		{"POST with another token", http.MethodPost, "/decode", valid, map[string]string{"Authorization": "Bearer " + strings.ToUpper(token)}, http.StatusUnauthorized},
+		{"POST with the token under another scheme", http.MethodPost, "/decode", valid, map[string]string{"Authorization": "Basic " + token}, http.StatusUnauthorized},
+		{"POST with another path token", http.MethodPost, "/" + strings.ToUpper(token) + "/decode", valid, nil, http.StatusUnauthorized},
+		{"POST with a wrong header and the right path token", http.MethodPost, "/" + token + "/decode", valid, map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized},
+		{"encode without the token", http.MethodPost, "/encode", valid, nil, http.StatusUnauthorized},
+		{"POST from another origin", http.MethodPost, "/decode", valid, map[string]string{"Origin": "http://evil.example", "Authorization": "Bearer " + token}, http.StatusForbidden},
 		{"preflight from another origin", http.MethodOptions, "/decode", "", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
 		{"GET", http.MethodGet, "/decode", "", nil, http.StatusMethodNotAllowed},
-		{"malformed JSON", http.MethodPost, "/decode", `{"payloads":`, nil, http.StatusBadRequest},
+		{"malformed JSON", http.MethodPost, "/decode", `{"payloads":`, bearer, http.StatusBadRequest},
 		{"encrypted payload without data", http.MethodPost, "/decode",
 			`{"payloads":[{"metadata":{"encoding":"` + base64.StdEncoding.EncodeToString([]byte(codec.MetadataEncodingEncrypted)) +
-				`","encryption-key-id":"` + base64.StdEncoding.EncodeToString([]byte("k1")) + `"}}]}`, nil, http.StatusBadRequest},
-		{"body over the limit", http.MethodPost, "/decode", strings.Repeat(" ", 8<<20+1), nil, http.StatusRequestEntityTooLarge},
-		{"unknown operation", http.MethodPost, "/reveal", valid, nil, http.StatusNotFound},
+				`","encryption-key-id":"` + base64.StdEncoding.EncodeToString([]byte("k1")) + `"}}]}`, bearer, http.StatusBadRequest},
+		{"body over the limit", http.MethodPost, "/decode", strings.Repeat(" ", 8<<20+1), bearer, http.StatusRequestEntityTooLarge},
+		{"unknown operation", http.MethodPost, "/reveal", valid, bearer, http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,4 +151,13 @@ func TestHTTPHandler_RejectsBadRequests(t *testing.T) {
 			require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
 		})
 	}
+}
+
+func TestParseToken_RefusesShortOrUnsafeTokens(t *testing.T) {
+	_, err := codec.ParseToken("short")
+	require.ErrorContains(t, err, "at least 32 characters, this one 5")
+	_, err = codec.ParseToken(strings.Repeat("a", 31) + "/")
+	require.ErrorContains(t, err, "only the characters")
+	_, err = codec.ParseToken(codec.NewToken())
+	require.NoError(t, err)
 }

@@ -53,7 +53,7 @@ func TestOpenAttempts_ReadFromTheStoreAtEachScrape(t *testing.T) {
 	require.NoError(t, err)
 	created := time.Now().Add(-10 * time.Minute)
 	_, decision, err := st.GetOrStartAttempt(ctx, store.NewAttempt{
-		OrderID: order.ID, CardHash: chargeonce.HashCardToken("tok_visa"), Key: key,
+		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: key,
 		ReferencePrefix: "shop", Now: created, AbandonAfter: 30 * time.Minute,
 	})
 	require.NoError(t, err)

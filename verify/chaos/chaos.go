@@ -55,6 +55,7 @@ import (
 	"chargeonce/dev/stack"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/codec"
 	"chargeonce/internal/pgdb"
 	"chargeonce/internal/webhook"
 	"chargeonce/provider/dialect"
@@ -375,7 +376,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	// The stack's API and the worker processes share one card-hash key.
+	cardHashKey := chargeonce.NewCardHashKey()
 	st, err := stack.Start(ctx, stack.Config{
+		CardHashKey:     cardHashKey,
 		DatabaseURL:     databaseURL,
 		DataDir:         dir,
 		Host:            "127.0.0.1",
@@ -403,7 +407,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		workers[i] = &workerProcess{
 			name:    "worker-" + strconv.Itoa(i+1),
 			bin:     cfg.WorkerBinary,
-			args:    workerArgs(cfg, st, keys),
+			args:    workerArgs(cfg, st, keys, cardHashKey),
 			logPath: filepath.Join(dir, "worker-"+strconv.Itoa(i+1)+".log"),
 		}
 		if err := workers[i].start(); err != nil {
@@ -455,13 +459,15 @@ func workerSettings(cfg Config) map[string]string {
 	return settings
 }
 
-func workerArgs(cfg Config, st *stack.Stack, keys string) []string {
+func workerArgs(cfg Config, st *stack.Stack, keys, cardHashKey string) []string {
 	settings := workerSettings(cfg)
 	maps.Copy(settings, map[string]string{
 		"temporal-address":   st.TemporalAddress(),
 		"temporal-namespace": temporalserver.DefaultNamespace,
 		"database-url":       st.DatabaseURL(),
 		"codec-keys":         keys,
+		"codec-token":        codec.NewToken(),
+		"card-hash-key":      cardHashKey,
 		"provider-url":       st.ProviderURL(),
 		"listen":             "127.0.0.1:0",
 	})

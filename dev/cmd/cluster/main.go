@@ -75,7 +75,7 @@ func printBanner(w io.Writer, c *cluster.Cluster, took time.Duration) {
 	fmt.Fprintf(w, "  fake provider    %s\n", c.ProviderURL())
 	fmt.Fprintf(w, "  provider events  %s%s, signed with the secret kept in %s\n", c.APIURLs()[0], api.WebhookPath, c.Layout().WebhookSecretFile())
 	for i, u := range c.WorkerURLs() {
-		fmt.Fprintf(w, "  worker %d         %s (/healthz, /metrics, /codec)\n", i+1, u)
+		fmt.Fprintf(w, "  worker %d         %s (/healthz, /metrics, /codec for the token in %s)\n", i+1, u, c.Layout().CodecTokenFile())
 	}
 	fmt.Fprintf(w, "  logs             %s\n", c.Layout().Logs())
 	fmt.Fprintf(w, "  payload key      %s; keep it, or workflow payloads cannot be read\n", c.Layout().CodecKeyFile())

@@ -28,6 +28,8 @@ type direct struct {
 	store    store.Store
 	provider provider.Port
 	timing   workflows.Timing
+	// hasher keys the card hashes, as the checkout API does.
+	hasher chargeonce.CardHasher
 }
 
 // errNotPaid reports a payment that ended otherwise than paid.
@@ -41,7 +43,7 @@ func (d *direct) pay(ctx context.Context, orderID int64, cardToken string) error
 	}
 	attempt, decision, err := d.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID:         orderID,
-		CardHash:        chargeonce.HashCardToken(cardToken),
+		CardHash:        d.hasher.Hash(cardToken),
 		Key:             key.String(),
 		ReferencePrefix: referencePrefix,
 		Now:             time.Now(),

@@ -193,7 +193,7 @@ func (b *bench) start(ctx context.Context) (func(), error) {
 		stop()
 		return nil, err
 	}
-	b.direct = &direct{store: st.Store(), provider: pc, timing: benchTiming()}
+	b.direct = &direct{store: st.Store(), provider: pc, timing: benchTiming(), hasher: st.CardHasher()}
 	return func() { b.bare.stop(); stop() }, nil
 }
 

@@ -134,7 +134,7 @@ func scenarios() []scenario {
 				h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 					WorkflowID:   workflows.WorkflowID(intent.Key),
 					UpdateName:   chargeonce.UpdateCharge,
-					Args:         []any{workflows.ChargeRequest{CardToken: intent.CardToken}},
+					Args:         []any{workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash}},
 					WaitForStage: client.WorkflowUpdateStageCompleted,
 				})
 				if err != nil {

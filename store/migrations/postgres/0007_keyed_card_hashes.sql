@@ -1,0 +1,5 @@
+-- Card hashes become keyed (chargeonce.CardHasher). SQL cannot compute the
+-- HMAC, so the process re-keys the stored hashes at start
+-- (Store.RekeyCardHashes); this column marks the rows it has done. Rows
+-- inserted from now on carry keyed hashes and set it.
+ALTER TABLE payment_attempts ADD COLUMN card_hash_keyed boolean NOT NULL DEFAULT false;
