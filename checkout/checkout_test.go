@@ -131,7 +131,7 @@ func TestCheckout_ACallerThatGivesUpIsAnsweredFromTheDatabaseAtOnce(t *testing.T
 	publish(t, st, workflows.DefaultTiming(), false)
 	// Temporal is unreachable: the charge of the key would wait its whole
 	// budget for an answer.
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, Budget: 10 * time.Second})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Budget: 10 * time.Second})
 	require.NoError(t, err)
 	order, err := st.CreateOrder(context.Background(), chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
 	require.NoError(t, err)
