@@ -643,6 +643,10 @@ func (c *Cluster) CodecKeys() string { return c.secrets.CodecKeys }
 // WebhookSecret is the secret that signs the fake provider's events.
 func (c *Cluster) WebhookSecret() string { return c.secrets.WebhookSecret }
 
+// CardHashKey is the key of the card hashes that the workers and the APIs
+// keep, kept in Layout.CardHashKeyFile.
+func (c *Cluster) CardHashKey() string { return c.secrets.CardHashKey }
+
 // APIKey is an API key with every scope, kept in Layout.APIKeyFile.
 func (c *Cluster) APIKey() string { return c.apiKey }
 

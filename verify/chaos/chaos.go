@@ -424,7 +424,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 
-	lost, closeLost, err := lostStartCheckout(st.Store())
+	lost, closeLost, err := lostStartCheckout(st.Store(), st.CardHasher())
 	if err != nil {
 		return Summary{}, err
 	}
@@ -512,7 +512,9 @@ func awaitPublishedTiming(ctx context.Context, svc *checkout.Service, want workf
 // it stores the key and then loses the workflow start, which is what a
 // crash of the API between its commit and its call to Temporal leaves
 // behind. Only the outbox sweep, or the customer's retry, can recover it.
-func lostStartCheckout(st store.Store) (*checkout.Service, func(), error) {
+// It hashes cards with the stack's hasher, so that the retry finds the
+// attempt.
+func lostStartCheckout(st store.Store, hasher chargeonce.CardHasher) (*checkout.Service, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: find an unused port: %w", err)
@@ -525,7 +527,7 @@ func lostStartCheckout(st store.Store) (*checkout.Service, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("chaos: client for lost starts: %w", err)
 	}
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: unreachable, Budget: 200 * time.Millisecond})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: unreachable, CardHasher: hasher, Budget: 200 * time.Millisecond})
 	if err != nil {
 		unreachable.Close()
 		return nil, nil, err

@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/dev/cluster"
 	"chargeonce/dev/stack"
@@ -44,6 +45,9 @@ type External struct {
 	DatabaseURL string
 	// CodecKeys is their payload keyring.
 	CodecKeys string
+	// CardHashKey is the key of their card hashes, which the run's own
+	// checkouts must share so that a customer's retry finds its attempt.
+	CardHashKey string
 	// WebhookSecret is the secret the APIs verify the provider's events
 	// with, whsec_….
 	WebhookSecret string
@@ -199,8 +203,8 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}
-	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.Temporal.Address == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" || ext.APIKey == "" {
-		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, its payload keys and an API key")
+	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.Temporal.Address == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" || ext.CardHashKey == "" || ext.APIKey == "" {
+		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, its payload and card-hash keys and an API key")
 	}
 	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
 		return Summary{}, errors.New("chaos: process faults on an external stack need its processes")
@@ -226,14 +230,18 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 		return Summary{}, err
 	}
 	defer tc.Close()
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: tc})
+	hasher, err := chargeonce.ParseCardHashKey(ext.CardHashKey)
+	if err != nil {
+		return Summary{}, fmt.Errorf("chaos: %w", err)
+	}
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: tc, CardHasher: hasher})
 	if err != nil {
 		return Summary{}, err
 	}
 	if err := awaitPublishedTiming(ctx, svc, cfg.Timing); err != nil {
 		return Summary{}, err
 	}
-	lost, closeLost, err := lostStartCheckout(st)
+	lost, closeLost, err := lostStartCheckout(st, hasher)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -309,6 +317,7 @@ func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, err
 		Temporal:       c.TemporalClient(),
 		DatabaseURL:    c.DatabaseURL(),
 		CodecKeys:      c.CodecKeys(),
+		CardHashKey:    c.CardHashKey(),
 		WebhookSecret:  c.WebhookSecret(),
 		APIKey:         c.APIKey(),
 		Processes:      c,
