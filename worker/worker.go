@@ -190,7 +190,7 @@ func (w *Worker) Stop() {
 // the limits, whose lookup rate paces the lookups.
 func CheckLimits(ctx context.Context, p provider.Port, t workflows.Timing) (provider.Limits, error) {
 	if err := t.Validate(); err != nil {
-		return provider.Limits{}, fmt.Errorf("worker: timing: %w", err)
+		return provider.Limits{}, fmt.Errorf("worker: %w", err)
 	}
 	limits, err := p.Limits(ctx)
 	if err != nil {
