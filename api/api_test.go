@@ -410,6 +410,24 @@ func TestAPI_CheckoutBeforeAnyWorkerStartedIs503AndChangesNothing(t *testing.T) 
 	require.Equal(t, before, a.snapshot(t), "no attempt, and the order is still placed")
 }
 
+// A timing in a format this API cannot read, published by a newer worker,
+// pauses checkouts with a 503 that charges nothing, and the log names the
+// cause for the operator.
+func TestAPI_CheckoutUnderATimingOfANewerFormatIs503AndChangesNothing(t *testing.T) {
+	a := startTestAPIBeforeAnyWorker(t)
+	_, err := a.store.PublishTiming(context.Background(), []byte(`{"version":99}`), false)
+	require.NoError(t, err)
+	id, _ := createOrder(t, a, `{"amount": "10.00", "currency": "TRY"}`)
+	before := a.snapshot(t)
+
+	status, header, body := a.send(t, http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), "application/json", `{"card_token": "tok_visa"}`)
+
+	p := requireProblem(t, http.StatusServiceUnavailable, status, header, body)
+	require.Contains(t, p.Detail, "nothing was charged")
+	require.Equal(t, before, a.snapshot(t), "no attempt, and the order is still placed")
+	require.Contains(t, a.logs.String(), "format version 99")
+}
+
 func TestAPI_WrongMethodIs405WithAllow(t *testing.T) {
 	a := startTestAPI(t)
 	status, header, body := a.send(t, http.MethodDelete, "/api/orders/1", "", "")

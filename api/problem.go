@@ -79,6 +79,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Warn("checkout refused: no payment worker has published its timing in the merchant database yet", "path", r.URL.Path)
 		w.Header().Set("Retry-After", strconv.Itoa(int(noWorkerRetryAfter/time.Second)))
 		p = wire.NewProblem(wire.ProblemNoPaymentWorker, "The payment workers have not started yet; try again in a few seconds.")
+	case errors.Is(err, checkout.ErrTimingUnreadable):
+		// A deployment fault, not the customer's: the log says what to do.
+		s.log.Error("checkout refused: this API cannot use the payment timing the workers published", "path", r.URL.Path, "error", err)
+		p = wire.NewProblem(wire.ProblemUnavailable, "Payments are paused by a configuration fault on our side; nothing was charged. Try again later.")
 	case errors.Is(err, checkout.ErrNeedsReview):
 		p = wire.NewProblem(wire.ProblemPaymentNeedsReview, "An earlier payment of this order failed because of an error on our side. It is being reviewed; do not pay again.")
 	default:

@@ -54,6 +54,11 @@ var (
 	// so there is no published timing to give a new attempt. Nothing was
 	// stored or charged; the checkout may be tried again once a worker runs.
 	ErrNoTiming = errors.New("checkout: no payment worker has published its timing in the merchant database yet; nothing was charged")
+	// ErrTimingUnreadable: the published timing cannot be used by this
+	// program, such as one in a newer format published by a newer worker.
+	// Nothing was stored or charged; an operator must upgrade the API (the
+	// error's text says why).
+	ErrTimingUnreadable = errors.New("checkout: the published payment timing cannot be used; nothing was charged")
 )
 
 // Outcome is the answer of a checkout.
@@ -188,7 +193,8 @@ func New(cfg Config) (*Service, error) {
 
 // Timing returns the payment timing that the workers published, which the
 // next checkout or sweep start uses. It is ErrNoTiming when no worker has
-// published one yet.
+// published one yet, and ErrTimingUnreadable when this program cannot use
+// the one published.
 func (s *Service) Timing(ctx context.Context) (workflows.Timing, error) {
 	p, err := s.store.PaymentTiming(ctx)
 	if errors.Is(err, store.ErrNotFound) {
@@ -199,7 +205,7 @@ func (s *Service) Timing(ctx context.Context) (workflows.Timing, error) {
 	}
 	t, err := workflows.DecodeTiming(p.Timing)
 	if err != nil {
-		return workflows.Timing{}, fmt.Errorf("checkout: the payment timing published at %s cannot be used: %w", p.PublishedAt.Format(time.RFC3339), err)
+		return workflows.Timing{}, fmt.Errorf("%w: published at %s: %w", ErrTimingUnreadable, p.PublishedAt.Format(time.RFC3339), err)
 	}
 	return t, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/checkout"
 	"chargeonce/dev/stack"
 	"chargeonce/internal/codec"
 	"chargeonce/provider/dialect"
@@ -103,9 +104,10 @@ func TestCheckout_RunsWithTheTimingThePaymentWorkerPublished(t *testing.T) {
 		charges := len(s.provider.ChargeRequests())
 
 		refused := s.checkout(t, id, "tok_visa")
-		require.Equal(t, http.StatusInternalServerError, refused.status, "body: %s", refused.body)
+		require.Equal(t, http.StatusServiceUnavailable, refused.status, "body: %s", refused.body)
 		_, err := s.service.Checkout(ctx, id, "tok_visa")
-		require.ErrorContains(t, err, "cannot be used: timing: format version 2, and this program reads only version 1: "+
+		require.ErrorIs(t, err, checkout.ErrTimingUnreadable)
+		require.ErrorContains(t, err, "timing: format version 2, and this program reads only version 1: "+
 			"a newer program published this timing in a form that this one would misread; upgrade this program")
 		o := s.order(t, id)
 		require.Equal(t, "placed", o.Status)
