@@ -37,16 +37,23 @@ func (s *db) APIKey(ctx context.Context, id string) (apikey.Record, error) {
 	var r apikey.Record
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		r, err = queryOne(ctx, q, scanAPIKey, `SELECT `+apiKeyColumns+` FROM api_keys WHERE id = $1`, id)
+		r, err = apiKeyByID(ctx, q, id)
 		return err
 	})
-	if errors.Is(err, ErrNotFound) {
-		err = errUnknownAPIKey
-	}
 	if err != nil {
 		return apikey.Record{}, fmt.Errorf("store: API key %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// apiKeyByID reads the key id in q's transaction; an id that names no key
+// is errUnknownAPIKey.
+func apiKeyByID(ctx context.Context, q querier, id string) (apikey.Record, error) {
+	r, err := queryOne(ctx, q, scanAPIKey, `SELECT `+apiKeyColumns+` FROM api_keys WHERE id = $1`, id)
+	if errors.Is(err, ErrNotFound) {
+		return apikey.Record{}, errUnknownAPIKey
+	}
+	return r, err
 }
 
 func (s *db) APIKeys(ctx context.Context) ([]apikey.Record, error) {
@@ -74,12 +81,9 @@ func (s *db) RevokeAPIKey(ctx context.Context, id string, at time.Time) (apikey.
 			return err
 		}
 		var err error
-		r, err = queryOne(ctx, q, scanAPIKey, `SELECT `+apiKeyColumns+` FROM api_keys WHERE id = $1`, id)
+		r, err = apiKeyByID(ctx, q, id)
 		return err
 	})
-	if errors.Is(err, ErrNotFound) {
-		err = errUnknownAPIKey
-	}
 	if err != nil {
 		return apikey.Record{}, fmt.Errorf("store: revoke API key %s: %w", id, err)
 	}
