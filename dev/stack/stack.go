@@ -255,14 +255,12 @@ func (s *Stack) start(ctx context.Context) error {
 		return fmt.Errorf("stack: %w", err)
 	}
 	s.checkout = svc
-	mux := http.NewServeMux()
 	// The browser calls the codec from the UI's origin, under whichever
 	// name the user typed for the loopback address.
 	ui := s.UIURL()
 	origins := []string{ui, strings.Replace(ui, "//127.0.0.1:", "//localhost:", 1)}
-	mux.Handle(codecPath+"/", http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, token, origins...)))
-	mux.Handle("/", handler)
-	s.apiS = serve.Start(apiLn, apiFirst(mux, handler))
+	codecHandler := http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, token, origins...))
+	s.apiS = serve.Start(apiLn, withCodec(codecHandler, handler))
 	s.closers = append(s.closers, s.apiS.Shutdown)
 	return nil
 }
@@ -281,13 +279,14 @@ func (s *Stack) loadOrCreateAPIKey(ctx context.Context) error {
 // codecPath is where the API server serves the payload codec for the Web UI.
 const codecPath = "/codec"
 
-// apiFirst hands every request outside codecPath to the API as it came, so
-// that the mux's redirect of an unclean path ("//api/orders/1001", with an
-// HTML body) never answers it: the API answers with problem+json.
-func apiFirst(mux *http.ServeMux, api http.Handler) http.Handler {
+// withCodec serves codecPath with codec and hands every other request to the
+// API as it came. No ServeMux stands in front of the API, because a mux
+// would answer an unclean path ("//api/orders/1001") with its own redirect
+// and HTML body, where the API answers with problem+json.
+func withCodec(codec, api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, codecPath+"/") {
-			mux.ServeHTTP(w, r)
+			codec.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)
