@@ -14,8 +14,9 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"os"
 	"time"
+
+	"chargeonce/internal/ownerfile"
 )
 
 // Validity is how long a certificate is valid from its issue. A local
@@ -127,12 +128,9 @@ func (p Pair) Write(certFile, keyFile string) error {
 }
 
 // WriteFile writes PEM data to file, mode 0600 even when the file existed
-// with another mode.
+// with another mode (ownerfile.Write).
 func WriteFile(file string, data []byte) error {
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		return fmt.Errorf("devcert: %w", err)
-	}
-	if err := os.Chmod(file, 0o600); err != nil {
+	if err := ownerfile.Write(file, data); err != nil {
 		return fmt.Errorf("devcert: %w", err)
 	}
 	return nil

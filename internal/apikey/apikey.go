@@ -17,10 +17,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"chargeonce/internal/ownerfile"
 )
 
 // Scope is what a key may do.
@@ -267,15 +268,10 @@ func Authenticate(ctx context.Context, st Store, authorization string, now time.
 // the local cluster write it into their data directories.
 const FileName = "api.key"
 
-// WriteFile writes k to path, readable by its owner only (0600), replacing
-// what the path held.
+// WriteFile writes k to path, readable by its owner only (ownerfile.Write),
+// replacing what the path held.
 func WriteFile(path string, k Key) error {
-	// Remove first, so that the file is created with 0600 rather than
-	// keeping the mode of an older one.
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("apikey: replace key file: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(k.String()+"\n"), 0o600); err != nil {
+	if err := ownerfile.Write(path, []byte(k.String()+"\n")); err != nil {
 		return fmt.Errorf("apikey: write key file: %w", err)
 	}
 	return nil
@@ -305,13 +301,14 @@ func LoadOrCreateFile(ctx context.Context, st Store, path, name string, scopes [
 	return k, true, nil
 }
 
-// ReadFile reads the key that WriteFile wrote.
+// ReadFile reads the key that WriteFile wrote, from a file only its owner
+// may read (ownerfile.Read).
 func ReadFile(path string) (Key, error) {
-	data, err := os.ReadFile(path)
+	data, err := ownerfile.Read(path)
 	if err != nil {
 		return Key{}, fmt.Errorf("apikey: key file: %w", err)
 	}
-	k, err := Parse(strings.TrimSpace(string(data)))
+	k, err := Parse(data)
 	if err != nil {
 		return Key{}, fmt.Errorf("apikey: key file %s: %w", path, err)
 	}

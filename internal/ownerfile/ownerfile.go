@@ -1,5 +1,6 @@
 // Package ownerfile keeps files that only their owner may read: the secrets
-// (payload keys, the codec token, webhook secrets, the card-hash key) and the
+// (payload keys, the codec token, webhook secrets, the card-hash key, API keys,
+// the local cluster's certificate keys) and the
 // SQLite databases. Files are mode 0600 and the directories it creates 0700,
 // so that another account on the machine reads neither card data nor the keys
 // that would decrypt it.
@@ -78,6 +79,19 @@ func LoadOrCreate(path string, fresh func() (string, error)) (secret string, cre
 		return "", false, errors.Join(werr, os.Remove(path))
 	}
 	return secret, true, nil
+}
+
+// Write writes content to path with mode 0600, creating missing directories
+// with mode 0700, and replaces what the path held. The old file is removed
+// first, so that the new one never keeps an older file's looser mode.
+func Write(path string, content []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(path, content, FileMode)
 }
 
 // Restrict prepares path for a database file that only its owner may read:

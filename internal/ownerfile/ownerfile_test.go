@@ -37,6 +37,22 @@ func TestLoadOrCreate_RefusesASecretOthersCanRead(t *testing.T) {
 	require.ErrorContains(t, err, "has mode 0640; it must be readable by its owner only (chmod 600)")
 }
 
+func TestWrite_CreatesForTheOwnerOnlyAndReplacesALooserFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "key")
+
+	require.NoError(t, ownerfile.Write(path, []byte("first\n")))
+	requireMode(t, path, 0o600)
+	requireMode(t, dir, 0o700)
+
+	require.NoError(t, os.Chmod(path, 0o644))
+	require.NoError(t, ownerfile.Write(path, []byte("second\n")))
+	requireMode(t, path, 0o600)
+	got, err := ownerfile.Read(path)
+	require.NoError(t, err)
+	require.Equal(t, "second", got)
+}
+
 func TestRestrict_CreatesTheFileForTheOwnerAndTightensAnOldOne(t *testing.T) {
 	dir := t.TempDir()
 	fresh := filepath.Join(dir, "fresh.db")
