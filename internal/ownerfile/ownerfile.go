@@ -1,9 +1,8 @@
 // Package ownerfile keeps files that only their owner may read: the secrets
-// (payload keys, the codec token, webhook secrets, the card-hash key, API keys,
-// the local cluster's certificate keys) and the
-// SQLite databases. Files are mode 0600 and the directories it creates 0700,
-// so that another account on the machine reads neither card data nor the keys
-// that would decrypt it.
+// (payload keys, the codec token, webhook secrets, the card-hash key, API
+// keys, the local cluster's certificate keys) and the SQLite databases. Files
+// are mode 0600 and the directories it creates 0700, so that another account
+// on the machine reads neither card data nor the keys that would decrypt it.
 package ownerfile
 
 import (
