@@ -21,3 +21,14 @@ const (
 	// checks and last error.
 	QueryStatus = "status"
 )
+
+// Names of the refund workflow's handlers. It answers QueryStatus too.
+const (
+	// UpdateRefund asks the refund workflow for the outcome of its send
+	// phase; it is the update of Update-With-Start from the refund API.
+	UpdateRefund = "refund"
+	// SignalRefundEvent tells the refund workflow that the provider
+	// reported the refund (a webhook), which makes it look the refund up at
+	// once.
+	SignalRefundEvent = "refund-event"
+)

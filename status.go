@@ -3,7 +3,8 @@ package chargeonce
 // OrderStatus is where an order stands. An order moves placed →
 // payment_pending → paid, and back from payment_pending to placed when its
 // attempt is declined, abandoned or not processed, so that the customer may
-// pay again.
+// pay again. A paid order's refunds move it on to partially_refunded and
+// refunded (OrderStatusAfterRefunds).
 type OrderStatus string
 
 // The order statuses.
@@ -11,12 +12,17 @@ const (
 	OrderPlaced         OrderStatus = "placed"
 	OrderPaymentPending OrderStatus = "payment_pending"
 	OrderPaid           OrderStatus = "paid"
+	// OrderPartiallyRefunded: some, not all, of the paying charge was
+	// refunded.
+	OrderPartiallyRefunded OrderStatus = "partially_refunded"
+	// OrderRefunded: the whole paying charge was refunded.
+	OrderRefunded OrderStatus = "refunded"
 )
 
 // Valid reports whether s is one of the order statuses.
 func (s OrderStatus) Valid() bool {
 	switch s {
-	case OrderPlaced, OrderPaymentPending, OrderPaid:
+	case OrderPlaced, OrderPaymentPending, OrderPaid, OrderPartiallyRefunded, OrderRefunded:
 		return true
 	}
 	return false
@@ -79,5 +85,26 @@ func OrderStatusAfter(s AttemptStatus) OrderStatus {
 	default:
 		// AttemptOpen and AttemptFailed.
 		return OrderPaymentPending
+	}
+}
+
+// Paid reports whether the order was paid: paid, or paid and refunded in
+// part or in whole. A paid order is never offered for payment again.
+func (s OrderStatus) Paid() bool {
+	return s == OrderPaid || s == OrderPartiallyRefunded || s == OrderRefunded
+}
+
+// OrderStatusAfterRefunds is the status of a paid order whose paying charge
+// of amount minor units has had refunded minor units returned by succeeded
+// refunds. Pending refunds do not count: the money is back only once the
+// provider says so.
+func OrderStatusAfterRefunds(amount, refunded int64) OrderStatus {
+	switch {
+	case refunded <= 0:
+		return OrderPaid
+	case refunded < amount:
+		return OrderPartiallyRefunded
+	default:
+		return OrderRefunded
 	}
 }

@@ -33,6 +33,16 @@ func (p *port) Limits(context.Context) (provider.Limits, error) {
 	return provider.Limits{}, p.err
 }
 
+func (p *port) Refund(context.Context, provider.RefundRequest) provider.RefundResult {
+	p.calls++
+	return provider.RefundResult{Outcome: p.result.Outcome, Sent: p.result.Sent, Refused: p.result.Refused, StatusCode: p.result.StatusCode}
+}
+
+func (p *port) FindRefunds(context.Context, string, string) ([]provider.Refund, error) {
+	p.calls++
+	return nil, p.err
+}
+
 // The breaker judges outcomes, not a dialect's statuses, so it stands in
 // front of any adapter the same way.
 func TestBreaker_OpensOnOutcomesOfAnyPort(t *testing.T) {

@@ -36,6 +36,8 @@ type Port interface {
 	// Limits returns what the provider publishes, or documents, about how
 	// it may be used. Errors are *Error.
 	Limits(ctx context.Context) (Limits, error)
+	// Refunder returns money from a charge.
+	Refunder
 }
 
 // ChargeRequest is one charge to send.

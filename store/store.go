@@ -207,6 +207,8 @@ type Store interface {
 	PaymentTiming(ctx context.Context) (PublishedTiming, error)
 	// SettlementStore keeps the daily settlement.
 	SettlementStore
+	// RefundStore keeps the refunds.
+	RefundStore
 	// Store keeps the checkout API's keys.
 	apikey.Store
 	// AttemptByReference returns the attempt with this merchant reference,

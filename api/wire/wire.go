@@ -43,6 +43,8 @@ type Order struct {
 	UpdatedAt         time.Time `json:"updatedAt"`
 	// Attempts are the order's payment attempts, oldest first.
 	Attempts []Attempt `json:"attempts"`
+	// Refunds are the order's refunds, oldest first.
+	Refunds []Refund `json:"refunds"`
 }
 
 // Attempt is one payment attempt of an order.
@@ -182,6 +184,24 @@ const (
 	ProblemAPIKeyRequired ProblemType = "urn:chargeonce:problem:api-key-required"
 	// ProblemForbidden: the API key is valid but lacks the route's scope.
 	ProblemForbidden ProblemType = "urn:chargeonce:problem:forbidden"
+	// ProblemIdempotencyKeyRequired: a refund request without a valid
+	// Idempotency-Key header.
+	ProblemIdempotencyKeyRequired ProblemType = "urn:chargeonce:problem:idempotency-key-required"
+	// ProblemIdempotencyKeyReused: the Idempotency-Key was sent before with
+	// another request.
+	ProblemIdempotencyKeyReused ProblemType = "urn:chargeonce:problem:idempotency-key-reused"
+	// ProblemRequestInProgress: the first request with this Idempotency-Key
+	// is still being answered.
+	ProblemRequestInProgress ProblemType = "urn:chargeonce:problem:request-in-progress"
+	// ProblemNotRefundable: the order was never paid, or the charge is not
+	// one the books hold.
+	ProblemNotRefundable ProblemType = "urn:chargeonce:problem:not-refundable"
+	// ProblemRefundExceedsCharge: the refund would return more than the
+	// charge can still refund.
+	ProblemRefundExceedsCharge ProblemType = "urn:chargeonce:problem:refund-exceeds-charge"
+	// ProblemNothingRefunded: no refund request can have been processed;
+	// the same request may be sent again.
+	ProblemNothingRefunded ProblemType = "urn:chargeonce:problem:nothing-refunded"
 )
 
 // problemTypes is the one map from each problem type to its HTTP status and
@@ -190,20 +210,26 @@ var problemTypes = map[ProblemType]struct {
 	status int
 	title  string
 }{
-	ProblemInvalidRequest:      {http.StatusBadRequest, "The request is not valid."},
-	ProblemNotFound:            {http.StatusNotFound, "The resource does not exist."},
-	ProblemMethodNotAllowed:    {http.StatusMethodNotAllowed, "The method is not allowed on this resource."},
-	ProblemCardDeclined:        {http.StatusPaymentRequired, "The card was declined."},
-	ProblemPaymentInProgress:   {http.StatusConflict, "A previous payment for this order is still being verified."},
-	ProblemPaymentFailed:       {http.StatusInternalServerError, "The payment failed because of an error on our side."},
-	ProblemPaymentNeedsReview:  {http.StatusInternalServerError, "A previous payment for this order failed and is being reviewed."},
-	ProblemUnavailable:         {http.StatusServiceUnavailable, "The service is unavailable."},
-	ProblemNoPaymentWorker:     {http.StatusServiceUnavailable, "No payment worker has started yet; nothing was charged"},
-	ProblemProviderUnavailable: {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was charged."},
-	ProblemInternalError:       {http.StatusInternalServerError, "An internal error occurred."},
-	ProblemUnauthorized:        {http.StatusUnauthorized, "The request's signature is missing or not valid."},
-	ProblemAPIKeyRequired:      {http.StatusUnauthorized, "A valid API key is required."},
-	ProblemForbidden:           {http.StatusForbidden, "The API key may not do this."},
+	ProblemInvalidRequest:         {http.StatusBadRequest, "The request is not valid."},
+	ProblemNotFound:               {http.StatusNotFound, "The resource does not exist."},
+	ProblemMethodNotAllowed:       {http.StatusMethodNotAllowed, "The method is not allowed on this resource."},
+	ProblemCardDeclined:           {http.StatusPaymentRequired, "The card was declined."},
+	ProblemPaymentInProgress:      {http.StatusConflict, "A previous payment for this order is still being verified."},
+	ProblemPaymentFailed:          {http.StatusInternalServerError, "The payment failed because of an error on our side."},
+	ProblemPaymentNeedsReview:     {http.StatusInternalServerError, "A previous payment for this order failed and is being reviewed."},
+	ProblemUnavailable:            {http.StatusServiceUnavailable, "The service is unavailable."},
+	ProblemNoPaymentWorker:        {http.StatusServiceUnavailable, "No payment worker has started yet; nothing was charged"},
+	ProblemProviderUnavailable:    {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was charged."},
+	ProblemInternalError:          {http.StatusInternalServerError, "An internal error occurred."},
+	ProblemUnauthorized:           {http.StatusUnauthorized, "The request's signature is missing or not valid."},
+	ProblemAPIKeyRequired:         {http.StatusUnauthorized, "A valid API key is required."},
+	ProblemForbidden:              {http.StatusForbidden, "The API key may not do this."},
+	ProblemIdempotencyKeyRequired: {http.StatusBadRequest, "An Idempotency-Key header is required."},
+	ProblemIdempotencyKeyReused:   {http.StatusUnprocessableEntity, "The Idempotency-Key was used with another request."},
+	ProblemRequestInProgress:      {http.StatusConflict, "A request with this Idempotency-Key is still in progress."},
+	ProblemNotRefundable:          {http.StatusConflict, "There is nothing to refund."},
+	ProblemRefundExceedsCharge:    {http.StatusUnprocessableEntity, "The refund exceeds what the charge can still refund."},
+	ProblemNothingRefunded:        {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was refunded."},
 }
 
 // Problem is an error answer of the API, an RFC 9457 problem details object
