@@ -9,3 +9,14 @@ const (
 	// EventChargeFailed: the charge was declined.
 	EventChargeFailed = "charge.failed"
 )
+
+// The refund event types: the provider sends them when a refund finishes,
+// and when one that had succeeded fails later. Their data is the refund,
+// with its id, charge, status and merchant_reference.
+const (
+	// EventRefundSucceeded: the refund returned the money.
+	EventRefundSucceeded = "refund.succeeded"
+	// EventRefundFailed: the provider refused the refund, or a refund that
+	// had succeeded failed later.
+	EventRefundFailed = "refund.failed"
+)
