@@ -75,6 +75,18 @@ type NewRefund struct {
 	Now time.Time
 }
 
+// RefundableCharge is a charge that the books hold, as a refund of it sees
+// it.
+type RefundableCharge struct {
+	// ID is the provider's charge id.
+	ID string
+	// Amount is what the charge took.
+	Amount chargeonce.Money
+	// OrderID is the order the charge belongs to, 0 for none (a charge
+	// that only a settlement report shows).
+	OrderID int64
+}
+
 // RefundDecision says what StartRefund did.
 type RefundDecision string
 
@@ -142,6 +154,12 @@ type RefundStore interface {
 	// (also for the rest of a charge that has nothing left), and ErrConflict
 	// when the new refund's Key is taken.
 	StartRefund(ctx context.Context, n NewRefund) (Refund, RefundDecision, error)
+	// RefundableCharge returns the charge with this id that the books hold
+	// (a succeeded attempt's, a late charge, or a settlement report's
+	// charge line), so that a refund's amount can be read in its currency;
+	// ErrNotRefundable for any other. It takes no lock: StartRefund checks
+	// the charge again under its own.
+	RefundableCharge(ctx context.Context, chargeID string) (RefundableCharge, error)
 	// GetRefund returns one refund with its Requests.
 	GetRefund(ctx context.Context, key string) (Refund, error)
 	// RefundByReference returns the refund with this merchant reference,

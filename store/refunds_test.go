@@ -478,6 +478,13 @@ func TestStore_OperatorRefundsAChargeOfNoOrder(t *testing.T) {
 		rawExec(t, dsn, `INSERT INTO settlement_lines (report_date, line_no, balance_transaction_id, charge_id, merchant_reference,
 				reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw)
 			VALUES ('2026-03-14', 2, 'txn_1', 'ch_stray', 'someone-else', 'charge', 2500, 100, 2400, 'USD', '', '')`)
+		ctx := context.Background()
+		c, err := s.RefundableCharge(ctx, "ch_stray")
+		require.NoError(t, err)
+		require.Equal(t, store.RefundableCharge{ID: "ch_stray", Amount: chargeonce.Money{Minor: 2500, Currency: "USD"}}, c)
+		_, err = s.RefundableCharge(ctx, "ch_never_seen")
+		require.ErrorIs(t, err, store.ErrNotRefundable)
+
 		n := newRefund(t, 0, 0, "op-1")
 		n.ChargeID, n.Origin = "ch_stray", chargeonce.RefundByOperator
 		f, d := startRefund(t, s, n)
@@ -488,7 +495,7 @@ func TestStore_OperatorRefundsAChargeOfNoOrder(t *testing.T) {
 
 		n = newRefund(t, 0, 1, "")
 		n.ChargeID, n.Origin = "ch_stray", chargeonce.RefundByOperator
-		_, _, err := s.StartRefund(context.Background(), n)
+		_, _, err = s.StartRefund(ctx, n)
 		require.ErrorIs(t, err, store.ErrRefundExceedsCharge)
 	})
 }
@@ -625,6 +632,12 @@ func TestStore_LateChargeOfAnOrderPaidByAnotherIsRefundedOnce(t *testing.T) {
 		d, again := recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
 		require.Equal(t, store.LateChargeRefunded, d)
 		require.Equal(t, f, again, "one refund per late charge, however often found")
+
+		for _, id := range []string{"ch_late", "ch_paid"} {
+			c, err := s.RefundableCharge(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, store.RefundableCharge{ID: id, Amount: try, OrderID: order.ID}, c, "both are the order's charges")
+		}
 
 		d, known := recordLateCharge(t, s, lateCharge(t, paid.Key, "ch_paid"))
 		require.Equal(t, store.LateChargeKnown, d)
