@@ -781,20 +781,24 @@ func TestStore_SettlingNeverUnpaysARefundedOrder(t *testing.T) {
 var schemaV7 = map[string]struct {
 	// indexes counts the indexes of payment_attempts and provider_requests;
 	// foreignKeys counts the references from provider_requests to
-	// payment_attempts and from payment_attempts to orders.
-	indexes, foreignKeys string
+	// payment_attempts and from payment_attempts to orders; orphans counts
+	// the rows whose reference leads nowhere.
+	indexes, foreignKeys, orphans string
 }{
 	"sqlite": {
 		indexes: `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN
 			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted',
 			 'payment_attempts_succeeded_by_charge', 'provider_requests_by_key')`,
 		foreignKeys: schemaV2["sqlite"].foreignKeys,
+		orphans:     `SELECT count(*) FROM pragma_foreign_key_check`,
 	},
 	"postgres": {
 		indexes: `SELECT count(*) FROM pg_indexes WHERE indexname IN
 			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted',
 			 'payment_attempts_succeeded_by_charge', 'provider_requests_by_key')`,
 		foreignKeys: schemaV2["postgres"].foreignKeys,
+		// PostgreSQL checks every reference as it is made.
+		orphans: `SELECT 0`,
 	},
 }
 
@@ -853,6 +857,7 @@ func TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers(t *testing.T) {
 		v7 := schemaV7[dialect]
 		require.Equal(t, int64(5), rawCount(t, dsn, v7.indexes), "the indexes are back")
 		require.Equal(t, int64(2), rawCount(t, dsn, v7.foreignKeys), "the foreign keys are kept")
+		require.Zero(t, rawCount(t, dsn, v7.orphans), "every reference leads to its row")
 		paid, attempts := getOrder(t, s, 1001)
 		require.Equal(t, chargeonce.OrderPaid, paid.Status)
 		require.Equal(t, "ch_paid", paid.ProviderPaymentID)
