@@ -14,6 +14,9 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST /v1/charges", p.api(p.postCharge))
 	mux.Handle("GET /v1/charges", p.api(p.listCharges))
 	mux.Handle("GET /v1/charges/{id}", p.api(p.getCharge))
+	mux.Handle("POST "+refundPath, p.api(p.postRefund))
+	mux.Handle("GET "+refundPath, p.api(p.listRefunds))
+	mux.Handle("GET "+refundPath+"/{id}", p.api(p.getRefund))
 	mux.Handle("GET /v1/idempotency", p.api(p.getIdempotency))
 	mux.Handle("GET /v1/settlements/{date}", p.api(p.getSettlement))
 
@@ -94,6 +97,9 @@ func (p *Provider) logRequest(r *http.Request, rec *RequestRecord, elapsed time.
 	}
 	if rec.ChargeID != "" {
 		attrs = append(attrs, slog.String("charge", rec.ChargeID))
+	}
+	if rec.RefundID != "" {
+		attrs = append(attrs, slog.String("refund", rec.RefundID))
 	}
 	if rec.Detail != "" {
 		attrs = append(attrs, slog.String("detail", rec.Detail))
