@@ -32,6 +32,10 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST /_admin/expire-keys", p.admin(p.expireKeys))
 	mux.Handle("POST /_admin/charges", p.admin(p.plantCharge))
 	mux.Handle("POST /_admin/settlements", p.admin(p.alterSettlement))
+	mux.Handle("GET /_admin/refunds", p.admin(p.listAllRefunds))
+	mux.Handle("GET /_admin/refunds/hold", p.admin(p.getRefundHold))
+	mux.Handle("PUT /_admin/refunds/hold", p.admin(p.putRefundHold))
+	mux.Handle("POST /_admin/refunds/{id}/settle", p.admin(p.settleRefund))
 	mux.Handle("GET /_admin/webhooks", p.admin(p.getWebhooks))
 	mux.Handle("PUT /_admin/webhooks", p.admin(p.putWebhooks))
 	return mux

@@ -2,6 +2,7 @@ package fakeprovider
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -320,3 +321,141 @@ func (r RequestRecord) IsRefund() bool {
 
 // refundPath is the path of refunds in both dialects.
 const refundPath = "/v1/refunds"
+
+// HoldRefunds makes new refunds wait, pending, until SettleRefund settles
+// them (hold true), or succeed at once again (hold false), as they do by
+// default. Refunds already pending stay pending. The setting is kept in
+// memory only, through Reset too.
+func (p *Provider) HoldRefunds(hold bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refundsHeld = hold
+}
+
+// RefundsHeld reports whether new refunds are held pending.
+func (p *Provider) RefundsHeld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refundsHeld
+}
+
+// ErrNoSuchRefund is SettleRefund's error for an id that no refund has.
+var ErrNoSuchRefund = errors.New(msgRefundNotFound)
+
+// SettleRefund moves a refund on and announces it: a pending refund to
+// succeeded or failed, or a succeeded refund to failed, as when the money
+// could not be returned after all. A failure needs its reason, such as
+// "expired_or_canceled_card". Any other move is a *FieldError and changes
+// nothing; so is a change the data file refuses.
+func (p *Provider) SettleRefund(id string, status RefundStatus, failureReason string) (Refund, error) {
+	switch {
+	case status != RefundSucceeded && status != RefundFailed:
+		return Refund{}, &FieldError{"status", msgSettleStatus}
+	case status == RefundFailed && failureReason == "":
+		return Refund{}, &FieldError{"failure_reason", msgFailureReasonMissing}
+	case status == RefundSucceeded && failureReason != "":
+		return Refund{}, &FieldError{"failure_reason", msgFailureReasonSucceeded}
+	case len(failureReason) > maxReferenceLength:
+		return Refund{}, &FieldError{"failure_reason", msgFailureReasonLong}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i, ok := p.refundByID[id]
+	if !ok {
+		return Refund{}, ErrNoSuchRefund
+	}
+	e := p.refunds[i]
+	now := p.now().UTC()
+	switch {
+	case e.Refund.Status == RefundPending && status == RefundSucceeded:
+		e.SucceededAt = now
+	case e.Refund.Status == RefundPending:
+	case e.Refund.Status == RefundSucceeded && status == RefundFailed:
+		e.FailedAt = now
+	default:
+		return Refund{}, &FieldError{"status", fmt.Sprintf(msgSettleMove, e.Refund.Status, status)}
+	}
+	e.Refund.Status = status
+	if status == RefundFailed {
+		e.Refund.FailureReason = &failureReason
+	}
+	if p.file != nil {
+		if err := updateRefund(p.file.db, i+1, e); err != nil {
+			return Refund{}, fmt.Errorf("settle refund: %w", err)
+		}
+	}
+	p.refunds[i] = e
+	p.announceRefundLocked(e.Refund)
+	return e.Refund, nil
+}
+
+// updateRefund rewrites a refund whose status moved.
+func updateRefund(db execer, seq int, e refundEntry) error {
+	raw, _ := json.Marshal(e)
+	_, err := db.Exec(`UPDATE refunds SET refund = ? WHERE seq = ?`, string(raw), seq)
+	return err
+}
+
+// Outcomes of the refund admin endpoints, for their log lines.
+const (
+	outcomeAllRefunds    = "all refunds listed"
+	outcomeRefundsHeld   = "refund hold changed"
+	outcomeRefundSettled = "refund settled"
+	outcomeSettleRefused = "refused invalid refund settlement"
+)
+
+// listAllRefunds serves GET /_admin/refunds.
+func (p *Provider) listAllRefunds(w http.ResponseWriter, _ *http.Request, rec *RequestRecord) {
+	rec.Outcome = outcomeAllRefunds
+	writeJSON(w, http.StatusOK, refundList{Object: "list", Data: p.Refunds()})
+}
+
+// refundHold is the body of PUT /_admin/refunds/hold.
+type refundHold struct {
+	Hold bool `json:"hold"`
+}
+
+// putRefundHold serves PUT /_admin/refunds/hold.
+func (p *Provider) putRefundHold(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	var body refundHold
+	if prob := decodeJSON(w, r, &body); prob != nil {
+		rec.fail(w, outcomeSettleRefused, prob)
+		return
+	}
+	p.HoldRefunds(body.Hold)
+	rec.Outcome = outcomeRefundsHeld
+	writeJSON(w, http.StatusOK, body)
+}
+
+// getRefundHold serves GET /_admin/refunds/hold.
+func (p *Provider) getRefundHold(w http.ResponseWriter, _ *http.Request, rec *RequestRecord) {
+	rec.Outcome = outcomeRefundsHeld
+	writeJSON(w, http.StatusOK, refundHold{Hold: p.RefundsHeld()})
+}
+
+// refundSettlement is the body of POST /_admin/refunds/{id}/settle.
+type refundSettlement struct {
+	Status        RefundStatus `json:"status"`
+	FailureReason string       `json:"failure_reason"`
+}
+
+// settleRefund serves POST /_admin/refunds/{id}/settle.
+func (p *Provider) settleRefund(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
+	var body refundSettlement
+	if prob := decodeJSON(w, r, &body); prob != nil {
+		rec.fail(w, outcomeSettleRefused, prob)
+		return
+	}
+	refund, err := p.SettleRefund(r.PathValue("id"), body.Status, body.FailureReason)
+	if errors.Is(err, ErrNoSuchRefund) {
+		rec.fail(w, outcomeRefundNotFound, newProblem(codeNotFound, msgRefundNotFound))
+		return
+	}
+	if err != nil {
+		p.settlementRefused(w, r, rec, err)
+		return
+	}
+	rec.Outcome = outcomeRefundSettled
+	rec.ChargeID, rec.RefundID = refund.Charge, refund.ID
+	writeJSON(w, http.StatusOK, refund)
+}

@@ -353,3 +353,113 @@ func TestPostRefund_SendsRefundSucceededAndARefusalRefundFailed(t *testing.T) {
 	require.Equal(t, webhook.EventRefundSucceeded, byRefund["re_000001"].Type)
 	require.Equal(t, webhook.EventRefundFailed, byRefund["re_000002"].Type)
 }
+
+// settleCall is the admin call that settles a refund.
+func settleCall(id, body string) call {
+	return call{method: http.MethodPost, path: "/_admin/refunds/" + id + "/settle", body: body}
+}
+
+func TestHeldRefunds_StayPendingHoldTheAmountAndSettleThroughTheAdminAPI(t *testing.T) {
+	a := newReceiver(t, always(http.StatusOK))
+	f := newFixture(t, Config{Webhooks: webhookConfig(a.srv.URL)})
+	charge := paidCharge(t, f, 1000)
+	hold := f.do(t, call{method: http.MethodPut, path: "/_admin/refunds/hold", body: `{"hold":true}`})
+	require.Equal(t, http.StatusOK, hold.status)
+	require.JSONEq(t, `{"hold":true}`, string(hold.body))
+	require.True(t, f.p.RefundsHeld())
+
+	first := f.do(t, postRefundCall("k1", refundBody(charge, 700, "ref-1")))
+	require.Equal(t, http.StatusCreated, first.status)
+	require.Equal(t, RefundPending, decode[Refund](t, first).Status)
+	over := f.do(t, postRefundCall("k2", refundBody(charge, 301, "ref-2")))
+	require.Equal(t, codeRefundTooLarge, decode[problem](t, over).Code, "a pending refund holds its amount")
+	f.clock.Advance(time.Minute)
+
+	settled := f.do(t, settleCall("re_000001", `{"status":"succeeded"}`))
+
+	require.Equal(t, http.StatusOK, settled.status, "body: %s", settled.body)
+	want := decode[Refund](t, first)
+	want.Status = RefundSucceeded
+	require.Equal(t, want, decode[Refund](t, settled))
+	require.Equal(t, want, decode[Refund](t, f.do(t, get("/v1/refunds/re_000001"))))
+	replay := f.do(t, postRefundCall("k1", refundBody(charge, 700, "ref-1")))
+	require.Equal(t, first.body, replay.body, "a replay is the first answer, pending")
+	awaitDeliveries(t, f.p, 3)
+	var refundEvents []receivedEvent
+	for _, ev := range a.received() {
+		if strings.HasPrefix(ev.event.Type, "refund.") {
+			refundEvents = append(refundEvents, ev.event)
+		}
+	}
+	require.Len(t, refundEvents, 2, "a pending refund sends no event; the refusal and the settlement do")
+	require.Contains(t, refundEvents, receivedEvent{Type: webhook.EventRefundSucceeded, Data: settled.body})
+}
+
+func TestHeldRefunds_APendingRefundThatFailsGivesTheAmountBack(t *testing.T) {
+	a := newReceiver(t, always(http.StatusOK))
+	f := newFixture(t, Config{Webhooks: webhookConfig(a.srv.URL)})
+	charge := paidCharge(t, f, 1000)
+	f.p.HoldRefunds(true)
+	require.Equal(t, http.StatusCreated, f.do(t, postRefundCall("k1", refundBody(charge, 1000, "ref-1"))).status)
+
+	failed, err := f.p.SettleRefund("re_000001", RefundFailed, "lost_or_stolen_card")
+
+	require.NoError(t, err)
+	require.Equal(t, RefundFailed, failed.Status)
+	require.Equal(t, ptr("lost_or_stolen_card"), failed.FailureReason)
+	deliveries := awaitDeliveries(t, f.p, 2)
+	require.Equal(t, webhook.EventRefundFailed, deliveries[len(deliveries)-1].Type)
+	f.p.HoldRefunds(false)
+	require.Equal(t, RefundSucceeded, decode[Refund](t, f.do(t, postRefundCall("k2", refundBody(charge, 1000, "ref-2")))).Status)
+}
+
+func TestSettleRefund_ASucceededRefundCanFailLater(t *testing.T) {
+	a := newReceiver(t, always(http.StatusOK))
+	f := newFixture(t, Config{Webhooks: webhookConfig(a.srv.URL)})
+	charge := paidCharge(t, f, 1000)
+	require.Equal(t, http.StatusCreated, f.do(t, postRefundCall("k1", refundBody(charge, 400, "ref-1"))).status)
+	f.clock.Advance(24 * time.Hour)
+
+	r := f.do(t, settleCall("re_000001", `{"status":"failed","failure_reason":"expired_or_canceled_card"}`))
+
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	failed := decode[Refund](t, r)
+	require.Equal(t, RefundFailed, failed.Status)
+	require.Equal(t, ptr("expired_or_canceled_card"), failed.FailureReason)
+	require.Equal(t, []Refund{failed}, decode[refundList](t, f.do(t, get("/_admin/refunds"))).Data)
+	awaitDeliveries(t, f.p, 3)
+	got := a.received()
+	require.Equal(t, receivedEvent{Type: webhook.EventRefundFailed, Data: r.body}, got[len(got)-1].event)
+}
+
+func TestSettleRefund_RefusesWhatNoRefundCanDoAndChangesNothing(t *testing.T) {
+	f := newFixture(t, Config{})
+	charge := paidCharge(t, f, 1000)
+	f.do(t, postRefundCall("k1", refundBody(charge, 1000, "ref-1")))
+	f.do(t, postRefundCall("k2", refundBody(charge, 1, "ref-2")))
+	before := f.p.Refunds()
+
+	tests := []struct {
+		name, id, body string
+		status         int
+		param          string
+	}{
+		{"unknown refund", "re_000009", `{"status":"succeeded"}`, http.StatusNotFound, ""},
+		{"unknown status", "re_000001", `{"status":"refunded"}`, http.StatusBadRequest, "status"},
+		{"back to pending", "re_000001", `{"status":"pending"}`, http.StatusBadRequest, "status"},
+		{"failed without a reason", "re_000001", `{"status":"failed"}`, http.StatusBadRequest, "failure_reason"},
+		{"succeeded with a reason", "re_000001", `{"status":"succeeded","failure_reason":"x"}`, http.StatusBadRequest, "failure_reason"},
+		{"succeeded again", "re_000001", `{"status":"succeeded"}`, http.StatusBadRequest, "status"},
+		{"a refusal succeeds", "re_000002", `{"status":"succeeded"}`, http.StatusBadRequest, "status"},
+		{"unknown field", "re_000001", `{"status":"failed","failure_reason":"x","when":"now"}`, http.StatusBadRequest, "when"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.do(t, settleCall(tt.id, tt.body))
+
+			require.Equal(t, tt.status, r.status, "body: %s", r.body)
+			require.Equal(t, tt.param, decode[problem](t, r).Param)
+		})
+	}
+	require.Equal(t, before, f.p.Refunds())
+}
