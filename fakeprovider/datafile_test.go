@@ -185,11 +185,16 @@ func TestDataFile_AChangeTheFileRefusesIsAnswered503AndNotMade(t *testing.T) {
 		{"mode", call{method: http.MethodPut, path: "/_admin/mode", body: `{"mode":"drop"}`}},
 		{"reset", call{method: http.MethodPost, path: "/_admin/reset"}},
 		{"expire keys", call{method: http.MethodPost, path: "/_admin/expire-keys?older_than=0s"}},
+		{"new refund", postRefundCall("refund-2", refundBody("ch_000001", 100, "refund-ref-2"))},
+		{"refund settlement", settleCall("re_000001", `{"status":"failed","failure_reason":"declined"}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newDurableFixture(t, Config{})
 			f.do(t, post("key-1", validBody))
+			f.do(t, postRefundCall("refund-1", refundBody("ch_000001", 100, "refund-ref-1")))
+			refunds := f.p.Refunds()
+			require.Len(t, refunds, 1)
 			require.NoError(t, f.p.CloseDataFile())
 
 			requireProblem(t, f.do(t, tt.c), http.StatusServiceUnavailable, msgDataFileFailed)
@@ -197,6 +202,7 @@ func TestDataFile_AChangeTheFileRefusesIsAnswered503AndNotMade(t *testing.T) {
 			require.Equal(t, Mode{Name: ModeNormal}, f.p.Mode())
 			require.Equal(t, []string{"ch_000001"}, chargeIDs(f.p.Charges()))
 			require.Equal(t, "true", f.do(t, post("key-1", validBody)).header.Get("Idempotent-Replayed"))
+			require.Equal(t, refunds, f.p.Refunds())
 		})
 	}
 }
@@ -206,7 +212,7 @@ func TestNew_RefusesABadDataFile(t *testing.T) {
 	path := func(name string) string { return filepath.Join(dir, name) }
 	require.NoError(t, os.WriteFile(path("text.db"), []byte("Not a database, but long enough to have been one, had it started with the magic header."), 0o600))
 	withSQL(t, path("other.db"), `CREATE TABLE orders (id INTEGER PRIMARY KEY)`)
-	withSQL(t, path("future.db"), `PRAGMA user_version = 2`)
+	withSQL(t, path("future.db"), `PRAGMA user_version = 3`)
 	inUse, err := New(Config{DataFile: path("in-use.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, inUse.CloseDataFile()) })
@@ -220,7 +226,7 @@ func TestNew_RefusesABadDataFile(t *testing.T) {
 		{"a directory", dir, "cannot open or create it: its directory must exist and be writable"},
 		{"not SQLite", path("text.db"), "not a SQLite database"},
 		{"another program's SQLite", path("other.db"), "a SQLite database, but not a fake provider's"},
-		{"schema from the future", path("future.db"), "schema version 2 is newer than this fake provider's 1; run a newer one, or use another file"},
+		{"schema from the future", path("future.db"), "schema version 3 is newer than this fake provider's 2; run a newer one, or use another file"},
 		{"in use", path("in-use.db"), "in use by another process"},
 	}
 	for _, tt := range tests {
