@@ -139,13 +139,15 @@ type Store interface {
 	// RecordLateCharge repairs a succeeded charge of an attempt that did not
 	// pay its order.
 	RecordLateCharge(ctx context.Context, c store.LateCharge) (store.LateChargeDecision, *store.Refund, error)
+	// GetRefund returns one refund.
+	GetRefund(ctx context.Context, key string) (store.Refund, error)
 	// LogRefundRequest appends one exchange to the refund's request log.
 	LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) error
 	// MarkRefundChecked records when the refund was last looked up at the
 	// provider.
 	MarkRefundChecked(ctx context.Context, key string, at time.Time) error
-	// SettleRefund moves a pending refund to a settled status, and reports
-	// false when it was not pending.
+	// SettleRefund moves a pending refund to a settled status, or a
+	// succeeded one to failed, and reports false for any other move.
 	SettleRefund(ctx context.Context, key string, status chargeonce.RefundStatus, providerRefundID, failureReason string, at time.Time) (bool, error)
 }
 

@@ -214,12 +214,27 @@ type RecordRefundOutcomeResult struct {
 // RecordRefundOutcome settles the refund, and its order's status, in the
 // merchant's database. The update is conditional on the refund being
 // pending, so running it twice, or after the provider's event settled the
-// refund, changes nothing.
+// refund, changes nothing; only a succeeded refund may still move to
+// failed, which raises refund_failed_after_success.
+//
+// Metrics counts a settlement once per change of status, so that a refund
+// that succeeded and then failed counts in both.
 func (a *Activities) RecordRefundOutcome(ctx context.Context, in RecordRefundOutcomeInput) (RecordRefundOutcomeResult, error) {
 	if !in.Status.Settled() {
 		return RecordRefundOutcomeResult{}, nonRetryable(ErrTypeInvalidRequest, fmt.Sprintf("record refund outcome: %q is not a settled refund status", in.Status))
 	}
 	log := a.logger().With("key", in.Key, "status", string(in.Status), "attempt", activity.GetInfo(ctx).Attempt)
+	var before chargeonce.RefundStatus
+	if in.Status == chargeonce.RefundFailed {
+		// Only a succeeded refund can still fail, when the provider's
+		// event settled it before the workflow's lookup found it failed.
+		r, err := a.Store.GetRefund(ctx, in.Key)
+		if err == nil {
+			before = r.Status
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return RecordRefundOutcomeResult{}, fmt.Errorf("read refund %s before recording its failure: %w", in.Key, err)
+		}
+	}
 	changed, err := a.Store.SettleRefund(ctx, in.Key, in.Status, in.ProviderRefundID, in.FailureReason, a.now())
 	if errors.Is(err, store.ErrNotFound) {
 		// The workflow logs the alert with this error's text.
@@ -228,10 +243,15 @@ func (a *Activities) RecordRefundOutcome(ctx context.Context, in RecordRefundOut
 	if err != nil {
 		return RecordRefundOutcomeResult{}, fmt.Errorf("record refund outcome %s for refund %s: %w", in.Status, in.Key, err)
 	}
-	if changed {
+	switch {
+	case changed && before == chargeonce.RefundSucceeded:
+		a.Metrics.refundSettled(in.Status)
+		log.Error("the provider failed a refund that had succeeded: the customer has not got the money back; refund them another way, or again once the reason is resolved",
+			alert.Attr(alert.RefundFailedAfterSuccess), "refund", in.ProviderRefundID, "failure_reason", in.FailureReason)
+	case changed:
 		a.Metrics.refundSettled(in.Status)
 		log.Info("refund settled", "refund", in.ProviderRefundID, "failure_reason", in.FailureReason)
-	} else {
+	default:
 		log.Debug("refund was already settled, nothing changed")
 	}
 	return RecordRefundOutcomeResult{Changed: changed}, nil

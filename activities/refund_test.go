@@ -220,7 +220,7 @@ func TestFindRefund_ReadsWhatTheProviderHolds(t *testing.T) {
 	}
 }
 
-func TestRecordRefundOutcome_SettlesOnceAndCounts(t *testing.T) {
+func TestRecordRefundOutcome_SettlesOnceAndAlertsAFailureAfterSuccess(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	reg := prometheus.NewRegistry()
 	env.Activities.Metrics = activities.NewMetrics(reg)
@@ -236,23 +236,37 @@ func TestRecordRefundOutcome_SettlesOnceAndCounts(t *testing.T) {
 		return res, nil
 	}
 
+	var logs bytes.Buffer
+	env.Activities.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+
 	first, err := record(activities.RecordRefundOutcomeInput{Key: r.Key, Status: chargeonce.RefundSucceeded, ProviderRefundID: "re_000001"})
 	require.NoError(t, err)
 	second, err := record(activities.RecordRefundOutcomeInput{Key: r.Key, Status: chargeonce.RefundNotProcessed})
 	require.NoError(t, err)
 
 	require.True(t, first.Changed)
-	require.False(t, second.Changed)
+	require.False(t, second.Changed, "a settled refund is not settled again")
 	stored := env.Refund(t, r.Key)
 	require.Equal(t, chargeonce.RefundSucceeded, stored.Status)
 	require.Equal(t, "re_000001", stored.ProviderRefundID)
 	order, _, err := env.Store.GetOrder(context.Background(), r.OrderID)
 	require.NoError(t, err)
 	require.Equal(t, chargeonce.OrderPartiallyRefunded, order.Status)
+	require.NotContains(t, logs.String(), "alert=")
+
+	third, err := record(activities.RecordRefundOutcomeInput{Key: r.Key, Status: chargeonce.RefundFailed, ProviderRefundID: "re_000001", FailureReason: "lost_or_stolen_card"})
+	require.NoError(t, err)
+
+	require.True(t, third.Changed, "a succeeded refund may still fail")
+	require.Equal(t, chargeonce.RefundFailed, env.Refund(t, r.Key).Status)
+	order, _, err = env.Store.GetOrder(context.Background(), r.OrderID)
+	require.NoError(t, err)
+	require.Equal(t, chargeonce.OrderPaid, order.Status, "the money is not back")
+	require.Equal(t, 1, strings.Count(logs.String(), "alert="+string(alert.RefundFailedAfterSuccess)))
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP chargeonce_refunds_total Refunds settled in the merchant database, by status (succeeded, failed, not_processed).
 # TYPE chargeonce_refunds_total counter
-chargeonce_refunds_total{status="failed"} 0
+chargeonce_refunds_total{status="failed"} 1
 chargeonce_refunds_total{status="not_processed"} 0
 chargeonce_refunds_total{status="succeeded"} 1
 `), "chargeonce_refunds_total"))
