@@ -297,3 +297,29 @@ func TestRefundWorkflow_InvalidInputFailsTheWorkflow(t *testing.T) {
 	require.Equal(t, workflows.ErrTypeInvalidRefundInput, appErr.Type())
 	require.Empty(t, env.RefundKeys())
 }
+
+func TestRefundWorkflow_RefundOfAnotherAmountUnderItsReferenceIsFailedForAHuman(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Breaker: patientBreaker})
+	r := newPaidRefund(t, env)
+	require.NoError(t, env.Fake.SetMode(dropping.Fake.Mode))
+	wenv, logs := newLoggedWorkflowEnv(t, env, createdAt)
+	wenv.RegisterDelayedCallback(func() {
+		// A refund under the refund's reference, of another amount: a bug
+		// somewhere, which no lookup may take for this refund.
+		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+		other := uuid.Must(uuid.NewV7()).String()
+		res := env.Client.Refund(context.Background(), provider.RefundRequest{
+			Key: other, ChargeID: r.ChargeID, Amount: r.Amount.Minor + 1, Currency: r.Amount.Currency, MerchantReference: r.MerchantReference,
+		})
+		require.Equal(t, provider.Approved, res.Outcome)
+	}, time.Minute)
+
+	res := runRefund(t, wenv, workflows.RefundInput{Intent: r, Timing: shortCharge})
+
+	refunds := env.Fake.Refunds()
+	require.Len(t, refunds, 1)
+	require.Equal(t, chargeonce.RefundFailed, res.Status)
+	require.Equal(t, refunds[0].ID, res.ProviderRefundID)
+	requireOneError(t, logs.String(), alert.RefundMismatch)
+	requireRefundStored(t, env, r, chargeonce.RefundFailed, refunds[0].ID, chargeonce.OrderPaid)
+}
