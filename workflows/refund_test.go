@@ -323,3 +323,24 @@ func TestRefundWorkflow_RefundOfAnotherAmountUnderItsReferenceIsFailedForAHuman(
 	requireOneError(t, logs.String(), alert.RefundMismatch)
 	requireRefundStored(t, env, r, chargeonce.RefundFailed, refunds[0].ID, chargeonce.OrderPaid)
 }
+
+func TestRefundWorkflow_ContinuedRunKeepsWaitingWithoutSending(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	r := newPaidRefund(t, env)
+	wenv := newWorkflowEnv(t, env, createdAt.Add(30*time.Hour))
+	started := activitiesStarted(wenv)
+	var during workflows.Status
+	wenv.RegisterDelayedCallback(func() {
+		during = queryStatus(t, wenv)
+		require.NoError(t, env.RefundBehindTheBack(context.Background(), r))
+		wenv.SignalWorkflow(chargeonce.SignalRefundEvent, workflows.RefundEvent{Type: "refund.succeeded"})
+	}, time.Hour)
+
+	res := runRefund(t, wenv, workflows.RefundInput{Intent: r, Carried: &workflows.RefundCarried{
+		Checks: 181, KeyRetention: 24 * time.Hour, Unresolved: true,
+	}})
+
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseUnresolved, Checks: 181}, during, "the alert's state is carried, and not raised again")
+	require.Equal(t, []string{"FindRefund"}, started(), "no send, no timed lookup, the retention known: only the event's lookup")
+	require.Equal(t, chargeonce.RefundSucceeded, res.Status)
+}
