@@ -102,12 +102,7 @@ func RefundWorkflowID(key string) string {
 // starts with: a pending refund of its order (none for a charge of no
 // order), under its merchant reference.
 func RefundStartSearchAttributes(intent chargeonce.RefundIntent) temporal.SearchAttributes {
-	attrs := (&refund{intent: intent}).searchAttributes()
-	updates := make([]temporal.SearchAttributeUpdate, len(attrs))
-	for i, a := range attrs {
-		updates[i] = a.key.ValueSet(a.value)
-	}
-	return temporal.NewSearchAttributes(updates...)
+	return temporal.NewSearchAttributes(setting((&refund{intent: intent}).searchAttributes())...)
 }
 
 // RefundWorkflow refunds one refund intent exactly once.
