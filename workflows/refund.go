@@ -61,10 +61,12 @@ type RefundCarried struct {
 }
 
 // RefundUpdate is the input of the "refund" update: the caller asking for
-// the outcome of the refund it stored under Key.
+// the outcome of the refund it stored under Key. The update may also come
+// without it: the workflow ID names the refund already.
 type RefundUpdate struct {
-	// Key is the refund's key, which must be this workflow's.
-	Key string `json:"key"`
+	// Key is the refund's key, which must be this workflow's; empty means
+	// this workflow's.
+	Key string `json:"key,omitempty"`
 }
 
 // RefundResult is the outcome of a refund, returned by the workflow and by
@@ -224,9 +226,10 @@ func (r *refund) registerHandlers(ctx workflow.Context) error {
 }
 
 // validateRefund refuses, before anything is written to the history, an
-// update meant for another refund.
+// update meant for another refund: a caller that computed the workflow ID
+// from another key.
 func (r *refund) validateRefund(req RefundUpdate) error {
-	if req.Key != r.intent.Key {
+	if req.Key != "" && req.Key != r.intent.Key {
 		return fmt.Errorf("refund: the update is for refund %q, and this workflow refunds %q", req.Key, r.intent.Key)
 	}
 	return nil
