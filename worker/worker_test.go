@@ -16,12 +16,12 @@ import (
 
 	"chargeonce/activities/activitiestest"
 	"chargeonce/checkout"
-	"chargeonce/refund"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/provider"
 	"chargeonce/provider/ietf"
 	"chargeonce/provider/stripe"
+	"chargeonce/refund"
 	"chargeonce/store"
 	"chargeonce/worker"
 	"chargeonce/workflows"

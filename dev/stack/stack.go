@@ -158,8 +158,8 @@ type Stack struct {
 	checkout *checkout.Service
 	// refunds is the API's refund service.
 	refunds *refund.Service
-	apiS     *serve.Server
-	closers  []func(context.Context) error
+	apiS    *serve.Server
+	closers []func(context.Context) error
 }
 
 // Start starts every part, in dependency order. On error, the parts already
