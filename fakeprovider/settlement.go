@@ -83,8 +83,16 @@ type PlantedCharge struct {
 	Currency          string       `json:"currency"`
 	MerchantReference string       `json:"merchant_reference"`
 	Status            ChargeStatus `json:"status"`
+	// IdempotencyKey, optional, is shown as the charge's key, as if the
+	// charge had been made by a request under it (an attempt's key, for a
+	// charge that arrives late for it). No key is stored: a request with it
+	// is processed as the key's retention says.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Created is the charge's time; zero means now.
 	Created time.Time `json:"created,omitzero"`
+	// SendEvent sends the charge's event, charge.succeeded or charge.failed,
+	// as a charge that the provider finished late would.
+	SendEvent bool `json:"send_event,omitempty"`
 }
 
 // Outcomes of the settlement endpoints, for their log lines.
@@ -110,7 +118,8 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
 
 // PlantCharge makes a charge that no request asked for, as a provider's bug
-// or a double charge would, and returns it.
+// or a double charge would, or that arrives for an attempt already given
+// up, and returns it; with SendEvent it is announced like any charge.
 func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 	req := chargeRequest{Amount: pc.Amount, Currency: pc.Currency, MerchantReference: pc.MerchantReference, Source: "tok_planted"}
 	if prob := req.validate(); prob != nil {
@@ -118,6 +127,9 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 	}
 	if pc.Status != ChargeSucceeded && pc.Status != ChargeFailed {
 		return Charge{}, &FieldError{"status", msgPlantedStatus}
+	}
+	if len(pc.IdempotencyKey) > maxKeyLength {
+		return Charge{}, &FieldError{"idempotency_key", msgKeyTooLong}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -128,6 +140,7 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 		Currency:          pc.Currency,
 		Status:            pc.Status,
 		MerchantReference: pc.MerchantReference,
+		IdempotencyKey:    pc.IdempotencyKey,
 		Created:           pc.Created.UTC(),
 	}
 	if pc.Created.IsZero() {
@@ -139,6 +152,9 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 		}
 	}
 	p.addChargeLocked(c)
+	if pc.SendEvent {
+		p.webhooks.enqueue(chargeEventType(c), c, c.ID, "")
+	}
 	return c, nil
 }
 
