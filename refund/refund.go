@@ -344,6 +344,7 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
 			UpdateName:   chargeonce.UpdateRefund,
+			Args:         []any{workflows.RefundUpdate{Key: r.Key}},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
