@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/syncbuf"
 )
 
 // refundView is a refund as the API answers it.
@@ -181,4 +182,69 @@ func (s *checkoutStack) getRefund(t *testing.T, id string) refundView {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
 	return refundOf(t, res)
+}
+
+// TestRefund_LateChargeIsAdoptedOrRefundedByArrival plants, through the
+// fake provider, a succeeded charge for a declined attempt and announces it
+// as a provider that finished the charge late would: before the customer
+// paid again, the order adopts it; after, it is refunded under its own key
+// with the alert late_charge_refunded. Each order ends with one net charge.
+func TestRefund_LateChargeIsAdoptedOrRefundedByArrival(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget, ProviderEvents: true, Logs: logs})
+	declined := func(id int64) string {
+		res := s.checkout(t, id, "tok_chargeDeclined")
+		require.Equal(t, http.StatusPaymentRequired, res.status, "body: %s", res.body)
+		return s.order(t, id).Attempts[0].MerchantReference
+	}
+	plant := func(reference string) fakeprovider.Charge {
+		c, err := s.provider.PlantCharge(fakeprovider.PlantedCharge{
+			Amount: 2000, Currency: "TRY", MerchantReference: reference, Status: fakeprovider.ChargeSucceeded, SendEvent: true,
+		})
+		require.NoError(t, err)
+		return c
+	}
+
+	t.Run("before the customer pays again", func(t *testing.T) {
+		id := s.createOrder(t, "20.00", "TRY")
+		late := plant(declined(id))
+		o := s.waitPaid(t, id)
+		require.Equal(t, late.ID, *o.ProviderPaymentID, "the late charge pays the order")
+		require.Empty(t, s.orderRefunds(t, id), "nothing is refunded")
+		require.NotContains(t, s.metrics(t), `chargeonce_alerts_total{alert="late_charge_refunded"} 1`)
+	})
+
+	t.Run("after the customer paid again", func(t *testing.T) {
+		id := s.createOrder(t, "20.00", "TRY")
+		reference := declined(id)
+		paid := s.checkout(t, id, "tok_visa")
+		require.Equal(t, http.StatusOK, paid.status, "body: %s", paid.body)
+		late := plant(reference)
+		var refunds []refundView
+		require.Eventually(t, func() bool {
+			refunds = s.orderRefunds(t, id)
+			return len(refunds) == 1 && refunds[0].Status == "succeeded"
+		}, 20*time.Second, 100*time.Millisecond)
+		require.Equal(t, late.ID, refunds[0].ChargeID)
+		require.Equal(t, "late_charge", refunds[0].Origin)
+		require.Equal(t, "20.00", refunds[0].Amount, "the whole late charge")
+		o := s.order(t, id)
+		require.Equal(t, "paid", o.Status, "the order stays paid by the charge the customer made")
+		require.NotEqual(t, late.ID, *o.ProviderPaymentID)
+		require.Contains(t, s.metrics(t), `chargeonce_alerts_total{alert="late_charge_refunded"} 1`)
+	})
+}
+
+// orderRefunds returns the order's refunds as GET /api/orders/{id} shows
+// them.
+func (s *checkoutStack) orderRefunds(t *testing.T, id int64) []refundView {
+	t.Helper()
+	res, err := s.send(http.MethodGet, fmt.Sprintf("/api/orders/%d", id), "")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
+	var o struct {
+		Refunds []refundView `json:"refunds"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &o))
+	return o.Refunds
 }
