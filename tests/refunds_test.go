@@ -192,14 +192,27 @@ func (s *checkoutStack) getRefund(t *testing.T, id string) refundView {
 func TestRefund_LateChargeIsAdoptedOrRefundedByArrival(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget, ProviderEvents: true, Logs: logs})
-	declined := func(id int64) string {
+	t.Cleanup(func() {
+		if t.Failed() {
+			for line := range strings.SplitSeq(logs.String(), "\n") {
+				if strings.Contains(line, "event") || strings.Contains(line, "late") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+					t.Log(line)
+				}
+			}
+		}
+	})
+	// declined returns the declined attempt's key and merchant reference.
+	declined := func(id int64) [2]string {
 		res := s.checkout(t, id, "tok_chargeDeclined")
 		require.Equal(t, http.StatusPaymentRequired, res.status, "body: %s", res.body)
-		return s.order(t, id).Attempts[0].MerchantReference
+		a := s.order(t, id).Attempts[0]
+		return [2]string{a.IdempotencyKey, a.MerchantReference}
 	}
-	plant := func(reference string) fakeprovider.Charge {
+	// plant makes the charge the provider finished late for the attempt.
+	plant := func(attempt [2]string) fakeprovider.Charge {
 		c, err := s.provider.PlantCharge(fakeprovider.PlantedCharge{
-			Amount: 2000, Currency: "TRY", MerchantReference: reference, Status: fakeprovider.ChargeSucceeded, SendEvent: true,
+			Amount: 2000, Currency: "TRY", IdempotencyKey: attempt[0], MerchantReference: attempt[1],
+			Status: fakeprovider.ChargeSucceeded, SendEvent: true,
 		})
 		require.NoError(t, err)
 		return c
@@ -216,10 +229,10 @@ func TestRefund_LateChargeIsAdoptedOrRefundedByArrival(t *testing.T) {
 
 	t.Run("after the customer paid again", func(t *testing.T) {
 		id := s.createOrder(t, "20.00", "TRY")
-		reference := declined(id)
+		attempt := declined(id)
 		paid := s.checkout(t, id, "tok_visa")
 		require.Equal(t, http.StatusOK, paid.status, "body: %s", paid.body)
-		late := plant(reference)
+		late := plant(attempt)
 		var refunds []refundView
 		require.Eventually(t, func() bool {
 			refunds = s.orderRefunds(t, id)
