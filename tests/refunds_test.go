@@ -151,7 +151,9 @@ func (s *checkoutStack) refundNoFatal(id int64, key, body string) int {
 }
 
 func TestRefund_PendingIsSettledByTheEventAndAFailureAfterSuccessIsShown(t *testing.T) {
-	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget, ProviderEvents: true})
+	// A budget far longer than the test keeps the first request "in
+	// flight" for every retry below, whatever the machine's speed.
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: 10 * time.Minute, ProviderEvents: true})
 	id := s.paidOrder(t, "50.00")
 	s.provider.HoldRefunds(true)
 
@@ -162,12 +164,20 @@ func TestRefund_PendingIsSettledByTheEventAndAFailureAfterSuccessIsShown(t *test
 	require.Equal(t, "pending", r.Status)
 	require.Equal(t, "/api/refunds/"+r.ID, held.header.Get("Location"))
 
+	inFlight := s.refund(t, id, key, `{"reason": "held"}`)
+	require.Equal(t, http.StatusConflict, inFlight.status, "body: %s", inFlight.body)
+	require.Equal(t, "urn:chargeonce:problem:request-in-progress", problemOf(t, inFlight).Type)
+	require.NotEmpty(t, inFlight.header.Get("Retry-After"))
+
 	refunds := s.provider.Refunds()
 	require.Len(t, refunds, 1)
 	_, err := s.provider.SettleRefund(refunds[0].ID, fakeprovider.RefundSucceeded, "")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return s.getRefund(t, r.ID).Status == "succeeded" }, 20*time.Second, 100*time.Millisecond)
 	require.Equal(t, "refunded", s.order(t, id).Status)
+	replay := s.refund(t, id, key, `{"reason": "held"}`)
+	require.Equal(t, http.StatusOK, replay.status, "a settled refund is answered as it stands: %s", replay.body)
+	require.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))
 
 	_, err = s.provider.SettleRefund(refunds[0].ID, fakeprovider.RefundFailed, "expired_or_canceled_card")
 	require.NoError(t, err)
