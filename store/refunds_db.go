@@ -9,10 +9,6 @@ import (
 	"chargeonce"
 )
 
-// MaxRequestKeyLength bounds the Idempotency-Key of an API request that a
-// refund keeps, in bytes.
-const MaxRequestKeyLength = 255
-
 // maxChargeIDLength bounds a charge id; providers' ids are far shorter.
 const maxChargeIDLength = 255
 
@@ -150,8 +146,8 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 		f := Refund{
 			RefundIntent: chargeonce.RefundIntent{
 				Key:               n.Key,
-				OrderID:           c.orderID,
-				ChargeID:          c.id,
+				OrderID:           c.OrderID,
+				ChargeID:          c.ID,
 				Amount:            amount,
 				Reason:            n.Reason,
 				MerchantReference: chargeonce.RefundReference(n.ReferencePrefix, n.Key),
@@ -175,52 +171,40 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 	return Refund{}, "", fmt.Errorf("refunds with request key %q kept appearing and settling; gave up after %d reads", n.RequestKey, getOrStartPasses)
 }
 
-// refundable is a charge that the books hold, as a refund sees it.
-type refundable struct {
-	id     string
-	amount chargeonce.Money
-	// orderID is the order the charge belongs to, 0 for none.
-	orderID int64
-}
-
 // lockRefundableCharge finds the charge a refund is for and locks it: the
 // order's paying charge when chargeID is empty, else chargeID, which must
 // be a charge of the order when orderID is set. The order, if named, is
 // locked first, then the charge (dialect.lockCharge), so that the refunds
 // of one charge are decided one at a time, whoever asks.
-func (s *db) lockRefundableCharge(ctx context.Context, q querier, orderID int64, chargeID string) (refundable, error) {
-	var c refundable
+func (s *db) lockRefundableCharge(ctx context.Context, q querier, orderID int64, chargeID string) (RefundableCharge, error) {
+	var c RefundableCharge
 	if orderID != 0 {
 		order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, orderID)
 		if err != nil {
-			return refundable{}, err
+			return RefundableCharge{}, err
 		}
 		switch {
 		case chargeID == "" || chargeID == order.ProviderPaymentID:
 			if !order.Status.Paid() {
-				return refundable{}, fmt.Errorf("%w: the order is %s; it was never paid", ErrNotRefundable, order.Status)
+				return RefundableCharge{}, fmt.Errorf("%w: the order is %s; it was never paid", ErrNotRefundable, order.Status)
 			}
-			c = refundable{id: order.ProviderPaymentID, amount: order.Amount, orderID: order.ID}
+			c = RefundableCharge{ID: order.ProviderPaymentID, Amount: order.Amount, OrderID: order.ID}
 		default:
 			c, err = heldCharge(ctx, q, chargeID)
-			if errors.Is(err, ErrNotFound) || err == nil && c.orderID != orderID {
-				return refundable{}, fmt.Errorf("%w: charge %s is not a charge of the order", ErrNotRefundable, chargeID)
+			if errors.Is(err, ErrNotRefundable) || err == nil && c.OrderID != orderID {
+				return RefundableCharge{}, fmt.Errorf("%w: charge %s is not a charge of the order", ErrNotRefundable, chargeID)
 			}
 			if err != nil {
-				return refundable{}, err
+				return RefundableCharge{}, err
 			}
 		}
 	} else {
 		var err error
-		c, err = heldCharge(ctx, q, chargeID)
-		if errors.Is(err, ErrNotFound) {
-			return refundable{}, fmt.Errorf("%w: the books hold no charge %s", ErrNotRefundable, chargeID)
-		}
-		if err != nil {
-			return refundable{}, err
+		if c, err = heldCharge(ctx, q, chargeID); err != nil {
+			return RefundableCharge{}, err
 		}
 	}
-	return c, s.lockCharge(ctx, q, c.id)
+	return c, s.lockCharge(ctx, q, c.ID)
 }
 
 // lockCharge takes the dialect's lock on a charge id; it comes after any
@@ -235,21 +219,22 @@ func (s *db) lockCharge(ctx context.Context, q querier, chargeID string) error {
 
 // heldCharge finds a charge that the books hold: a succeeded attempt's, a
 // late charge, or a charge line of a settlement report (which belongs to
-// no order that the store knows). It returns ErrNotFound for any other.
-func heldCharge(ctx context.Context, q querier, chargeID string) (refundable, error) {
-	scan := func(r rows) (refundable, error) {
+// no order that the store knows). It returns ErrNotRefundable for any
+// other.
+func heldCharge(ctx context.Context, q querier, chargeID string) (RefundableCharge, error) {
+	scan := func(r rows) (RefundableCharge, error) {
 		var (
-			c        refundable
+			c        RefundableCharge
 			minor    int64
 			currency string
 		)
-		if err := r.Scan(&c.orderID, &minor, &currency); err != nil {
-			return refundable{}, err
+		if err := r.Scan(&c.OrderID, &minor, &currency); err != nil {
+			return RefundableCharge{}, err
 		}
-		c.id = chargeID
+		c.ID = chargeID
 		var err error
-		if c.amount, err = chargeonce.NewMoney(minor, currency); err != nil {
-			return refundable{}, errCorrupt("charge", chargeID, err)
+		if c.Amount, err = chargeonce.NewMoney(minor, currency); err != nil {
+			return RefundableCharge{}, errCorrupt("charge", chargeID, err)
 		}
 		return c, nil
 	}
@@ -265,27 +250,40 @@ func heldCharge(ctx context.Context, q querier, chargeID string) (refundable, er
 			return c, err
 		}
 	}
-	return refundable{}, ErrNotFound
+	return RefundableCharge{}, fmt.Errorf("%w: the books hold no charge %s", ErrNotRefundable, chargeID)
+}
+
+func (s *db) RefundableCharge(ctx context.Context, chargeID string) (RefundableCharge, error) {
+	var c RefundableCharge
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		c, err = heldCharge(ctx, q, chargeID)
+		return err
+	})
+	if err != nil {
+		return RefundableCharge{}, fmt.Errorf("store: charge %s: %w", chargeID, err)
+	}
+	return c, nil
 }
 
 // refundAmount checks a refund of minor units (0: all that remains) of a
 // locked charge against what the charge can still refund: its amount less
 // its refunds that hold.
-func refundAmount(ctx context.Context, q querier, c refundable, minor int64) (chargeonce.Money, error) {
+func refundAmount(ctx context.Context, q querier, c RefundableCharge, minor int64) (chargeonce.Money, error) {
 	held, err := queryOne(ctx, q, scanInt64,
-		`SELECT COALESCE(SUM(amount_minor), 0) FROM refunds WHERE charge_id = $1 AND status IN ('pending', 'succeeded')`, c.id)
+		`SELECT COALESCE(SUM(amount_minor), 0) FROM refunds WHERE charge_id = $1 AND status IN ('pending', 'succeeded')`, c.ID)
 	if err != nil {
 		return chargeonce.Money{}, err
 	}
-	remaining := c.amount.Minor - held
+	remaining := c.Amount.Minor - held
 	if minor == 0 {
 		minor = remaining
 	}
 	if minor <= 0 || minor > remaining {
 		return chargeonce.Money{}, fmt.Errorf("%w: charge %s of %s can still refund %s",
-			ErrRefundExceedsCharge, c.id, c.amount, chargeonce.Money{Minor: max(remaining, 0), Currency: c.amount.Currency})
+			ErrRefundExceedsCharge, c.ID, c.Amount, chargeonce.Money{Minor: max(remaining, 0), Currency: c.Amount.Currency})
 	}
-	return chargeonce.Money{Minor: minor, Currency: c.amount.Currency}, nil
+	return chargeonce.Money{Minor: minor, Currency: c.Amount.Currency}, nil
 }
 
 // insertRefund inserts f, pending, and reports false when a refund that
@@ -586,7 +584,7 @@ func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, orde
 	if err := s.lockCharge(ctx, q, c.ChargeID); err != nil {
 		return nil, err
 	}
-	charge := refundable{id: c.ChargeID, amount: c.Amount, orderID: order.ID}
+	charge := RefundableCharge{ID: c.ChargeID, Amount: c.Amount, OrderID: order.ID}
 	amount, err := refundAmount(ctx, q, charge, 0)
 	if errors.Is(err, ErrRefundExceedsCharge) {
 		return nil, nil

@@ -478,6 +478,13 @@ func TestStore_OperatorRefundsAChargeOfNoOrder(t *testing.T) {
 		rawExec(t, dsn, `INSERT INTO settlement_lines (report_date, line_no, balance_transaction_id, charge_id, merchant_reference,
 				reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw)
 			VALUES ('2026-03-14', 2, 'txn_1', 'ch_stray', 'someone-else', 'charge', 2500, 100, 2400, 'USD', '', '')`)
+		ctx := context.Background()
+		c, err := s.RefundableCharge(ctx, "ch_stray")
+		require.NoError(t, err)
+		require.Equal(t, store.RefundableCharge{ID: "ch_stray", Amount: chargeonce.Money{Minor: 2500, Currency: "USD"}}, c)
+		_, err = s.RefundableCharge(ctx, "ch_never_seen")
+		require.ErrorIs(t, err, store.ErrNotRefundable)
+
 		n := newRefund(t, 0, 0, "op-1")
 		n.ChargeID, n.Origin = "ch_stray", chargeonce.RefundByOperator
 		f, d := startRefund(t, s, n)
@@ -488,7 +495,7 @@ func TestStore_OperatorRefundsAChargeOfNoOrder(t *testing.T) {
 
 		n = newRefund(t, 0, 1, "")
 		n.ChargeID, n.Origin = "ch_stray", chargeonce.RefundByOperator
-		_, _, err := s.StartRefund(context.Background(), n)
+		_, _, err = s.StartRefund(ctx, n)
 		require.ErrorIs(t, err, store.ErrRefundExceedsCharge)
 	})
 }
@@ -625,6 +632,12 @@ func TestStore_LateChargeOfAnOrderPaidByAnotherIsRefundedOnce(t *testing.T) {
 		d, again := recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
 		require.Equal(t, store.LateChargeRefunded, d)
 		require.Equal(t, f, again, "one refund per late charge, however often found")
+
+		for _, id := range []string{"ch_late", "ch_paid"} {
+			c, err := s.RefundableCharge(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, store.RefundableCharge{ID: id, Amount: try, OrderID: order.ID}, c, "both are the order's charges")
+		}
 
 		d, known := recordLateCharge(t, s, lateCharge(t, paid.Key, "ch_paid"))
 		require.Equal(t, store.LateChargeKnown, d)
@@ -768,20 +781,24 @@ func TestStore_SettlingNeverUnpaysARefundedOrder(t *testing.T) {
 var schemaV7 = map[string]struct {
 	// indexes counts the indexes of payment_attempts and provider_requests;
 	// foreignKeys counts the references from provider_requests to
-	// payment_attempts and from payment_attempts to orders.
-	indexes, foreignKeys string
+	// payment_attempts and from payment_attempts to orders; orphans counts
+	// the rows whose reference leads nowhere.
+	indexes, foreignKeys, orphans string
 }{
 	"sqlite": {
 		indexes: `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN
 			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted',
 			 'payment_attempts_succeeded_by_charge', 'provider_requests_by_key')`,
 		foreignKeys: schemaV2["sqlite"].foreignKeys,
+		orphans:     `SELECT count(*) FROM pragma_foreign_key_check`,
 	},
 	"postgres": {
 		indexes: `SELECT count(*) FROM pg_indexes WHERE indexname IN
 			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted',
 			 'payment_attempts_succeeded_by_charge', 'provider_requests_by_key')`,
 		foreignKeys: schemaV2["postgres"].foreignKeys,
+		// PostgreSQL checks every reference as it is made.
+		orphans: `SELECT 0`,
 	},
 }
 
@@ -840,6 +857,7 @@ func TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers(t *testing.T) {
 		v7 := schemaV7[dialect]
 		require.Equal(t, int64(5), rawCount(t, dsn, v7.indexes), "the indexes are back")
 		require.Equal(t, int64(2), rawCount(t, dsn, v7.foreignKeys), "the foreign keys are kept")
+		require.Zero(t, rawCount(t, dsn, v7.orphans), "every reference leads to its row")
 		paid, attempts := getOrder(t, s, 1001)
 		require.Equal(t, chargeonce.OrderPaid, paid.Status)
 		require.Equal(t, "ch_paid", paid.ProviderPaymentID)
