@@ -136,8 +136,6 @@ func (s *server) failRefund(w http.ResponseWriter, r *http.Request, err error) {
 		err = &problemError{typ: wire.ProblemIdempotencyKeyReused, detail: "This Idempotency-Key was sent before with another refund request. Send a new key for a new refund."}
 	case errors.As(err, &amount):
 		err = badRequest(`field "amount" %v`, amount.Err)
-	case errors.Is(err, refund.ErrAmountNotAccepted):
-		err = badRequest("%v", err)
 	case errors.Is(err, store.ErrNotRefundable):
 		err = &problemError{typ: wire.ProblemNotRefundable, detail: "There is nothing to refund: the order was never paid, or the charge is not one the books hold."}
 	case errors.Is(err, store.ErrRefundExceedsCharge):

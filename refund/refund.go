@@ -51,9 +51,6 @@ var (
 	// ErrInProgress: the first request with this Idempotency-Key is still
 	// being answered. The error is an *InProgressError.
 	ErrInProgress = errors.New("refund: a request with this Idempotency-Key is still in progress")
-	// ErrAmountNotAccepted: the amount was given for a charge whose
-	// currency the books do not know, so it cannot be read.
-	ErrAmountNotAccepted = errors.New("refund: the charge is not one a payment attempt made, so only its whole rest can be refunded: send no amount")
 )
 
 // InProgressError is ErrInProgress, with when the first request will have
@@ -271,14 +268,11 @@ func (s *Service) amount(ctx context.Context, req Request) (int64, error) {
 		}
 		currency = order.Amount.Currency
 	} else {
-		attempts, err := s.store.AttemptsByCharge(ctx, []string{req.ChargeID})
+		charge, err := s.store.RefundableCharge(ctx, req.ChargeID)
 		if err != nil {
 			return 0, fmt.Errorf("refund: charge %s: %w", req.ChargeID, err)
 		}
-		if len(attempts) == 0 {
-			return 0, ErrAmountNotAccepted
-		}
-		currency = attempts[0].Amount.Currency
+		currency = charge.Amount.Currency
 	}
 	m, err := chargeonce.ParseMoney(*req.Amount, currency)
 	if err != nil {
