@@ -62,6 +62,12 @@ type response struct {
 // do sends one request. A 4xx or 5xx answer is returned as *apiError, and a
 // failure to reach the API says which address was tried.
 func (c *apiClient) do(ctx context.Context, method, path string, body any) (response, error) {
+	return c.doWith(ctx, method, path, body, nil)
+}
+
+// doWith is do with extra request headers, such as a refund's
+// Idempotency-Key.
+func (c *apiClient) doWith(ctx context.Context, method, path string, body any, header http.Header) (response, error) {
 	var reqBody io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -80,6 +86,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (resp
 	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	for name, values := range header {
+		req.Header[name] = values
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -53,6 +53,8 @@ Usage:
   starter checkout --order N --card tok_visa [--wait [--wait-timeout 2m]]
   starter checkout --amount 548.90 --currency TRY --card tok_visa [--wait]
   starter status --order N
+  starter refund --order N [--amount 12.50] [--reason TEXT] [--key K]
+  starter refund --charge ch_000001 [--reason TEXT]
   starter settlement run --date 2026-03-14
   starter settlement show --date 2026-03-14
 
@@ -67,20 +69,28 @@ waits, such as "attempt 1  timeout after 3.0s", "attempt 2  409 in flight",
 "attempt 3  201 replayed", then the outcome. After a 202 (outcome unknown),
 --wait keeps asking until the order settles or --wait-timeout passes.
 
+refund refunds an order (or, with the operator scope, a charge), all that
+is left unless --amount says less, under a new Idempotency-Key unless --key
+gives the one to retry with, and prints the refund's requests and outcome.
+status shows an order's attempts and refunds.
+
 settlement run settles a day now (the provider's report against the
 succeeded payments) and prints what it found; settlement show prints the
 day's last settlement.
 
 Exit codes:
-  0  paid (checkout), or success (order create, status, settlement)
+  0  paid (checkout), refunded (refund), or success (order create, status, settlement)
   1  any other error (API unreachable, unknown order, server error, abandoned)
   2  usage error
-  3  card declined
+  3  card declined (refund: the provider refused the refund)
   4  payment pending: the outcome is not known yet; do not pay again
+     (refund: the refund is pending; it is settled without a retry)
      (settlement run: the run goes on; show it later)
   5  conflict: a previous payment with another card is still being verified
+     (refund: the same --key is in flight, or there is nothing to refund)
   6  not charged: the provider is unavailable and processed nothing; pay
-     again after the Retry-After the API gives (a new attempt, a new key)
+     again after the Retry-After the API gives (a new attempt, a new key;
+     refund: nothing was refunded, send again)
 `
 
 // usageError is a mistake in the command line; it exits with exitUsage.
@@ -125,6 +135,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		code, err = statusCommand(ctx, args[1:], stdout, stderr, getenv)
 	case "settlement":
 		code, err = settlementCommand(ctx, args[1:], stdout, stderr, getenv)
+	case "refund":
+		code, err = refundCommand(ctx, args[1:], stdout, stderr, getenv)
 	default:
 		err = usagef("unknown command %q", args[0])
 	}

@@ -34,7 +34,9 @@ func TestRun_UsageErrorsExit2WithAReason(t *testing.T) {
 		stderr string
 	}{
 		{"no command", nil, nil, "Usage:"},
-		{"unknown command", nil, []string{"refund"}, `unknown command "refund"`},
+		{"unknown command", nil, []string{"repay"}, `unknown command "repay"`},
+		{"refund without an order or a charge", nil, []string{"refund"}, "refund needs --order"},
+		{"refund of an order and a charge", nil, []string{"refund", "--order", "1", "--charge", "ch_000001"}, "refund needs --order"},
 		{"order without create", nil, []string{"order"}, `takes the subcommand "create"`},
 		{"order create without amount", nil, []string{"order", "create", "--currency", "TRY"}, "needs --amount and --currency"},
 		{"checkout without card", nil, []string{"checkout", "--order", "1"}, "needs --card"},
@@ -147,7 +149,7 @@ func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {
 		{wire.ProviderRequest{Status: status(503)}, "503 provider error"},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, describe(tt.req))
+		require.Equal(t, tt.want, describe(tt.req, chargeWords))
 	}
 }
 

@@ -50,7 +50,7 @@ func (t *timeline) show(o wire.Order) {
 			t.printf("key %s\n", a.IdempotencyKey)
 		}
 		for i := shown; i < len(a.Requests); i++ {
-			line := fmt.Sprintf("attempt %d  %s", i+1, describe(a.Requests[i]))
+			line := fmt.Sprintf("attempt %d  %s", i+1, describe(a.Requests[i], chargeWords))
 			t.lines = append(t.lines, line)
 			t.printf("%s\n", line)
 		}
@@ -58,8 +58,17 @@ func (t *timeline) show(o wire.Order) {
 	}
 }
 
+// The words of describe for a charge's requests and for a refund's.
+var (
+	chargeWords = requestWords{approved: "charged", refused: "declined"}
+	refundWords = requestWords{approved: "refunded", refused: "refused"}
+)
+
+// requestWords say what an approved and a refused request did.
+type requestWords struct{ approved, refused string }
+
 // describe says in a few words what one request to the provider got.
-func describe(r wire.ProviderRequest) string {
+func describe(r wire.ProviderRequest, words requestWords) string {
 	status := 0
 	if r.Status != nil {
 		status = *r.Status
@@ -76,9 +85,9 @@ func describe(r wire.ProviderRequest) string {
 	case status == http.StatusConflict:
 		return "409 in flight"
 	case status == http.StatusOK || status == http.StatusCreated:
-		return fmt.Sprintf("%d charged", status)
+		return fmt.Sprintf("%d %s", status, words.approved)
 	case status == http.StatusPaymentRequired:
-		return "402 declined"
+		return "402 " + words.refused
 	case status == http.StatusUnprocessableEntity:
 		return "422 key reused with another body"
 	case status == http.StatusTooManyRequests:
@@ -281,7 +290,8 @@ func deref(s *string) string {
 	return *s
 }
 
-// printOrder prints an order with its attempts and their request logs.
+// printOrder prints an order with its attempts and their request logs, and
+// its refunds.
 func printOrder(w io.Writer, o wire.Order) {
 	fmt.Fprintf(w, "order %d  %s  %s %s", o.ID, o.Status, o.Total, o.Currency)
 	if o.ProviderPaymentID != nil {
@@ -295,7 +305,10 @@ func printOrder(w io.Writer, o wire.Order) {
 		}
 		fmt.Fprintln(w)
 		for i, r := range a.Requests {
-			fmt.Fprintf(w, "  attempt %d  %s\n", i+1, describe(r))
+			fmt.Fprintf(w, "  attempt %d  %s\n", i+1, describe(r, chargeWords))
 		}
+	}
+	for _, r := range o.Refunds {
+		printRefund(w, r)
 	}
 }
