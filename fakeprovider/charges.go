@@ -58,8 +58,11 @@ type RequestRecord struct {
 	Outcome string `json:"outcome"`
 	// Detail is the problem detail sent with an error answer.
 	Detail string `json:"detail,omitempty"`
-	// ChargeID is the charge the request created, replayed or read.
+	// ChargeID is the charge the request created, replayed or read; for a
+	// refund, the charge refunded.
 	ChargeID string `json:"charge_id,omitempty"`
+	// RefundID is the refund the request created, replayed or read.
+	RefundID string `json:"refund_id,omitempty"`
 }
 
 // IsCharge reports whether r posted a charge, in either dialect.
@@ -90,6 +93,11 @@ const (
 	outcomeChargesListed  = "charges listed by merchant reference"
 	outcomeLimitsServed   = "limits published"
 	outcomeDataFileFailed = "data file write failed; nothing changed"
+	outcomeRefundCreated  = "refund created"
+	outcomeRefundRefused  = "refund refused"
+	outcomeRefundsListed  = "refunds listed by merchant reference"
+	outcomeRefundFound    = "refund found"
+	outcomeRefundNotFound = "refund not found"
 )
 
 // declineCodes maps the test tokens that decline to their decline code. In
@@ -105,7 +113,7 @@ var declineCodes = map[string]string{
 type keyEntry struct {
 	fingerprint string
 	firstSeen   time.Time
-	// resp is nil while the charge is being processed; it is set, under
+	// resp is nil while the request is being processed; it is set, under
 	// Provider.mu, just before done is closed.
 	resp *storedResponse
 	done chan struct{}
@@ -116,8 +124,17 @@ type storedResponse struct {
 	status      int
 	contentType string
 	body        []byte
-	chargeID    string
-	outcome     string
+	// chargeID is the charge made, or the charge a refund is of.
+	chargeID string
+	// refundID is the refund made.
+	refundID string
+	outcome  string
+}
+
+// made reports whether the answer is about a charge or a refund that was
+// made, rather than a failure to make one.
+func (s *storedResponse) made() bool {
+	return s.chargeID != "" || s.refundID != ""
 }
 
 // postCharge serves POST /v1/charges.
@@ -139,12 +156,23 @@ func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *Reque
 	p.chargeOnce(w, r, rec, ietf, key, req)
 }
 
-// chargeOnce is the idempotency layer every dialect's charge endpoint runs
-// a valid request through: it replays the stored answer of a finished key,
-// refuses a key in flight or reused with another request, and otherwise
-// processes the charge and answers in d's dialect.
+// chargeOnce runs a valid charge request through the idempotency layer.
 func (p *Provider) chargeOnce(w http.ResponseWriter, r *http.Request, rec *RequestRecord, d *dialect, key string, req chargeRequest) {
-	fingerprint := req.fingerprint(d.salt)
+	p.once(w, r, rec, d, key, fingerprint(d.salt, req), p.chargeOperation(key, req, d))
+}
+
+// operation makes what a new key asks for. It runs under p.mu once the
+// processing delay is over, and returns the answer to store under the key,
+// the rows that make it durable (written in one transaction with the key,
+// when there is a data file), and the change to the state in memory,
+// applied only once those rows are written.
+type operation func() (resp *storedResponse, save func(execer) error, apply func())
+
+// once is the idempotency layer every keyed request of every dialect runs
+// through, charges and refunds alike: it replays the stored answer of a
+// finished key, refuses a key in flight or reused with another request,
+// and otherwise runs op and answers in d's dialect.
+func (p *Provider) once(w http.ResponseWriter, r *http.Request, rec *RequestRecord, d *dialect, key, fingerprint string, op operation) {
 	rec.Fingerprint = fingerprint
 
 	p.mu.Lock()
@@ -168,7 +196,7 @@ func (p *Provider) chargeOnce(w http.ResponseWriter, r *http.Request, rec *Reque
 		w.Header().Set("Idempotent-Replayed", "true")
 		rec.Replayed = true
 		rec.Outcome = outcomeReplayed
-		rec.ChargeID = entry.resp.chargeID
+		rec.ChargeID, rec.RefundID = entry.resp.chargeID, entry.resp.refundID
 		writeBody(w, entry.resp.status, entry.resp.contentType, entry.resp.body)
 		return
 	case p.closing:
@@ -186,10 +214,10 @@ func (p *Provider) chargeOnce(w http.ResponseWriter, r *http.Request, rec *Reque
 	p.startWorkLocked()
 	p.mu.Unlock()
 
-	// The charge is processed apart from the request, so that a client that
-	// disconnects or times out never cancels it: it completes and its result
-	// is stored under the key.
-	go p.process(entry, key, req, delay, d)
+	// The request is processed apart from the HTTP exchange, so that a
+	// client that disconnects or times out never cancels it: it completes
+	// and its result is stored under the key.
+	go p.process(entry, key, delay, d, op)
 
 	select {
 	case <-entry.done:
@@ -197,10 +225,10 @@ func (p *Provider) chargeOnce(w http.ResponseWriter, r *http.Request, rec *Reque
 		rec.Outcome = outcomeClientGone
 		return
 	}
-	rec.ChargeID = entry.resp.chargeID
-	// Only a response to a charge made is lost; a failure to make it is
+	rec.ChargeID, rec.RefundID = entry.resp.chargeID, entry.resp.refundID
+	// Only a response to something made is lost; a failure to make it is
 	// answered.
-	if lose && entry.resp.chargeID != "" {
+	if lose && entry.resp.made() {
 		rec.Outcome = outcomeLost
 		// Aborting with http.ErrAbortHandler, rather than hijacking the
 		// connection, works the same over HTTP/1.1 and HTTP/2 and through any
@@ -213,11 +241,11 @@ func (p *Provider) chargeOnce(w http.ResponseWriter, r *http.Request, rec *Reque
 	writeBody(w, entry.resp.status, entry.resp.contentType, entry.resp.body)
 }
 
-// process makes the charge after delay and stores d's answer under its key.
-// With a data file the charge exists once it is written there; when that
-// fails it is not made, its key is forgotten so that a retry is processed
+// process runs op after delay and stores its answer under the key. With a
+// data file the result exists once it is written there; when that fails
+// nothing is made, the key is forgotten so that a retry is processed
 // afresh, and the request is answered 503.
-func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay time.Duration, d *dialect) {
+func (p *Provider) process(entry *keyEntry, key string, delay time.Duration, d *dialect, op operation) {
 	if delay > 0 {
 		<-p.after(delay)
 	}
@@ -225,33 +253,46 @@ func (p *Provider) process(entry *keyEntry, key string, req chargeRequest, delay
 	defer p.mu.Unlock()
 	defer p.finishWorkLocked()
 	defer close(entry.done)
-	charge := Charge{
-		ID:                fmt.Sprintf("%s%06d", d.idPrefix, len(p.charges)+1),
-		Object:            "charge",
-		Amount:            req.Amount,
-		Currency:          req.Currency,
-		Status:            ChargeSucceeded,
-		Description:       req.Description,
-		MerchantReference: req.MerchantReference,
-		IdempotencyKey:    key,
-		Created:           p.now().UTC(),
-	}
-	if code, declined := declineCodes[req.Source]; declined {
-		charge.Status = ChargeFailed
-		charge.DeclineCode = code
-	}
-	entry.resp = d.answer(charge)
+	resp, save, apply := op()
+	entry.resp = resp
 	if p.file != nil {
-		if err := p.file.saveCharge(len(p.charges)+1, charge, key, entry); err != nil {
-			p.log.Error("data file write failed; charge not made", "key", key, "err", err)
+		if err := p.file.saveKeyed(key, entry, save); err != nil {
+			p.log.Error("data file write failed; nothing made", "key", key, "err", err)
 			delete(p.keys, key)
 			entry.resp = d.problem(newProblem(codeUnavailable, msgDataFileFailed))
 			entry.resp.outcome = outcomeDataFileFailed
 			return
 		}
 	}
-	p.addChargeLocked(charge)
-	p.webhooks.enqueue(charge)
+	apply()
+}
+
+// chargeOperation makes the charge of req, succeeded or declined.
+func (p *Provider) chargeOperation(key string, req chargeRequest, d *dialect) operation {
+	return func() (*storedResponse, func(execer) error, func()) {
+		seq := len(p.charges) + 1
+		charge := Charge{
+			ID:                fmt.Sprintf("%s%06d", d.idPrefix, seq),
+			Object:            "charge",
+			Amount:            req.Amount,
+			Currency:          req.Currency,
+			Status:            ChargeSucceeded,
+			Description:       req.Description,
+			MerchantReference: req.MerchantReference,
+			IdempotencyKey:    key,
+			Created:           p.now().UTC(),
+		}
+		if code, declined := declineCodes[req.Source]; declined {
+			charge.Status = ChargeFailed
+			charge.DeclineCode = code
+		}
+		save := func(db execer) error { return insertCharge(db, seq, charge) }
+		apply := func() {
+			p.addChargeLocked(charge)
+			p.webhooks.enqueue(chargeEventType(charge), charge, charge.ID, "")
+		}
+		return d.answer(charge), save, apply
+	}
 }
 
 // addChargeLocked appends c to the charges and indexes it.
@@ -330,24 +371,14 @@ type chargeList struct {
 
 // listCharges serves GET /v1/charges?merchant_reference=REF. It reads the
 // reference index, so its cost depends on the charges for that reference,
-// not on how many charges exist. Every request counts against the lookup
-// rate, a malformed one too, as it would at a real provider's gateway.
+// not on how many charges exist.
 func (p *Provider) listCharges(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	if !p.lookups.AllowN(p.now(), 1) {
-		// The time one token takes to come back, in the whole seconds that
-		// Retry-After speaks.
-		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, math.Ceil(1/p.LookupRate())))))
-		rec.fail(w, outcomeLookupLimited, newProblem(codeRateLimited, msgLookupLimited))
-		return
-	}
-	query, err := url.ParseQuery(r.URL.RawQuery)
-	refs := query["merchant_reference"]
-	if err != nil || len(refs) != 1 || refs[0] == "" {
-		rec.fail(w, outcomeBadRequest, invalidField("merchant_reference", msgReferenceParam))
+	ref, ok := p.lookupReference(w, r, rec, ietf, "merchant_reference", msgReferenceParam)
+	if !ok {
 		return
 	}
 	p.mu.Lock()
-	indexes := p.byRef[refs[0]]
+	indexes := p.byRef[ref]
 	list := chargeList{Data: make([]Charge, len(indexes))}
 	for n, i := range indexes {
 		list.Data[n] = p.charges[i]
@@ -355,6 +386,28 @@ func (p *Provider) listCharges(w http.ResponseWriter, r *http.Request, rec *Requ
 	p.mu.Unlock()
 	rec.Outcome = outcomeChargesListed
 	writeJSON(w, http.StatusOK, list)
+}
+
+// lookupReference admits a lookup under the published lookup rate, which
+// every lookup of either dialect counts against, a malformed one too, as
+// it would at a real provider's gateway; then it reads the lookup's one
+// query parameter, param. When it cannot, it answers in d's dialect and
+// returns false.
+func (p *Provider) lookupReference(w http.ResponseWriter, r *http.Request, rec *RequestRecord, d *dialect, param, msg string) (string, bool) {
+	if !p.lookups.AllowN(p.now(), 1) {
+		// The time one token takes to come back, in the whole seconds that
+		// Retry-After speaks.
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, math.Ceil(1/p.LookupRate())))))
+		d.fail(w, rec, outcomeLookupLimited, newProblem(codeRateLimited, msgLookupLimited))
+		return "", false
+	}
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	values := query[param]
+	if err != nil || len(values) != 1 || values[0] == "" {
+		d.fail(w, rec, outcomeBadRequest, invalidField(param, msg))
+		return "", false
+	}
+	return values[0], true
 }
 
 // getIdempotency serves GET /v1/idempotency, the published limits: the key

@@ -17,12 +17,14 @@ import (
 // dataFileSchema is the version this code writes and reads, kept in SQLite's
 // user_version. A file with a higher version was written by a newer fake
 // provider and is refused rather than misread.
-const dataFileSchema = 1
+const dataFileSchema = 2
 
-// schema creates the tables of a new data file. Charges and request records
-// are kept in their API form, so that a restart serves exactly what was
-// served before. A key is only ever written in the same transaction as the
-// charge it made (see saveCharge), so every stored key has a stored response.
+// schema creates the tables of a new data file: those of version 1, then
+// what version 2 added, so that a new file and an upgraded one have the
+// same shape. Charges, refunds and request records are kept in their API
+// form, so that a restart serves exactly what was served before. A key is
+// only ever written in the same transaction as what it made (see
+// saveKeyed), so every stored key has a stored response.
 const schema = `
 CREATE TABLE mode (
 	id   INTEGER PRIMARY KEY CHECK (id = 1),
@@ -46,6 +48,16 @@ CREATE TABLE requests (
 	seq    INTEGER PRIMARY KEY,
 	record TEXT NOT NULL
 ) STRICT;
+` + refundsSchema
+
+// refundsSchema is what version 2 added to version 1: the refunds, and the
+// refund a key made. A refund's row is rewritten when its status moves.
+const refundsSchema = `
+CREATE TABLE refunds (
+	seq    INTEGER PRIMARY KEY,
+	refund TEXT NOT NULL
+) STRICT;
+ALTER TABLE keys ADD COLUMN refund_id TEXT NOT NULL DEFAULT '';
 `
 
 // dataFile keeps the provider's state in a SQLite file. The Provider's maps
@@ -60,6 +72,7 @@ type savedState struct {
 	// mode is nil in a new file.
 	mode     *Mode
 	charges  []Charge
+	refunds  []refundEntry
 	keys     map[string]*keyEntry
 	requests []RequestRecord
 }
@@ -143,6 +156,14 @@ func (f *dataFile) init() (savedState, error) {
 		}); err != nil {
 			return savedState{}, err
 		}
+	case version == 1:
+		// A file of the fake before refunds: its charges and keys stay.
+		if err := f.inTx(func(tx *sql.Tx) error {
+			_, err := tx.Exec(refundsSchema + fmt.Sprintf("PRAGMA user_version = %d;", dataFileSchema))
+			return err
+		}); err != nil {
+			return savedState{}, err
+		}
 	}
 	return f.load()
 }
@@ -172,7 +193,10 @@ func (f *dataFile) load() (savedState, error) {
 	if state.requests, err = loadJSON[RequestRecord](f.db, `SELECT record FROM requests ORDER BY seq`); err != nil {
 		return savedState{}, fmt.Errorf("stored requests: %w", err)
 	}
-	rows, err := f.db.Query(`SELECT key, fingerprint, first_seen_ns, status, content_type, body, charge_id, outcome FROM keys`)
+	if state.refunds, err = loadJSON[refundEntry](f.db, `SELECT refund FROM refunds ORDER BY seq`); err != nil {
+		return savedState{}, fmt.Errorf("stored refunds: %w", err)
+	}
+	rows, err := f.db.Query(`SELECT key, fingerprint, first_seen_ns, status, content_type, body, charge_id, refund_id, outcome FROM keys`)
 	if err != nil {
 		return savedState{}, err
 	}
@@ -183,7 +207,7 @@ func (f *dataFile) load() (savedState, error) {
 			firstSeen int64
 			e         = &keyEntry{resp: &storedResponse{}, done: closedChan()}
 		)
-		if err := rows.Scan(&key, &e.fingerprint, &firstSeen, &e.resp.status, &e.resp.contentType, &e.resp.body, &e.resp.chargeID, &e.resp.outcome); err != nil {
+		if err := rows.Scan(&key, &e.fingerprint, &firstSeen, &e.resp.status, &e.resp.contentType, &e.resp.body, &e.resp.chargeID, &e.resp.refundID, &e.resp.outcome); err != nil {
 			return savedState{}, fmt.Errorf("stored keys: %w", err)
 		}
 		e.firstSeen = time.Unix(0, firstSeen)
@@ -236,28 +260,41 @@ func (f *dataFile) saveMode(m Mode) error {
 	return err
 }
 
-// saveCharge stores a charge and the finished key that made it, together:
-// a key is durable exactly when its charge is.
+// execer is a database or a transaction, for the writes that run in
+// either.
+type execer interface {
+	Exec(query string, args ...any) (sql.Result, error)
+}
+
+// saveKeyed stores the finished key e together with the rows that save
+// writes for what the key made: a key is durable exactly when what it made
+// is.
 //
 // A key still being processed is never written. If the process dies before
-// this commit, the charge was never made, and after a restart the key is
-// unknown: the client's retry with it is processed afresh, as a real
-// provider's would be when its request died before anything was charged.
-// Storing keys in flight would cost a write per charge only for the restart
-// to forget them again.
-func (f *dataFile) saveCharge(seq int, c Charge, key string, e *keyEntry) error {
-	raw, _ := json.Marshal(c)
+// this commit, nothing was made, and after a restart the key is unknown:
+// the client's retry with it is processed afresh, as a real provider's
+// would be when its request died before anything was charged or refunded.
+// Storing keys in flight would cost a write per request only for the
+// restart to forget them again.
+func (f *dataFile) saveKeyed(key string, e *keyEntry, save func(execer) error) error {
 	return f.inTx(func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO charges (seq, charge) VALUES (?, ?)`, seq, string(raw)); err != nil {
+		if err := save(tx); err != nil {
 			return err
 		}
 		// REPLACE, because an expired key that was used again is forgotten in
-		// memory only; its new charge overwrites it here.
-		_, err := tx.Exec(`INSERT OR REPLACE INTO keys (key, fingerprint, first_seen_ns, status, content_type, body, charge_id, outcome)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			key, e.fingerprint, e.firstSeen.UnixNano(), e.resp.status, e.resp.contentType, e.resp.body, e.resp.chargeID, e.resp.outcome)
+		// memory only; its new answer overwrites it here.
+		_, err := tx.Exec(`INSERT OR REPLACE INTO keys (key, fingerprint, first_seen_ns, status, content_type, body, charge_id, refund_id, outcome)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			key, e.fingerprint, e.firstSeen.UnixNano(), e.resp.status, e.resp.contentType, e.resp.body, e.resp.chargeID, e.resp.refundID, e.resp.outcome)
 		return err
 	})
+}
+
+// insertCharge writes a new charge.
+func insertCharge(db execer, seq int, c Charge) error {
+	raw, _ := json.Marshal(c)
+	_, err := db.Exec(`INSERT INTO charges (seq, charge) VALUES (?, ?)`, seq, string(raw))
+	return err
 }
 
 // saveRequest appends a request record.
@@ -267,10 +304,11 @@ func (f *dataFile) saveRequest(rec RequestRecord) error {
 	return err
 }
 
-// reset forgets every charge, key and request record; the mode stays.
+// reset forgets every charge, refund, key and request record; the mode
+// stays.
 func (f *dataFile) reset() error {
 	return f.inTx(func(tx *sql.Tx) error {
-		_, err := tx.Exec(`DELETE FROM charges; DELETE FROM keys; DELETE FROM requests;`)
+		_, err := tx.Exec(`DELETE FROM charges; DELETE FROM refunds; DELETE FROM keys; DELETE FROM requests;`)
 		return err
 	})
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // dialect is how one front door of the provider speaks: the IETF draft's
-// contract at /v1/charges, Stripe's at /v1/payment_intents. Both run the
+// contract at /v1/charges, Stripe's at /v1/payment_intents, and both at
+// /v1/refunds. Both run the
 // same state machine (keys, fingerprints, requests in flight, charges, chaos
 // modes) and differ only in how they read requests and render answers.
 type dialect struct {
@@ -19,6 +20,12 @@ type dialect struct {
 	answer func(Charge) *storedResponse
 	// problem renders an error answer.
 	problem func(*problem) *storedResponse
+	// refundAnswer renders a refund just made, or refused with refusal,
+	// as the answer stored under its key.
+	refundAnswer func(r Refund, refusal problemCode) *storedResponse
+	// keepsRefusals says whether a refused refund becomes a failed refund
+	// that lookups find, as a declined charge becomes a failed charge.
+	keepsRefusals bool
 }
 
 // fail answers with a problem in d's dialect and records why.
@@ -45,4 +52,14 @@ var ietf = &dialect{
 	problem: func(p *problem) *storedResponse {
 		return &storedResponse{status: p.Status, contentType: contentTypeProblem, body: p.encode()}
 	},
+	refundAnswer: func(r Refund, refusal problemCode) *storedResponse {
+		if refusal != "" {
+			prob := newProblem(refusal, refusalDetails[refusal])
+			prob.ChargeID, prob.RefundID = r.Charge, r.ID
+			return &storedResponse{status: prob.Status, contentType: contentTypeProblem, body: prob.encode(), chargeID: r.Charge, refundID: r.ID, outcome: outcomeRefundRefused}
+		}
+		body, _ := json.Marshal(r)
+		return &storedResponse{status: http.StatusCreated, contentType: contentTypeJSON, body: body, chargeID: r.Charge, refundID: r.ID, outcome: outcomeRefundCreated}
+	},
+	keepsRefusals: true,
 }

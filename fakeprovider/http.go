@@ -14,6 +14,9 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST /v1/charges", p.api(p.postCharge))
 	mux.Handle("GET /v1/charges", p.api(p.listCharges))
 	mux.Handle("GET /v1/charges/{id}", p.api(p.getCharge))
+	mux.Handle("POST "+refundPath, p.api(p.postRefund))
+	mux.Handle("GET "+refundPath, p.api(p.listRefunds))
+	mux.Handle("GET "+refundPath+"/{id}", p.api(p.getRefund))
 	mux.Handle("GET /v1/idempotency", p.api(p.getIdempotency))
 	mux.Handle("GET /v1/settlements/{date}", p.api(p.getSettlement))
 
@@ -29,6 +32,10 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST /_admin/expire-keys", p.admin(p.expireKeys))
 	mux.Handle("POST /_admin/charges", p.admin(p.plantCharge))
 	mux.Handle("POST /_admin/settlements", p.admin(p.alterSettlement))
+	mux.Handle("GET /_admin/refunds", p.admin(p.listAllRefunds))
+	mux.Handle("GET /_admin/refunds/hold", p.admin(p.getRefundHold))
+	mux.Handle("PUT /_admin/refunds/hold", p.admin(p.putRefundHold))
+	mux.Handle("POST /_admin/refunds/{id}/settle", p.admin(p.settleRefund))
 	mux.Handle("GET /_admin/webhooks", p.admin(p.getWebhooks))
 	mux.Handle("PUT /_admin/webhooks", p.admin(p.putWebhooks))
 	return mux
@@ -94,6 +101,9 @@ func (p *Provider) logRequest(r *http.Request, rec *RequestRecord, elapsed time.
 	}
 	if rec.ChargeID != "" {
 		attrs = append(attrs, slog.String("charge", rec.ChargeID))
+	}
+	if rec.RefundID != "" {
+		attrs = append(attrs, slog.String("refund", rec.RefundID))
 	}
 	if rec.Detail != "" {
 		attrs = append(attrs, slog.String("detail", rec.Detail))

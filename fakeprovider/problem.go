@@ -23,6 +23,13 @@ const (
 	codeTimeout       problemCode = "gateway_timeout"
 	codeNotFound      problemCode = "not_found"
 	codeUnauthorized  problemCode = "unauthorized"
+
+	// The refusals of a refund: results stored under the key, like a
+	// decline.
+	codeChargeNotRefundable   problemCode = "charge_not_refundable"
+	codeChargeAlreadyRefunded problemCode = "charge_already_refunded"
+	codeRefundTooLarge        problemCode = "amount_too_large"
+	codeCurrencyMismatch      problemCode = "currency_mismatch"
 )
 
 // problemKinds is the single map from code to HTTP status and title.
@@ -41,6 +48,19 @@ var problemKinds = map[problemCode]struct {
 	codeTimeout:        {http.StatusGatewayTimeout, "Provider timed out"},
 	codeNotFound:       {http.StatusNotFound, "Not found"},
 	codeUnauthorized:   {http.StatusUnauthorized, "Unauthorized"},
+
+	codeChargeNotRefundable:   {http.StatusPaymentRequired, "Charge not refundable"},
+	codeChargeAlreadyRefunded: {http.StatusPaymentRequired, "Charge already refunded"},
+	codeRefundTooLarge:        {http.StatusPaymentRequired, "Refund larger than what remains of the charge"},
+	codeCurrencyMismatch:      {http.StatusPaymentRequired, "Refund in another currency than the charge"},
+}
+
+// refusalDetails words each refusal of a refund.
+var refusalDetails = map[problemCode]string{
+	codeChargeNotRefundable:   "no succeeded charge has this id, so there is nothing to refund",
+	codeChargeAlreadyRefunded: "the charge has been refunded in full already",
+	codeRefundTooLarge:        "the amount is more than what remains of the charge after its refunds that have not failed",
+	codeCurrencyMismatch:      "the currency is not the charge's currency",
 }
 
 // problemTypeBase prefixes every problem type URI. The .invalid top-level
@@ -50,32 +70,41 @@ const problemTypeBase = "https://fakeprovider.invalid/problems/"
 
 // Problem details, asserted exactly by the tests.
 const (
-	msgKeyMissing       = "Idempotency-Key header is required"
-	msgKeyEmpty         = "Idempotency-Key must not be empty"
-	msgKeyTooLong       = "Idempotency-Key must be at most 255 characters"
-	msgKeyMalformed     = `Idempotency-Key must be a Structured Field String such as "8e03978e-40d5-43e8-bc93-6894a57f9324", or a bare token`
-	msgContentType      = "Content-Type must be application/json"
-	msgBodyTooLarge     = "request body must be at most 65536 bytes"
-	msgAmount           = "amount must be a positive integer in minor units"
-	msgAmountTooLarge   = "amount must be at most 99999999 minor units"
-	msgCurrency         = "currency must be an upper-case ISO 4217 code such as TRY"
-	msgSourceMissing    = "source is required"
-	msgSourceNotToken   = "source must be a card token starting with tok_"
-	msgSourceTooLong    = "source must be at most 255 characters"
-	msgReferenceMissing = "merchant_reference is required"
-	msgReferenceTooLong = "merchant_reference must be at most 255 characters"
-	msgDescriptionLong  = "description must be at most 1000 characters"
-	msgKeyReused        = "this Idempotency-Key was already used with a different request body"
-	msgKeyInFlight      = "a request with this Idempotency-Key is still being processed; retry after Retry-After seconds"
-	msgRateLimited      = "too many requests; retry after Retry-After seconds"
-	msgLookupLimited    = "too many lookups: past the rate that GET /v1/idempotency publishes; retry after Retry-After seconds"
-	msgUnavailable      = "the provider is temporarily unavailable; nothing was processed"
-	msgShuttingDown     = "the provider is shutting down; nothing was processed"
-	msgDataFileFailed   = "the provider could not write its data file; nothing was charged or changed"
-	msgTimeout          = "the provider did not answer in time"
-	msgChargeNotFound   = "no charge has this id"
-	msgReferenceParam   = "merchant_reference query parameter is required, once"
-	msgOlderThan        = "older_than must be a non-negative duration such as 0s or 24h"
+	msgKeyMissing             = "Idempotency-Key header is required"
+	msgKeyEmpty               = "Idempotency-Key must not be empty"
+	msgKeyTooLong             = "Idempotency-Key must be at most 255 characters"
+	msgKeyMalformed           = `Idempotency-Key must be a Structured Field String such as "8e03978e-40d5-43e8-bc93-6894a57f9324", or a bare token`
+	msgContentType            = "Content-Type must be application/json"
+	msgBodyTooLarge           = "request body must be at most 65536 bytes"
+	msgAmount                 = "amount must be a positive integer in minor units"
+	msgAmountTooLarge         = "amount must be at most 99999999 minor units"
+	msgCurrency               = "currency must be an upper-case ISO 4217 code such as TRY"
+	msgSourceMissing          = "source is required"
+	msgSourceNotToken         = "source must be a card token starting with tok_"
+	msgSourceTooLong          = "source must be at most 255 characters"
+	msgReferenceMissing       = "merchant_reference is required"
+	msgReferenceTooLong       = "merchant_reference must be at most 255 characters"
+	msgDescriptionLong        = "description must be at most 1000 characters"
+	msgKeyReused              = "this Idempotency-Key was already used with a different request body"
+	msgKeyInFlight            = "a request with this Idempotency-Key is still being processed; retry after Retry-After seconds"
+	msgRateLimited            = "too many requests; retry after Retry-After seconds"
+	msgLookupLimited          = "too many lookups: past the rate that GET /v1/idempotency publishes; retry after Retry-After seconds"
+	msgUnavailable            = "the provider is temporarily unavailable; nothing was processed"
+	msgShuttingDown           = "the provider is shutting down; nothing was processed"
+	msgDataFileFailed         = "the provider could not write its data file; nothing was charged or changed"
+	msgTimeout                = "the provider did not answer in time"
+	msgChargeNotFound         = "no charge has this id"
+	msgReferenceParam         = "merchant_reference query parameter is required, once"
+	msgOlderThan              = "older_than must be a non-negative duration such as 0s or 24h"
+	msgRefundChargeMissing    = "charge is required"
+	msgRefundChargeTooLong    = "charge must be at most 255 characters"
+	msgReasonLong             = "reason must be at most 1000 characters"
+	msgRefundNotFound         = "no refund has this id"
+	msgSettleStatus           = "status must be succeeded or failed"
+	msgSettleMove             = "a pending refund can succeed or fail, and a succeeded one fail; this one is %s and cannot become %s"
+	msgFailureReasonMissing   = "a failed refund needs its failure_reason, such as expired_or_canceled_card"
+	msgFailureReasonSucceeded = "a succeeded refund has no failure_reason"
+	msgFailureReasonLong      = "failure_reason must be at most 255 characters"
 )
 
 // problem is an RFC 9457 problem details body with the contract's extra
@@ -89,6 +118,7 @@ type problem struct {
 	Param       string      `json:"param,omitempty"`
 	DeclineCode string      `json:"decline_code,omitempty"`
 	ChargeID    string      `json:"charge_id,omitempty"`
+	RefundID    string      `json:"refund_id,omitempty"`
 }
 
 func newProblem(code problemCode, detail string) *problem {

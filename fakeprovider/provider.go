@@ -155,6 +155,13 @@ type Provider struct {
 	byID     map[string]int
 	byRef    map[string][]int
 	requests []RequestRecord
+	// refunds are indexed by id, by merchant reference and by charge.
+	refunds         []refundEntry
+	refundByID      map[string]int
+	refundsByRef    map[string][]int
+	refundsByCharge map[string][]int
+	// refundsHeld keeps new refunds pending until SettleRefund.
+	refundsHeld bool
 	// alterations change the settlement reports, by charge id.
 	alterations map[string][]Alteration
 	closing     bool
@@ -217,8 +224,11 @@ func (p *Provider) openDataFile(path string, keepFileMode bool) error {
 	for _, c := range state.charges {
 		p.addChargeLocked(c)
 	}
+	for _, r := range state.refunds {
+		p.addRefundLocked(r)
+	}
 	p.requests = state.requests
-	p.log.Info("data file opened", "file", path, "charges", len(p.charges), "keys", len(p.keys), "requests", len(p.requests))
+	p.log.Info("data file opened", "file", path, "charges", len(p.charges), "refunds", len(p.refunds), "keys", len(p.keys), "requests", len(p.requests))
 	return nil
 }
 
@@ -348,6 +358,10 @@ func (p *Provider) resetLocked() {
 	p.charges = nil
 	p.byID = make(map[string]int)
 	p.byRef = make(map[string][]int)
+	p.refunds = nil
+	p.refundByID = make(map[string]int)
+	p.refundsByRef = make(map[string][]int)
+	p.refundsByCharge = make(map[string][]int)
 	p.requests = nil
 	p.alterations = make(map[string][]Alteration)
 }

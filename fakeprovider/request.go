@@ -70,11 +70,12 @@ type chargeRequest struct {
 	Source            string `json:"source"`
 }
 
-// fingerprint is the hex SHA-256 of salt and the canonical form of r. The
-// salt tells the dialects apart, so that a key first used in one is reused
-// with another request in the other.
-func (r chargeRequest) fingerprint(salt string) string {
-	canonical, _ := json.Marshal(r)
+// fingerprint is the hex SHA-256 of salt and the canonical form of req, a
+// request type whose fields are sorted by JSON name. The salt tells the
+// dialects and the kinds of request apart, so that a key first used in one
+// is reused with another request in the other.
+func fingerprint(salt string, req any) string {
+	canonical, _ := json.Marshal(req)
 	sum := sha256.Sum256(append([]byte(salt), canonical...))
 	return hex.EncodeToString(sum[:])
 }

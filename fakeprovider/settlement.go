@@ -1,7 +1,6 @@
 package fakeprovider
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -127,7 +126,7 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 		c.Created = p.now().UTC()
 	}
 	if p.file != nil {
-		if err := p.file.savePlantedCharge(len(p.charges)+1, c); err != nil {
+		if err := insertCharge(p.file.db, len(p.charges)+1, c); err != nil {
 			return Charge{}, fmt.Errorf("plant charge: %w", err)
 		}
 	}
@@ -324,11 +323,4 @@ func (p *Provider) settlementRefused(w http.ResponseWriter, r *http.Request, rec
 		return
 	}
 	rec.fail(w, outcomeReportRefused, invalidField(invalid.Field, invalid.Detail))
-}
-
-// savePlantedCharge stores a charge that no key made.
-func (f *dataFile) savePlantedCharge(seq int, c Charge) error {
-	raw, _ := json.Marshal(c)
-	_, err := f.db.Exec(`INSERT INTO charges (seq, charge) VALUES (?, ?)`, seq, string(raw))
-	return err
 }

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 )
@@ -272,17 +270,11 @@ func knownPaymentIntentParam(name string) bool {
 // lookups of the IETF dialect, every request counts against the lookup
 // rate.
 func (p *Provider) searchPaymentIntents(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	if !p.lookups.AllowN(p.now(), 1) {
-		w.Header().Set("Retry-After", strconv.Itoa(int(max(1, math.Ceil(1/p.LookupRate())))))
-		stripe.fail(w, rec, outcomeLookupLimited, newProblem(codeRateLimited, msgLookupLimited))
+	q, ok := p.lookupReference(w, r, rec, stripe, "query", msgSearchQuery)
+	if !ok {
 		return
 	}
-	query, err := url.ParseQuery(r.URL.RawQuery)
-	var ref string
-	ok := err == nil && len(query["query"]) == 1
-	if ok {
-		ref, ok = referenceQuery(query.Get("query"))
-	}
+	ref, ok := referenceQuery(q)
 	if !ok {
 		stripe.fail(w, rec, outcomeBadRequest, invalidField("query", msgSearchQuery))
 		return

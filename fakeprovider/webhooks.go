@@ -202,6 +202,8 @@ type Delivery struct {
 	Endpoint string `json:"endpoint"`
 	Type     string `json:"type"`
 	ChargeID string `json:"charge_id"`
+	// RefundID is the refund of a refund event; empty for a charge's.
+	RefundID string `json:"refund_id,omitempty"`
 	// Try counts the tries of the event at the endpoint, from 1.
 	Try int `json:"try"`
 	// Status is the endpoint's answer; 0 when none came.
@@ -221,16 +223,16 @@ const (
 	DeliveryGone      = "410 Gone: no more events to this endpoint"
 )
 
-// event is the body of an event.
+// event is the body of an event: data is a Charge or a Refund.
 type event struct {
 	Type string `json:"type"`
-	Data Charge `json:"data"`
+	Data any    `json:"data"`
 }
 
 // pending is an event waiting for its next try at one endpoint.
 type pending struct {
-	id, endpoint, typ, chargeID string
-	body                        []byte
+	id, endpoint, typ, chargeID, refundID string
+	body                                  []byte
 	// tries is how many tries were made.
 	tries int
 	due   time.Time
@@ -299,16 +301,21 @@ func newWebhooks(cfg WebhookConfig, log *slog.Logger) *webhooks {
 	return w
 }
 
-// enqueue queues the event of a finished charge for every endpoint.
-func (w *webhooks) enqueue(c Charge) {
+// chargeEventType is the type of the event that a finished charge sends.
+func chargeEventType(c Charge) string {
+	if c.Status == ChargeFailed {
+		return webhook.EventChargeFailed
+	}
+	return webhook.EventChargeSucceeded
+}
+
+// enqueue queues an event of type typ about data, a Charge or a Refund,
+// for every endpoint; chargeID and refundID name it in the deliveries.
+func (w *webhooks) enqueue(typ string, data any, chargeID, refundID string) {
 	if len(w.cfg.URLs) == 0 {
 		return
 	}
-	typ := webhook.EventChargeSucceeded
-	if c.Status == ChargeFailed {
-		typ = webhook.EventChargeFailed
-	}
-	body, _ := json.Marshal(event{Type: typ, Data: c})
+	body, _ := json.Marshal(event{Type: typ, Data: data})
 	id := "msg_" + rand.Text()
 	w.mu.Lock()
 	now := time.Now()
@@ -320,7 +327,7 @@ func (w *webhooks) enqueue(c Charge) {
 		if w.chaos.Reorder > 0 {
 			due = due.Add(time.Duration(w.rng.Int64N(int64(w.chaos.Reorder))))
 		}
-		heap.Push(&w.queue, &pending{id: id, endpoint: endpoint, typ: typ, chargeID: c.ID, body: body, due: due})
+		heap.Push(&w.queue, &pending{id: id, endpoint: endpoint, typ: typ, chargeID: chargeID, refundID: refundID, body: body, due: due})
 	}
 	w.mu.Unlock()
 	w.notify()
@@ -388,7 +395,7 @@ func (w *webhooks) try(p *pending) {
 	w.mu.Unlock()
 
 	p.tries++
-	d := Delivery{ID: p.id, Endpoint: p.endpoint, Type: p.typ, ChargeID: p.chargeID, Try: p.tries, Time: time.Now().UTC()}
+	d := Delivery{ID: p.id, Endpoint: p.endpoint, Type: p.typ, ChargeID: p.chargeID, RefundID: p.refundID, Try: p.tries, Time: time.Now().UTC()}
 	if !drop {
 		d.Status = w.post(p)
 	}
@@ -455,7 +462,7 @@ func (w *webhooks) record(d Delivery) {
 	if d.Outcome != DeliveryDelivered && d.Outcome != DeliveryDuplicate {
 		level = slog.LevelWarn
 	}
-	w.log.Log(context.Background(), level, "webhook "+d.Outcome, "event", d.ID, "type", d.Type, "charge", d.ChargeID, "endpoint", d.Endpoint, "try", d.Try, "status", d.Status)
+	w.log.Log(context.Background(), level, "webhook "+d.Outcome, "event", d.ID, "type", d.Type, "charge", d.ChargeID, "refund", d.RefundID, "endpoint", d.Endpoint, "try", d.Try, "status", d.Status)
 	w.mu.Lock()
 	w.deliveries = append(w.deliveries, d)
 	w.mu.Unlock()

@@ -21,7 +21,30 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // received is one event that reached a receiver.
 type received struct {
 	id    string
-	event event
+	event receivedEvent
+}
+
+// receivedEvent is an event's body with its data kept raw, since it is a
+// charge or a refund by its type.
+type receivedEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// charge reads the data of a charge event.
+func (e receivedEvent) charge(t *testing.T) Charge {
+	t.Helper()
+	var c Charge
+	require.NoError(t, json.Unmarshal(e.Data, &c))
+	return c
+}
+
+// refund reads the data of a refund event.
+func (e receivedEvent) refund(t *testing.T) Refund {
+	t.Helper()
+	var r Refund
+	require.NoError(t, json.Unmarshal(e.Data, &r))
+	return r
 }
 
 // receiver is a webhook endpoint that verifies every event, records it and
@@ -51,7 +74,7 @@ func newReceiver(t *testing.T, answer func(n int) int) *receiver {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		var ev event
+		var ev receivedEvent
 		if err := json.Unmarshal(body, &ev); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			return
@@ -99,7 +122,7 @@ func TestWebhooks_AFinishedChargeIsPostedSignedToEveryEndpoint(t *testing.T) {
 		require.Len(t, got, 2)
 		byType := map[string]Charge{}
 		for _, ev := range got {
-			byType[ev.event.Type] = ev.event.Data
+			byType[ev.event.Type] = ev.event.charge(t)
 		}
 		require.Equal(t, approved, byType[webhook.EventChargeSucceeded])
 		require.Equal(t, ChargeFailed, byType[webhook.EventChargeFailed].Status)
@@ -262,7 +285,8 @@ func TestWebhooks_CloseEndsDeliveriesInFlightAndLeavesNoGoroutine(t *testing.T) 
 	cfg.Timeout = time.Hour
 	p, err := New(Config{Webhooks: cfg})
 	require.NoError(t, err)
-	p.webhooks.enqueue(Charge{ID: "ch_000001", Status: ChargeSucceeded, MerchantReference: "ref-1"})
+	c := Charge{ID: "ch_000001", Status: ChargeSucceeded, MerchantReference: "ref-1"}
+	p.webhooks.enqueue(chargeEventType(c), c, c.ID, "")
 	require.Eventually(t, func() bool { return len(p.webhooks.slots) == 1 }, 5*time.Second, time.Millisecond, "the try is in flight")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
