@@ -1,6 +1,7 @@
-// Package activities holds the side effects of the payment workflow: the
-// charge request to the provider, the lookup of a charge by merchant
-// reference, and the settlement of the attempt in the merchant's database.
+// Package activities holds the side effects of the payment and refund
+// workflows: the charge and refund requests to the provider, the lookups of
+// a charge or a refund by merchant reference, and the settlement of the
+// attempt or the refund in the merchant's database.
 //
 // Every method runs as a Temporal activity. Outcomes that the workflow must
 // tell apart are returned as application errors with the explicit types
@@ -17,6 +18,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/provider"
+	"chargeonce/store"
 )
 
 // Error types of the activities' application errors. The retry policies of
@@ -40,13 +42,14 @@ const (
 	// ErrTypeBreakerOpen: the circuit breaker is open and nothing was sent.
 	// Retryable.
 	ErrTypeBreakerOpen = "ProviderBreakerOpen"
-	// ErrTypeNotProcessed: the charge request certainly was not processed,
-	// so it created no charge (provider.Result.NotProcessed): nothing was
-	// sent (the breaker was open, the connection was refused), or the
-	// provider answered 429, 500 or 503. Charge reports every retryable
-	// outcome of that kind with this type, whatever its cause, so that the
-	// workflow can tell that an attempt charged nothing. Retryable, after
-	// the provider's Retry-After when it sent one.
+	// ErrTypeNotProcessed: the request certainly was not processed, so it
+	// created no charge or refund (provider.Result.NotProcessed): nothing
+	// was sent (the breaker was open, the connection was refused), or the
+	// provider answered 429, 500 or 503. Charge and Refund report every
+	// retryable outcome of that kind with this type, whatever its cause, so
+	// that the workflow can tell that an attempt charged nothing, or a
+	// refund refunded nothing. Retryable, after the provider's Retry-After
+	// when it sent one. (The name is older than refunds.)
 	ErrTypeNotProcessed = "ChargeNotProcessed"
 	// ErrTypeContractViolation: the provider and we disagree about the
 	// contract (a 422 for a reused key, a malformed answer). Not retryable:
@@ -65,6 +68,13 @@ const (
 	// ErrTypeAttemptNotFound: the attempt to settle is not in the database.
 	// Not retryable.
 	ErrTypeAttemptNotFound = "AttemptNotFound"
+	// ErrTypeRefundMismatch: the provider holds a refund under the refund's
+	// merchant reference whose amount or currency differs from the refund.
+	// Not retryable; the error's details hold the provider's refund id.
+	ErrTypeRefundMismatch = "RefundMismatch"
+	// ErrTypeRefundNotFound: the refund to settle is not in the database.
+	// Not retryable.
+	ErrTypeRefundNotFound = "RefundNotFound"
 )
 
 // outcomeErrorTypes maps each provider outcome that is not a charge result to
@@ -122,6 +132,23 @@ type Store interface {
 	// SettleAttempt moves an open attempt to a terminal status, and reports
 	// false when it was already terminal.
 	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error)
+	// GetAttempt returns one attempt.
+	GetAttempt(ctx context.Context, key string) (store.Attempt, error)
+	// GetOrder returns the order and its attempts.
+	GetOrder(ctx context.Context, id int64) (store.Order, []store.Attempt, error)
+	// RecordLateCharge repairs a succeeded charge of an attempt that did not
+	// pay its order.
+	RecordLateCharge(ctx context.Context, c store.LateCharge) (store.LateChargeDecision, *store.Refund, error)
+	// GetRefund returns one refund.
+	GetRefund(ctx context.Context, key string) (store.Refund, error)
+	// LogRefundRequest appends one exchange to the refund's request log.
+	LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) error
+	// MarkRefundChecked records when the refund was last looked up at the
+	// provider.
+	MarkRefundChecked(ctx context.Context, key string, at time.Time) error
+	// SettleRefund moves a pending refund to a settled status, or a
+	// succeeded one to failed, and reports false for any other move.
+	SettleRefund(ctx context.Context, key string, status chargeonce.RefundStatus, providerRefundID, failureReason string, at time.Time) (bool, error)
 }
 
 // Activities holds the dependencies of the payment activities. Register it

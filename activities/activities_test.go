@@ -490,5 +490,10 @@ chargeonce_provider_replays_total 1
 # HELP chargeonce_reconciliation_checks_total Lookups of an attempt at the provider by merchant reference, by result (succeeded, failed_only, none, mismatch, double_charge, error).
 # TYPE chargeonce_reconciliation_checks_total counter
 chargeonce_reconciliation_checks_total{result="succeeded"} 1
+# HELP chargeonce_refunds_total Refunds settled in the merchant database, by status (succeeded, failed, not_processed).
+# TYPE chargeonce_refunds_total counter
+chargeonce_refunds_total{status="failed"} 0
+chargeonce_refunds_total{status="not_processed"} 0
+chargeonce_refunds_total{status="succeeded"} 0
 `)))
 }

@@ -51,11 +51,11 @@ func requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(ctx, deadline.Add(-margin))
 }
 
-// chargeOutcomeLogs says how each outcome that is not a charge result is
-// told in the log. A contract violation or an invalid request is told at
+// requestOutcomeLogs says how each outcome that is not a result is told in
+// the log. A contract violation or an invalid request is told at
 // debug only: the workflow, which marks the attempt failed, writes the one
 // error line and the alert, with this activity's error text.
-var chargeOutcomeLogs = map[provider.Outcome]struct {
+var requestOutcomeLogs = map[provider.Outcome]struct {
 	level slog.Level
 	msg   string
 }{
@@ -94,20 +94,11 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 	at := a.now()
 	res := a.Provider.Charge(reqCtx, provider.ChargeRequestOf(intent))
 	a.Metrics.chargeRequest(res.Outcome, res.Replayed)
-	log = log.With("status", res.StatusCode, "outcome", string(res.Outcome), "duration", res.Duration)
-	if res.Sent {
-		a.logRequest(ctx, log, chargeonce.ProviderRequest{
-			Key:        intent.Key,
-			At:         at,
-			StatusCode: res.StatusCode,
-			Outcome:    string(res.Outcome),
-			Replayed:   res.Replayed,
-			Duration:   res.Duration,
-		})
+	ex := exchange{
+		outcome: res.Outcome, statusCode: res.StatusCode, replayed: res.Replayed, sent: res.Sent,
+		duration: res.Duration, retryAfter: res.RetryAfter, detail: res.Detail, notProcessed: res.NotProcessed(),
 	}
-	if res.Replayed {
-		log.Info("provider replayed the stored response for the key")
-	}
+	log = a.exchanged(ctx, log, a.Store.LogProviderRequest, intent.Key, at, ex)
 
 	switch res.Outcome {
 	case provider.Approved:
@@ -117,37 +108,75 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 		log.Info("card declined", "charge", res.ChargeID, "decline_code", res.DeclineCode)
 		return ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}, nil
 	}
-	entry, ok := chargeOutcomeLogs[res.Outcome]
+	return ChargeResult{}, requestError(ctx, log, ex)
+}
+
+// exchange is how one request to the provider, a charge or a refund, ended,
+// apart from its result.
+type exchange struct {
+	outcome      provider.Outcome
+	statusCode   int
+	replayed     bool
+	sent         bool
+	duration     time.Duration
+	retryAfter   time.Duration
+	detail       string
+	notProcessed bool
+}
+
+// exchanged writes a sent request to its key's request log with logRequest
+// and tells a replay; it returns log with the exchange's attributes, for
+// the lines that tell how the request ended.
+func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest func(context.Context, chargeonce.ProviderRequest) error, key string, at time.Time, ex exchange) *slog.Logger {
+	log = log.With("status", ex.statusCode, "outcome", string(ex.outcome), "duration", ex.duration)
+	if ex.sent {
+		r := chargeonce.ProviderRequest{
+			Key:        key,
+			At:         at,
+			StatusCode: ex.statusCode,
+			Outcome:    string(ex.outcome),
+			Replayed:   ex.replayed,
+			Duration:   ex.duration,
+		}
+		// A failure to write the log is logged and otherwise ignored: the
+		// exchange has happened and its outcome is known, and turning a
+		// known answer into an error would make Temporal retry the
+		// request, which only replays the same answer while the timeline
+		// stays as incomplete as before. The worker log keeps the exchange
+		// either way.
+		if err := logRequest(ctx, r); err != nil {
+			log.Warn("could not write the provider request log", "error", err)
+		}
+	}
+	if ex.replayed {
+		log.Info("provider replayed the stored response for the key")
+	}
+	return log
+}
+
+// requestError is the error of a request that brought no result: it tells
+// the outcome in the log, and reports a retryable outcome that certainly
+// processed nothing with ErrTypeNotProcessed, whatever its cause, and every
+// other outcome with the type of its own.
+func requestError(ctx context.Context, log *slog.Logger, ex exchange) error {
+	entry, ok := requestOutcomeLogs[ex.outcome]
 	if !ok {
-		entry = chargeOutcomeLogs[provider.ContractViolation]
+		entry = requestOutcomeLogs[provider.ContractViolation]
 	}
-	notProcessed := res.NotProcessed()
-	log.Log(ctx, entry.level, entry.msg, "detail", res.Detail, "retry_after", res.RetryAfter, "not_processed", notProcessed)
-	msg := entry.msg + ": " + describe(res)
-	if notProcessed && res.Outcome.Retryable() {
-		return ChargeResult{}, applicationError(msg+"; the request was not processed", ErrTypeNotProcessed,
-			temporal.ApplicationErrorOptions{NextRetryDelay: res.RetryAfter})
+	log.Log(ctx, entry.level, entry.msg, "detail", ex.detail, "retry_after", ex.retryAfter, "not_processed", ex.notProcessed)
+	msg := entry.msg + ": " + describe(ex.outcome, ex.detail)
+	if ex.notProcessed && ex.outcome.Retryable() {
+		return applicationError(msg+"; the request was not processed", ErrTypeNotProcessed,
+			temporal.ApplicationErrorOptions{NextRetryDelay: ex.retryAfter})
 	}
-	return ChargeResult{}, outcomeError(res.Outcome, res.RetryAfter, msg)
+	return outcomeError(ex.outcome, ex.retryAfter, msg)
 }
 
 // describe is the error text of an outcome: what the provider said, or what
 // happened on the wire.
-func describe(res provider.Result) string {
-	if res.Detail != "" {
-		return string(res.Outcome) + " (" + res.Detail + ")"
+func describe(outcome provider.Outcome, detail string) string {
+	if detail != "" {
+		return string(outcome) + " (" + detail + ")"
 	}
-	return string(res.Outcome)
-}
-
-// logRequest appends one exchange to the attempt's request log. A failure to
-// write it is logged and otherwise ignored: the exchange has happened and
-// its outcome is known, and turning a known approval or decline into an error
-// would make Temporal retry the charge, which only replays the same answer
-// while the timeline stays as incomplete as before. The worker log keeps the
-// exchange either way.
-func (a *Activities) logRequest(ctx context.Context, log *slog.Logger, r chargeonce.ProviderRequest) {
-	if err := a.Store.LogProviderRequest(ctx, r); err != nil {
-		log.Warn("could not write the provider request log", "error", err)
-	}
+	return string(outcome)
 }

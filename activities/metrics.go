@@ -3,6 +3,7 @@ package activities
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"chargeonce"
 	"chargeonce/provider"
 )
 
@@ -12,6 +13,7 @@ type Metrics struct {
 	chargeRequests  *prometheus.CounterVec
 	replays         prometheus.Counter
 	reconciliations *prometheus.CounterVec
+	refunds         *prometheus.CounterVec
 }
 
 // Reconciliation results, the values of the "result" label of
@@ -39,9 +41,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "chargeonce_reconciliation_checks_total",
 			Help: "Lookups of an attempt at the provider by merchant reference, by result (succeeded, failed_only, none, mismatch, double_charge, error).",
 		}, []string{"result"}),
+		refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chargeonce_refunds_total",
+			Help: "Refunds settled in the merchant database, by status (succeeded, failed, not_processed).",
+		}, []string{"status"}),
+	}
+	// The settled statuses start at zero, so that a rate over them exists
+	// before the first refund.
+	for _, s := range []chargeonce.RefundStatus{chargeonce.RefundSucceeded, chargeonce.RefundFailed, chargeonce.RefundNotProcessed} {
+		m.refunds.WithLabelValues(string(s))
 	}
 	if reg != nil {
-		reg.MustRegister(m.chargeRequests, m.replays, m.reconciliations)
+		reg.MustRegister(m.chargeRequests, m.replays, m.reconciliations, m.refunds)
 	}
 	return m
 }
@@ -61,4 +72,11 @@ func (m *Metrics) reconciliation(result string) {
 		return
 	}
 	m.reconciliations.WithLabelValues(result).Inc()
+}
+
+func (m *Metrics) refundSettled(status chargeonce.RefundStatus) {
+	if m == nil {
+		return
+	}
+	m.refunds.WithLabelValues(string(status)).Inc()
 }

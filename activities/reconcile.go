@@ -56,11 +56,7 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 	if err != nil {
 		a.Metrics.reconciliation(reconcileError)
 		log.Warn("could not look up charges at the provider", "error", err)
-		var perr *provider.Error
-		if errors.As(err, &perr) {
-			return FindChargeResult{}, outcomeError(perr.Outcome, perr.RetryAfter, err.Error())
-		}
-		return FindChargeResult{}, fmt.Errorf("find charges for %s: %w", in.MerchantReference, err)
+		return FindChargeResult{}, lookupError(err, "find charges for "+in.MerchantReference)
 	}
 	if err := a.Store.MarkChecked(ctx, in.Key, a.now()); err != nil {
 		// The check itself succeeded; the time of the last check is shown to
@@ -132,7 +128,9 @@ type RecordOutcomeResult struct {
 
 // RecordOutcome settles the attempt, and its order, in the merchant's
 // database. The update is conditional on the attempt being open, so running
-// it twice, or after another settlement, changes nothing.
+// it twice, or after another settlement, changes nothing. A succeeded charge
+// that did not pay its order, because another charge paid it meanwhile, is
+// repaired (repairLateCharge).
 func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (RecordOutcomeResult, error) {
 	if !in.Status.Terminal() {
 		return RecordOutcomeResult{}, nonRetryable(ErrTypeInvalidRequest, fmt.Sprintf("record outcome: %q is not a terminal attempt status", in.Status))
@@ -150,6 +148,11 @@ func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (
 		log.Info("attempt settled", "charge", in.ProviderPaymentID, "order_status", string(chargeonce.OrderStatusAfter(in.Status)))
 	} else {
 		log.Debug("attempt was already settled, nothing changed")
+	}
+	if in.Status == chargeonce.AttemptSucceeded && in.ProviderPaymentID != "" {
+		if err := a.repairLateCharge(ctx, log, in.Key, in.ProviderPaymentID); err != nil {
+			return RecordOutcomeResult{}, err
+		}
 	}
 	return RecordOutcomeResult{Changed: changed}, nil
 }

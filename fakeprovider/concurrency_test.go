@@ -81,3 +81,35 @@ func TestPostCharge_AThousandKeysInParallelCreateAThousandCharges(t *testing.T) 
 		seen[c.IdempotencyKey] = true
 	}
 }
+
+func TestPostRefund_TwentyRefundsRacingOneChargeNeverPassItsAmount(t *testing.T) {
+	f := newFixture(t, Config{})
+	charge := paidCharge(t, f, 1000)
+	statuses := make(chan int, 20)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			r, err := f.send(context.Background(), f.client, postRefundCall(fmt.Sprint("race-", i), refundBody(charge, 100, fmt.Sprint("ref-", i))))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			statuses <- r.status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	require.Equal(t, map[int]int{http.StatusCreated: 10, http.StatusPaymentRequired: 10}, counts)
+	var refunded int64
+	for _, r := range f.p.Refunds() {
+		if r.Status == RefundSucceeded {
+			refunded += r.Amount
+		}
+	}
+	require.Equal(t, int64(1000), refunded)
+}

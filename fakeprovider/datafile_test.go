@@ -185,11 +185,16 @@ func TestDataFile_AChangeTheFileRefusesIsAnswered503AndNotMade(t *testing.T) {
 		{"mode", call{method: http.MethodPut, path: "/_admin/mode", body: `{"mode":"drop"}`}},
 		{"reset", call{method: http.MethodPost, path: "/_admin/reset"}},
 		{"expire keys", call{method: http.MethodPost, path: "/_admin/expire-keys?older_than=0s"}},
+		{"new refund", postRefundCall("refund-2", refundBody("ch_000001", 100, "refund-ref-2"))},
+		{"refund settlement", settleCall("re_000001", `{"status":"failed","failure_reason":"declined"}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newDurableFixture(t, Config{})
 			f.do(t, post("key-1", validBody))
+			f.do(t, postRefundCall("refund-1", refundBody("ch_000001", 100, "refund-ref-1")))
+			refunds := f.p.Refunds()
+			require.Len(t, refunds, 1)
 			require.NoError(t, f.p.CloseDataFile())
 
 			requireProblem(t, f.do(t, tt.c), http.StatusServiceUnavailable, msgDataFileFailed)
@@ -197,6 +202,7 @@ func TestDataFile_AChangeTheFileRefusesIsAnswered503AndNotMade(t *testing.T) {
 			require.Equal(t, Mode{Name: ModeNormal}, f.p.Mode())
 			require.Equal(t, []string{"ch_000001"}, chargeIDs(f.p.Charges()))
 			require.Equal(t, "true", f.do(t, post("key-1", validBody)).header.Get("Idempotent-Replayed"))
+			require.Equal(t, refunds, f.p.Refunds())
 		})
 	}
 }

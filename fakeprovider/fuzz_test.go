@@ -16,7 +16,13 @@ import (
 // would send.
 func postCharge(t *testing.T, p *Provider, key []string, body string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader(body))
+	return postTo(t, p, "/v1/charges", key, body)
+}
+
+// postTo sends one JSON request to path straight to the handler.
+func postTo(t *testing.T, p *Provider, path string, key []string, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if key != nil {
 		req.Header["Idempotency-Key"] = key
@@ -107,6 +113,44 @@ func FuzzDecodeCharge(f *testing.F) {
 		default:
 			requireProblemRecorded(t, rec, codeInvalidRequest)
 			require.Empty(t, p.Charges())
+		}
+	})
+}
+
+func FuzzDecodeRefund(f *testing.F) {
+	for _, seed := range []string{
+		`{"charge":"ch_000001","amount":500,"currency":"TRY","merchant_reference":"r"}`,
+		`{"charge":"ch_000001","amount":1001,"currency":"TRY","merchant_reference":"r","reason":"x"}`,
+		`{"charge":"ch_000009","amount":1,"currency":"TRY","merchant_reference":"r"}`,
+		`{"charge":"ch_000001","amount":1,"currency":"EUR","merchant_reference":"r"}`,
+		`{"charge":"ch_000001","amount":"5.00","currency":"TRY","merchant_reference":"r"}`,
+		"", "null", "[]", `{"charge":""}`, `{"charge":"ch_000001","amount":-1}`, `{"amount":1e3}`,
+		`{"charge":"ch_000001","charge":"ch_000002"}`, "{\"reason\":\"\xff\"}",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		p, err := New(Config{})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, postCharge(t, p, []string{`"charge-key"`}, validBody).Code)
+
+		rec := postTo(t, p, refundPath, []string{`"fuzz-key"`}, body)
+
+		switch rec.Code {
+		case http.StatusCreated, http.StatusPaymentRequired:
+			refunds := p.Refunds()
+			require.Len(t, refunds, 1)
+			require.Positive(t, refunds[0].Amount)
+			require.Equal(t, "fuzz-key", refunds[0].IdempotencyKey)
+			if rec.Code == http.StatusCreated {
+				require.LessOrEqual(t, refunds[0].Amount, p.Charges()[0].Amount, "no refund beyond its charge")
+			}
+			replay := postTo(t, p, refundPath, []string{`"fuzz-key"`}, body)
+			require.Equal(t, "true", replay.Header().Get("Idempotent-Replayed"))
+			require.Equal(t, rec.Body.Bytes(), replay.Body.Bytes())
+		default:
+			requireProblemRecorded(t, rec, codeInvalidRequest)
+			require.Empty(t, p.Refunds())
 		}
 	})
 }

@@ -14,9 +14,9 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST /v1/charges", p.api(p.postCharge))
 	mux.Handle("GET /v1/charges", p.api(p.listCharges))
 	mux.Handle("GET /v1/charges/{id}", p.api(p.getCharge))
-	mux.Handle("POST "+refundPath, p.api(p.postRefund))
-	mux.Handle("GET "+refundPath, p.api(p.listRefunds))
-	mux.Handle("GET "+refundPath+"/{id}", p.api(p.getRefund))
+	mux.Handle("POST "+refundPath, p.api(byDialect(p.postRefund, p.postStripeRefund)))
+	mux.Handle("GET "+refundPath, p.api(byDialect(p.listRefunds, p.listStripeRefunds)))
+	mux.Handle("GET "+refundPath+"/{id}", p.api(byDialect(p.getRefund, p.getStripeRefund)))
 	mux.Handle("GET /v1/idempotency", p.api(p.getIdempotency))
 	mux.Handle("GET /v1/settlements/{date}", p.api(p.getSettlement))
 

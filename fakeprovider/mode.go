@@ -11,13 +11,14 @@ import (
 // ModeName names a chaos mode.
 type ModeName string
 
-// The chaos modes. Only POST /v1/charges misbehaves; lookups and the admin API
-// always answer, so a test can inspect the damage a mode has done.
+// The chaos modes. Only the requests that make something misbehave (charges
+// and refunds, in either dialect); lookups and the admin API always answer,
+// so a test can inspect the damage a mode has done.
 const (
 	// ModeNormal processes every charge at once.
 	ModeNormal ModeName = "normal"
-	// ModeSlow processes every new charge for Mode.Delay before the charge
-	// exists. Requests for the same key meanwhile get 409.
+	// ModeSlow processes every new charge or refund for Mode.Delay before
+	// it exists. Requests for the same key meanwhile get 409.
 	ModeSlow ModeName = "slow"
 	// ModeDrop loses every request: nothing is processed and the connection is
 	// held until the client gives up, or answered 504 after Mode.Delay when it
@@ -25,8 +26,9 @@ const (
 	ModeDrop ModeName = "drop"
 	// ModeError answers 503 without processing, with probability Mode.Rate.
 	ModeError ModeName = "error"
-	// ModeLostResponse processes a new charge and stores its result, then
-	// closes the connection without an answer, with probability Mode.Rate.
+	// ModeLostResponse processes a new charge or refund and stores its
+	// result, then closes the connection without an answer, with
+	// probability Mode.Rate.
 	// Replays of a stored result are always answered, so a client that retries
 	// with the same key learns the outcome.
 	ModeLostResponse ModeName = "lost_response"

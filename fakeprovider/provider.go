@@ -1,15 +1,18 @@
 // Package fakeprovider is a card payment provider that speaks the provider
-// HTTP contract (docs/provider-http.md): POST /v1/charges guarded by an
-// Idempotency-Key, lookups by id and by merchant reference, and published
-// limits: the key retention and the rate of lookups it serves. It keeps its state in memory, and optionally also in a
+// HTTP contract (docs/provider-http.md): POST /v1/charges and POST
+// /v1/refunds guarded by an Idempotency-Key, lookups by id and by merchant
+// reference, refunds that succeed, wait pending or fail after succeeding,
+// and published limits: the key retention and the rate of lookups it
+// serves. It keeps its state in memory, and optionally also in a
 // SQLite file that a restart reads back (Config.DataFile).
 //
 // It speaks Stripe's dialect too, over the same state: POST
 // /v1/payment_intents (form-encoded, confirmed at once, under a plain
 // Idempotency-Key), GET /v1/payment_intents/search by
-// metadata['merchant_reference'] and GET /v1/payment_intents/{id}, with
-// Stripe's error objects and statuses. Stripe's test payment methods
-// pm_card_<name> behave as the test tokens tok_<name>.
+// metadata['merchant_reference'], GET /v1/payment_intents/{id}, and POST
+// and GET /v1/refunds of a PaymentIntent, with Stripe's error objects and
+// statuses. Stripe's test payment methods pm_card_<name> behave as the test
+// tokens tok_<name>.
 //
 // On demand it misbehaves the way real providers do (slow processing,
 // dropped requests, errors, lost responses, rate limits), so that clients can
@@ -77,8 +80,8 @@ type Config struct {
 	// Fee is the fee rule of the settlement reports; the zero rule charges
 	// no fee.
 	Fee FeeRule
-	// Webhooks configures the events sent when a charge finishes; the zero
-	// value sends none. Events waiting for delivery are kept in memory
+	// Webhooks configures the events sent when a charge finishes or a
+	// refund settles; the zero value sends none. Events waiting for delivery are kept in memory
 	// only, also with a DataFile.
 	Webhooks WebhookConfig
 }

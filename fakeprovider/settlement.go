@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,10 +60,15 @@ const (
 	AlterChange = "change"
 )
 
-// Alteration changes one charge's line in the report of one date.
+// Alteration changes one charge's line, or one refund's lines, in the
+// report of one date.
 type Alteration struct {
-	Date     string `json:"date"`
-	ChargeID string `json:"charge_id"`
+	Date string `json:"date"`
+	// ChargeID names a charge's line; RefundID, instead, names a refund's
+	// lines (its refund line, and its refund_failure line if it failed
+	// later).
+	ChargeID string `json:"charge_id,omitempty"`
+	RefundID string `json:"refund_id,omitempty"`
 	Action   string `json:"action"`
 	// Gross and Currency, for AlterChange, are written as given; empty
 	// keeps the line's own.
@@ -77,8 +83,16 @@ type PlantedCharge struct {
 	Currency          string       `json:"currency"`
 	MerchantReference string       `json:"merchant_reference"`
 	Status            ChargeStatus `json:"status"`
+	// IdempotencyKey, optional, is shown as the charge's key, as if the
+	// charge had been made by a request under it (an attempt's key, for a
+	// charge that arrives late for it). No key is stored: a request with it
+	// is processed as the key's retention says.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Created is the charge's time; zero means now.
 	Created time.Time `json:"created,omitzero"`
+	// SendEvent sends the charge's event, charge.succeeded or charge.failed,
+	// as a charge that the provider finished late would.
+	SendEvent bool `json:"send_event,omitempty"`
 }
 
 // Outcomes of the settlement endpoints, for their log lines.
@@ -91,6 +105,8 @@ const (
 	msgAlterationAction   = "action must be drop, duplicate or change"
 	msgAlterationChange   = "a change needs gross or currency"
 	msgAlterationNoCharge = "the report of this date has no line for this charge"
+	msgAlterationNoRefund = "the report of this date has no line for this refund"
+	msgAlterationTarget   = "give charge_id or refund_id, not both"
 	msgPlantedStatus      = "status must be succeeded or failed"
 )
 
@@ -102,7 +118,8 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
 
 // PlantCharge makes a charge that no request asked for, as a provider's bug
-// or a double charge would, and returns it.
+// or a double charge would, or that arrives for an attempt already given
+// up, and returns it; with SendEvent it is announced like any charge.
 func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 	req := chargeRequest{Amount: pc.Amount, Currency: pc.Currency, MerchantReference: pc.MerchantReference, Source: "tok_planted"}
 	if prob := req.validate(); prob != nil {
@@ -110,6 +127,9 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 	}
 	if pc.Status != ChargeSucceeded && pc.Status != ChargeFailed {
 		return Charge{}, &FieldError{"status", msgPlantedStatus}
+	}
+	if len(pc.IdempotencyKey) > maxKeyLength {
+		return Charge{}, &FieldError{"idempotency_key", msgKeyTooLong}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -120,6 +140,7 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 		Currency:          pc.Currency,
 		Status:            pc.Status,
 		MerchantReference: pc.MerchantReference,
+		IdempotencyKey:    pc.IdempotencyKey,
 		Created:           pc.Created.UTC(),
 	}
 	if pc.Created.IsZero() {
@@ -131,6 +152,9 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 		}
 	}
 	p.addChargeLocked(c)
+	if pc.SendEvent {
+		p.webhooks.enqueue(chargeEventType(c), c, c.ID, "")
+	}
 	return c, nil
 }
 
@@ -146,34 +170,76 @@ func (p *Provider) Alter(a Alteration) error {
 	case a.Action == AlterChange && a.Gross == "" && a.Currency == "":
 		return &FieldError{"action", msgAlterationChange}
 	}
+	if a.ChargeID != "" && a.RefundID != "" {
+		return &FieldError{"refund_id", msgAlterationTarget}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i, ok := p.byID[a.ChargeID]
-	if !ok || !inReport(p.charges[i], a.Date) {
+	if a.RefundID != "" {
+		i, ok := p.refundByID[a.RefundID]
+		if !ok || !slices.ContainsFunc(refundLines(p.refunds[i]), func(l reportLine) bool { return onDate(l.at, a.Date) }) {
+			return &FieldError{"refund_id", msgAlterationNoRefund}
+		}
+	} else if i, ok := p.byID[a.ChargeID]; !ok || !inReport(p.charges[i], a.Date) {
 		return &FieldError{"charge_id", msgAlterationNoCharge}
 	}
-	p.alterations[a.ChargeID] = append(p.alterations[a.ChargeID], a)
+	p.alterations[a.target()] = append(p.alterations[a.target()], a)
 	return nil
+}
+
+// target is the id of the charge or the refund whose lines a changes.
+func (a Alteration) target() string {
+	if a.RefundID != "" {
+		return a.RefundID
+	}
+	return a.ChargeID
 }
 
 // inReport reports whether c has a line in the report of date.
 func inReport(c Charge, date string) bool {
-	return c.Status == ChargeSucceeded && c.Created.UTC().Format(settlement.DateLayout) == date
+	return c.Status == ChargeSucceeded && onDate(c.Created, date)
 }
 
-// Report returns the lines of the report of date: one per succeeded charge
-// created that day (UTC), oldest first, with the alterations applied.
+// onDate reports whether t falls on the UTC date.
+func onDate(t time.Time, date string) bool {
+	return t.UTC().Format(settlement.DateLayout) == date
+}
+
+// reportLine is a line of a report before alterations: when its balance
+// transaction was created, and the id of the charge or refund that
+// alterations name it by.
+type reportLine struct {
+	at     time.Time
+	id     string
+	record settlement.Record
+}
+
+// Report returns the lines of the report of date, oldest first, with the
+// alterations applied: one per succeeded charge created that day (UTC), one
+// per refund that succeeded that day, and one per refund that failed that
+// day after it had succeeded.
 func (p *Provider) Report(date string) []settlement.Record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var records []settlement.Record
+	var lines []reportLine
 	for _, c := range p.charges {
-		if !inReport(c, date) {
-			continue
+		if inReport(c, date) {
+			lines = append(lines, reportLine{at: c.Created, id: c.ID, record: p.reportLineLocked(c)})
 		}
-		r := p.reportLineLocked(c)
+	}
+	for _, e := range p.refunds {
+		for _, l := range refundLines(e) {
+			if onDate(l.at, date) {
+				lines = append(lines, l)
+			}
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b reportLine) int { return a.at.Compare(b.at) })
+	var records []settlement.Record
+	for _, l := range lines {
+		r := l.record
 		copies := 1
-		for _, a := range p.alterations[c.ID] {
+		for _, a := range p.alterations[l.id] {
 			if a.Date != date {
 				continue
 			}
@@ -191,6 +257,38 @@ func (p *Provider) Report(date string) []settlement.Record {
 		}
 	}
 	return records
+}
+
+// refundLines are the report lines of a refund, on any date: a refund line
+// when it succeeded, with negative amounts, and a refund_failure line with
+// positive amounts when it failed after that, since the money came back to
+// the merchant then. The provider keeps no fee on a refund, and gives back
+// none of the charge's.
+func refundLines(e refundEntry) []reportLine {
+	r := e.Refund
+	line := func(at time.Time, txn, category string, minor int64) reportLine {
+		amount := chargeonce.Money{Minor: minor, Currency: r.Currency}.Decimal()
+		return reportLine{at: at, id: r.ID, record: settlement.Record{
+			BalanceTransactionID: txn,
+			CreatedUTC:           at.UTC().Format(time.RFC3339),
+			ChargeID:             r.Charge,
+			MerchantReference:    r.MerchantReference,
+			ReportingCategory:    category,
+			Gross:                amount,
+			Fee:                  chargeonce.Money{Currency: r.Currency}.Decimal(),
+			Net:                  amount,
+			Currency:             r.Currency,
+			RefundID:             r.ID,
+		}}
+	}
+	var lines []reportLine
+	if !e.SucceededAt.IsZero() {
+		lines = append(lines, line(e.SucceededAt, "txn_"+r.ID, settlement.CategoryRefund, -r.Amount))
+	}
+	if !e.FailedAt.IsZero() {
+		lines = append(lines, line(e.FailedAt, "txn_"+r.ID+"_failure", settlement.CategoryRefundFailure, r.Amount))
+	}
+	return lines
 }
 
 // reportLineLocked is the report line of a charge.
@@ -310,7 +408,7 @@ func (p *Provider) alterSettlement(w http.ResponseWriter, r *http.Request, rec *
 		return
 	}
 	rec.Outcome = outcomeReportAltered
-	rec.ChargeID = a.ChargeID
+	rec.ChargeID, rec.RefundID = a.ChargeID, a.RefundID
 	writeJSON(w, http.StatusOK, a)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/internal/webhook"
 	"chargeonce/provider/settlement"
 )
 
@@ -106,12 +107,35 @@ func TestPlantCharge_AppearsInTheReportWithoutARequest(t *testing.T) {
 	require.Empty(t, f.p.ChargeRequests(), "a planted charge is not a request")
 }
 
+func TestPlantCharge_AnnouncesTheChargeWhenAsked(t *testing.T) {
+	a := newReceiver(t, always(http.StatusOK))
+	f := newFixture(t, Config{Webhooks: webhookConfig(a.srv.URL)})
+	_, err := f.p.PlantCharge(PlantedCharge{Amount: 100, Currency: "TRY", MerchantReference: "quiet", Status: ChargeSucceeded})
+	require.NoError(t, err)
+
+	r := f.do(t, call{method: http.MethodPost, path: "/_admin/charges",
+		body: `{"amount":12000,"currency":"TRY","merchant_reference":"bookstore-1001-x","idempotency_key":"attempt-key-1","status":"succeeded","send_event":true}`})
+
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	planted := decode[Charge](t, r)
+	require.Equal(t, "attempt-key-1", planted.IdempotencyKey)
+	deliveries := awaitDeliveries(t, f.p, 1)
+	require.Equal(t, planted.ID, deliveries[0].ChargeID)
+	got := a.received()
+	require.Len(t, got, 1, "only the charge planted with send_event is announced")
+	require.Equal(t, webhook.EventChargeSucceeded, got[0].event.Type)
+	require.Equal(t, planted, got[0].event.charge(t))
+	// The key is shown, not stored: a request with it is a new charge.
+	require.Equal(t, http.StatusCreated, f.do(t, post("attempt-key-1", validBody)).status)
+}
+
 func TestPlantCharge_InvalidChargeIsRefusedAndNothingChanges(t *testing.T) {
 	tests := []struct{ name, body, param, detail string }{
 		{"no amount", `{"currency":"TRY","merchant_reference":"r","status":"succeeded"}`, "amount", msgAmount},
 		{"bad currency", `{"amount":1,"currency":"try","merchant_reference":"r","status":"succeeded"}`, "currency", msgCurrency},
 		{"no reference", `{"amount":1,"currency":"TRY","status":"succeeded"}`, "merchant_reference", msgReferenceMissing},
 		{"bad status", `{"amount":1,"currency":"TRY","merchant_reference":"r","status":"pending"}`, "status", msgPlantedStatus},
+		{"long key", `{"amount":1,"currency":"TRY","merchant_reference":"r","status":"succeeded","idempotency_key":"` + strings.Repeat("k", 256) + `"}`, "idempotency_key", msgKeyTooLong},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

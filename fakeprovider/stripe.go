@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -42,6 +43,12 @@ var stripeErrors = map[problemCode]struct {
 	codeTimeout:       {http.StatusGatewayTimeout, "api_error", ""},
 	codeNotFound:      {http.StatusNotFound, "invalid_request_error", "resource_missing"},
 	codeUnauthorized:  {http.StatusUnauthorized, "invalid_request_error", ""},
+	// Stripe refuses a refund it cannot make with a 400, and stores it
+	// under the key like any answer of a request it began to execute.
+	codeChargeNotRefundable:   {http.StatusBadRequest, "invalid_request_error", "charge_not_refundable"},
+	codeChargeAlreadyRefunded: {http.StatusBadRequest, "invalid_request_error", "charge_already_refunded"},
+	codeRefundTooLarge:        {http.StatusBadRequest, "invalid_request_error", "amount_too_large"},
+	codeCurrencyMismatch:      {http.StatusBadRequest, "invalid_request_error", "parameter_invalid"},
 }
 
 // stripeError is the "error" member of Stripe's error answers.
@@ -83,7 +90,8 @@ var stripe = &dialect{
 		body, _ := json.Marshal(pi)
 		return &storedResponse{status: http.StatusOK, contentType: contentTypeJSON, body: body, chargeID: c.ID, outcome: outcomeCreated}
 	},
-	problem: stripeProblem,
+	problem:      stripeProblem,
+	refundAnswer: stripeRefundAnswer,
 }
 
 // paymentIntent is the part of Stripe's PaymentIntent object the fake keeps.
@@ -169,17 +177,8 @@ func stripeAPI(h handler) handler {
 // created and confirmed at once, under the Idempotency-Key, through the same
 // idempotency layer and chaos modes as POST /v1/charges.
 func (p *Provider) postPaymentIntent(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	key := r.Header.Get("Idempotency-Key")
-	rec.Key = key
-	if p.misbehave(w, r, rec, stripe) {
-		return
-	}
-	switch {
-	case key == "":
-		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgStripeKeyMissing))
-		return
-	case len(key) > maxKeyLength:
-		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgKeyTooLong))
+	key, ok := p.stripeKey(w, r, rec)
+	if !ok {
 		return
 	}
 	req, prob := decodePaymentIntent(w, r)
@@ -190,31 +189,60 @@ func (p *Provider) postPaymentIntent(w http.ResponseWriter, r *http.Request, rec
 	p.chargeOnce(w, r, rec, stripe, key, req)
 }
 
-// decodePaymentIntent reads the form of a PaymentIntent creation as a
-// charge request. Stripe's test payment methods pm_card_<name> stand for
-// the test tokens tok_<name>, whose outcomes the fake knows, and the tokens
-// themselves are accepted too.
-func decodePaymentIntent(w http.ResponseWriter, r *http.Request) (chargeRequest, *problem) {
+// stripeKey reads the plain Idempotency-Key of a creation in Stripe's
+// dialect, after the chaos modes have had their chance; it answers and
+// returns false when the key cannot be used.
+func (p *Provider) stripeKey(w http.ResponseWriter, r *http.Request, rec *RequestRecord) (string, bool) {
+	key := r.Header.Get("Idempotency-Key")
+	rec.Key = key
+	if p.misbehave(w, r, rec, stripe) {
+		return "", false
+	}
+	switch {
+	case key == "":
+		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgStripeKeyMissing))
+		return "", false
+	case len(key) > maxKeyLength:
+		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgKeyTooLong))
+		return "", false
+	}
+	return key, true
+}
+
+// readForm reads a form-encoded body of at most maxBodyBytes whose every
+// parameter is known and given once.
+func readForm(w http.ResponseWriter, r *http.Request, known func(string) bool) (url.Values, *problem) {
 	if mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mediaType != "application/x-www-form-urlencoded" {
-		return chargeRequest{}, newProblem(codeInvalidRequest, msgFormContentType)
+		return nil, newProblem(codeInvalidRequest, msgFormContentType)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return chargeRequest{}, newProblem(codeInvalidRequest, msgBodyTooLarge)
+			return nil, newProblem(codeInvalidRequest, msgBodyTooLarge)
 		}
-		return chargeRequest{}, newProblem(codeInvalidRequest, msgFormUnreadable)
+		return nil, newProblem(codeInvalidRequest, msgFormUnreadable)
 	}
-	form := r.PostForm
-	for name, values := range form {
-		if !knownPaymentIntentParam(name) {
-			return chargeRequest{}, invalidField(name, "received unknown parameter: "+name)
+	for name, values := range r.PostForm {
+		if !known(name) {
+			return nil, invalidField(name, "received unknown parameter: "+name)
 		}
 		// A repeated parameter would mean whichever copy a reader takes.
 		if len(values) > 1 {
-			return chargeRequest{}, invalidField(name, "received parameter more than once: "+name)
+			return nil, invalidField(name, "received parameter more than once: "+name)
 		}
+	}
+	return r.PostForm, nil
+}
+
+// decodePaymentIntent reads the form of a PaymentIntent creation as a
+// charge request. Stripe's test payment methods pm_card_<name> stand for
+// the test tokens tok_<name>, whose outcomes the fake knows, and the tokens
+// themselves are accepted too.
+func decodePaymentIntent(w http.ResponseWriter, r *http.Request) (chargeRequest, *problem) {
+	form, prob := readForm(w, r, knownPaymentIntentParam)
+	if prob != nil {
+		return chargeRequest{}, prob
 	}
 	if form.Get("confirm") != "true" {
 		return chargeRequest{}, invalidField("confirm", msgConfirm)
@@ -250,6 +278,8 @@ func stripeField(p *problem, paymentMethod string) *problem {
 		p.Param, p.Detail = "payment_method", msgPaymentMethod
 	case p.Param == "merchant_reference":
 		p.Param = "metadata[" + stripeReference + "]"
+	case p.Param == "charge":
+		p.Param, p.Detail = "payment_intent", strings.Replace(p.Detail, "charge", "payment_intent", 1)
 	}
 	return p
 }

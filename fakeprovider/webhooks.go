@@ -37,7 +37,7 @@ const DefaultWebhookTimeout = 15 * time.Second
 const maxConcurrentDeliveries = 8
 
 // WebhookConfig configures the events the provider sends when a charge
-// finishes. The zero value sends none.
+// finishes or a refund settles. The zero value sends none.
 type WebhookConfig struct {
 	// URLs are the endpoints every event is posted to.
 	URLs []string

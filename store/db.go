@@ -22,6 +22,10 @@ type dialect struct {
 	// lockOrder ends the SELECT that reads the order in GetOrStartAttempt,
 	// so that concurrent checkouts of one order take turns.
 	lockOrder string
+	// lockCharge, when set, takes a lock on the charge id $1 until the
+	// transaction ends, so that the refunds of one charge are decided one
+	// at a time whichever order, if any, they come through.
+	lockCharge string
 	// timeArg turns a time, already truncated to the microsecond and in UTC,
 	// into the value stored in a time column.
 	timeArg func(time.Time) any
@@ -159,22 +163,50 @@ func loadAttempts(ctx context.Context, q querier, column string, value any) ([]A
 	if err != nil || len(attempts) == 0 {
 		return attempts, err
 	}
+	logs, err := loadRequests(ctx, q, attemptIntents, column, value)
+	if err != nil {
+		return nil, err
+	}
+	for i := range attempts {
+		attempts[i].Requests = logs[attempts[i].Key]
+	}
+	return attempts, nil
+}
+
+// intentTables names the tables of one kind of keyed intent, a payment
+// attempt or a refund: its rows, keyed by idempotency_key, and their request
+// log. The outbox, the request log and the checks are the same for both.
+type intentTables struct {
+	// what names one row in errors.
+	what string
+	// table holds the rows; open is the status of a row whose outcome is
+	// not known yet, written into the queries as a literal so that they
+	// match the partial indexes on it.
+	table, open string
+	// requests is the request log.
+	requests string
+}
+
+var (
+	attemptIntents = intentTables{what: "attempt", table: "payment_attempts", open: "open", requests: "provider_requests"}
+	refundIntents  = intentTables{what: "refund", table: "refunds", open: "pending", requests: "refund_requests"}
+)
+
+// loadRequests reads the request logs of the rows of it.table whose column
+// equals value, oldest first, by idempotency key.
+func loadRequests(ctx context.Context, q querier, it intentTables, column string, value any) (map[string][]chargeonce.ProviderRequest, error) {
 	requests, err := queryAll(ctx, q, scanRequest,
-		`SELECT `+requestColumns+` FROM provider_requests r
-		JOIN payment_attempts a ON a.idempotency_key = r.idempotency_key
+		`SELECT `+requestColumns+` FROM `+it.requests+` r
+		JOIN `+it.table+` a ON a.idempotency_key = r.idempotency_key
 		WHERE a.`+column+` = $1 ORDER BY r.at, r.id`, value)
 	if err != nil {
 		return nil, err
 	}
-	index := make(map[string]int, len(attempts))
-	for i, a := range attempts {
-		index[a.Key] = i
-	}
+	logs := make(map[string][]chargeonce.ProviderRequest)
 	for _, r := range requests {
-		a := &attempts[index[r.Key]]
-		a.Requests = append(a.Requests, r)
+		logs[r.Key] = append(logs[r.Key], r)
 	}
-	return attempts, nil
+	return logs, nil
 }
 
 func (s *db) GetOrStartAttempt(ctx context.Context, n NewAttempt) (Attempt, Decision, error) {
@@ -200,6 +232,12 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Attempt, 
 	order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, n.OrderID)
 	if err != nil {
 		return Attempt{}, "", err
+	}
+	if order.Status.Paid() {
+		// Refunded in part or in whole, it was paid all the same: it is
+		// never offered for payment again.
+		a, err := payingAttempt(ctx, q, order)
+		return a, DecisionAlreadyPaid, err
 	}
 	for range getOrStartPasses {
 		attempts, err := queryAll(ctx, q, scanAttempt,
@@ -245,17 +283,29 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Attempt, 
 	return Attempt{}, "", fmt.Errorf("another open attempt kept appearing and settling; gave up after %d reads", getOrStartPasses)
 }
 
-// decide applies the checkout rules to an order and its attempts, oldest
-// first. It reports false when a new attempt is to be created.
-func decide(order Order, attempts []Attempt, cardHash string) (Attempt, Decision, bool) {
-	if order.Status == chargeonce.OrderPaid {
-		for i := len(attempts) - 1; i >= 0; i-- {
-			if attempts[i].Status == chargeonce.AttemptSucceeded {
-				return attempts[i], DecisionAlreadyPaid, true
-			}
-		}
-		return Attempt{}, DecisionAlreadyPaid, true
+// payingAttempt returns the attempt whose charge paid the order: the one
+// that succeeded with it, or the one whose late charge the order adopted
+// (RecordLateCharge). An order marked paid by hand has none, and gets the
+// zero Attempt.
+func payingAttempt(ctx context.Context, q querier, order Order) (Attempt, error) {
+	a, err := queryOne(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
+		WHERE order_id = $1 AND status = 'succeeded' AND provider_payment_id = $2`, order.ID, order.ProviderPaymentID)
+	if !errors.Is(err, ErrNotFound) {
+		return a, err
 	}
+	a, err = queryOne(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
+		WHERE idempotency_key = (SELECT attempt_key FROM late_charges WHERE charge_id = $1 AND order_id = $2)`,
+		order.ProviderPaymentID, order.ID)
+	if errors.Is(err, ErrNotFound) {
+		return Attempt{}, nil
+	}
+	return a, err
+}
+
+// decide applies the checkout rules to an order that is not paid and its
+// attempts, oldest first. It reports false when a new attempt is to be
+// created.
+func decide(order Order, attempts []Attempt, cardHash string) (Attempt, Decision, bool) {
 	var failed *Attempt
 	for i, a := range attempts {
 		switch a.Status {
@@ -275,32 +325,40 @@ func decide(order Order, attempts []Attempt, cardHash string) (Attempt, Decision
 }
 
 func (s *db) MarkWorkflowStarted(ctx context.Context, key string) error {
-	err := s.updateAttempt(ctx, key, `UPDATE payment_attempts SET workflow_started = true WHERE idempotency_key = $1`)
-	if err != nil {
-		return fmt.Errorf("store: mark workflow of attempt %s started: %w", key, err)
-	}
-	return nil
+	return s.markWorkflowStarted(ctx, attemptIntents, key)
 }
 
 func (s *db) MarkChecked(ctx context.Context, key string, checkedAt time.Time) error {
-	if checkedAt.IsZero() {
-		return fmt.Errorf("store: mark attempt %s checked: the time is missing", key)
-	}
-	err := s.updateAttempt(ctx, key, `UPDATE payment_attempts SET last_checked_at = $2 WHERE idempotency_key = $1`, s.t(checkedAt))
+	return s.markChecked(ctx, attemptIntents, key, checkedAt)
+}
+
+func (s *db) markWorkflowStarted(ctx context.Context, it intentTables, key string) error {
+	err := s.updateByKey(ctx, it, key, `workflow_started = true`)
 	if err != nil {
-		return fmt.Errorf("store: mark attempt %s checked: %w", key, err)
+		return fmt.Errorf("store: mark workflow of %s %s started: %w", it.what, key, err)
 	}
 	return nil
 }
 
-// updateAttempt runs an update of one attempt whose key is $1, and reports
-// ErrNotFound when there is no such attempt.
-func (s *db) updateAttempt(ctx context.Context, key, query string, args ...any) error {
+func (s *db) markChecked(ctx context.Context, it intentTables, key string, checkedAt time.Time) error {
+	if checkedAt.IsZero() {
+		return fmt.Errorf("store: mark %s %s checked: the time is missing", it.what, key)
+	}
+	err := s.updateByKey(ctx, it, key, `last_checked_at = $2`, s.t(checkedAt))
+	if err != nil {
+		return fmt.Errorf("store: mark %s %s checked: %w", it.what, key, err)
+	}
+	return nil
+}
+
+// updateByKey sets columns of the one row of it.table whose key is $1, and
+// reports ErrNotFound when there is no such row.
+func (s *db) updateByKey(ctx context.Context, it intentTables, key, set string, args ...any) error {
 	if !chargeonce.ValidKey(key) {
 		return fmt.Errorf("key %q is not a lower-case UUID", key)
 	}
 	return s.txs.inTx(ctx, true, func(q querier) error {
-		n, err := q.exec(ctx, query, append([]any{key}, args...)...)
+		n, err := q.exec(ctx, `UPDATE `+it.table+` SET `+set+` WHERE idempotency_key = $1`, append([]any{key}, args...)...)
 		if err == nil && n == 0 {
 			err = ErrNotFound
 		}
@@ -309,40 +367,51 @@ func (s *db) updateAttempt(ctx context.Context, key, query string, args ...any) 
 }
 
 func (s *db) UnstartedAttempts(ctx context.Context, createdBefore time.Time, limit int) ([]Attempt, error) {
+	return unstarted(ctx, s, attemptIntents, attemptColumns, scanAttempt, createdBefore, limit)
+}
+
+// unstarted reads a page of the outbox of it: open rows whose workflow is
+// not known to run, created before createdBefore, oldest first.
+func unstarted[T any](ctx context.Context, s *db, it intentTables, columns string, scan func(rows) (T, error), createdBefore time.Time, limit int) ([]T, error) {
 	if limit <= 0 || limit > maxUnstartedLimit {
-		return nil, fmt.Errorf("store: unstarted attempts: limit %d is not between 1 and %d", limit, maxUnstartedLimit)
+		return nil, fmt.Errorf("store: unstarted %ss: limit %d is not between 1 and %d", it.what, limit, maxUnstartedLimit)
 	}
-	var attempts []Attempt
+	var page []T
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		attempts, err = queryAll(ctx, q, scanAttempt,
-			`SELECT `+attemptColumns+` FROM payment_attempts
-			WHERE status = 'open' AND NOT workflow_started AND created_at < $1
+		page, err = queryAll(ctx, q, scan,
+			`SELECT `+columns+` FROM `+it.table+`
+			WHERE status = '`+it.open+`' AND NOT workflow_started AND created_at < $1
 			ORDER BY created_at, idempotency_key LIMIT $2`, s.t(createdBefore), limit)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: unstarted attempts: %w", err)
+		return nil, fmt.Errorf("store: unstarted %ss: %w", it.what, err)
 	}
-	return attempts, nil
+	return page, nil
 }
 
 func (s *db) LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) error {
+	return s.logRequest(ctx, attemptIntents, r)
+}
+
+// logRequest appends r to the request log of the row of it.table with r.Key.
+func (s *db) logRequest(ctx context.Context, it intentTables, r chargeonce.ProviderRequest) error {
 	if err := validateRequest(r); err != nil {
 		return fmt.Errorf("store: log provider request: %w", err)
 	}
 	err := s.txs.inTx(ctx, true, func(q querier) error {
-		if _, err := queryOne(ctx, q, scanInt64, `SELECT 1 FROM payment_attempts WHERE idempotency_key = $1`, r.Key); err != nil {
+		if _, err := queryOne(ctx, q, scanInt64, `SELECT 1 FROM `+it.table+` WHERE idempotency_key = $1`, r.Key); err != nil {
 			return err
 		}
 		_, err := q.exec(ctx,
-			`INSERT INTO provider_requests (idempotency_key, at, status_code, outcome, replayed, duration_us)
+			`INSERT INTO `+it.requests+` (idempotency_key, at, status_code, outcome, replayed, duration_us)
 			VALUES ($1, $2, $3, $4, $5, $6)`,
 			r.Key, s.t(r.At), r.StatusCode, r.Outcome, r.Replayed, r.Duration.Microseconds())
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store: log provider request of attempt %s: %w", r.Key, err)
+		return fmt.Errorf("store: log provider request of %s %s: %w", it.what, r.Key, err)
 	}
 	return nil
 }
@@ -410,6 +479,12 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 }
 
 func (s *db) OpenAttemptStats(ctx context.Context) (int, time.Time, error) {
+	return s.openStats(ctx, attemptIntents)
+}
+
+// openStats counts the open rows of it.table and finds the oldest one's
+// creation time (the zero time when none is open).
+func (s *db) openStats(ctx context.Context, it intentTables) (int, time.Time, error) {
 	type stats struct {
 		open   int64
 		oldest timestamp
@@ -420,11 +495,11 @@ func (s *db) OpenAttemptStats(ctx context.Context) (int, time.Time, error) {
 		st, err = queryOne(ctx, q, func(r rows) (stats, error) {
 			var st stats
 			return st, r.Scan(&st.open, &st.oldest)
-		}, `SELECT count(*), min(created_at) FROM payment_attempts WHERE status = 'open'`)
+		}, `SELECT count(*), min(created_at) FROM `+it.table+` WHERE status = '`+it.open+`'`)
 		return err
 	})
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("store: open attempt stats: %w", err)
+		return 0, time.Time{}, fmt.Errorf("store: open %s stats: %w", it.what, err)
 	}
 	return int(st.open), st.oldest.t, nil
 }

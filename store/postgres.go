@@ -15,6 +15,10 @@ import (
 // works as long as nothing else in the database uses it.
 const migrationLockID = 0x63686172676531 // "charge1"
 
+// chargeLockSpace is the first key of the advisory locks that serialise
+// the refunds of one charge.
+const chargeLockSpace = 0x72656664 // "refd"
+
 var postgresDialect = dialect{
 	migrations: "migrations/postgres",
 	migrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -26,8 +30,12 @@ var postgresDialect = dialect{
 	// NO KEY UPDATE is the weakest lock that excludes another checkout of
 	// the order, and it does not block inserting attempts that reference it.
 	lockOrder: ` FOR NO KEY UPDATE`,
-	timeArg:   func(t time.Time) any { return t },
-	byteOrder: ` COLLATE "C"`,
+	// A transaction-scoped advisory lock in a key space of its own (the
+	// two-key form, apart from migrationLockID's): charge ids that hash
+	// alike only take turns.
+	lockCharge: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, hashtext($1))`, chargeLockSpace),
+	timeArg:    func(t time.Time) any { return t },
+	byteOrder:  ` COLLATE "C"`,
 	uniqueViolation: func(err error) bool {
 		var pgErr *pgconn.PgError
 		return errors.As(err, &pgErr) && pgErr.Code == "23505"

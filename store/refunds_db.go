@@ -3,55 +3,614 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"chargeonce"
 )
 
-// errRefundsNotBuilt marks the skeleton of the refund store; its queries
-// are built in their own change.
-var errRefundsNotBuilt = errors.New("store: refunds are not built yet")
+// MaxRequestKeyLength bounds the Idempotency-Key of an API request that a
+// refund keeps, in bytes.
+const MaxRequestKeyLength = 255
+
+// maxChargeIDLength bounds a charge id; providers' ids are far shorter.
+const maxChargeIDLength = 255
+
+const refundColumns = `idempotency_key, COALESCE(order_id, 0), charge_id, amount_minor, currency, reason, origin, merchant_reference,
+	status, COALESCE(provider_refund_id, ''), failure_reason, COALESCE(request_key, ''), COALESCE(request_fingerprint, ''),
+	workflow_started, created_at, last_checked_at, settled_at`
+
+func scanRefund(r rows) (Refund, error) {
+	var (
+		f                         Refund
+		minor                     int64
+		currency, origin, status  string
+		created, checked, settled timestamp
+	)
+	if err := r.Scan(&f.Key, &f.OrderID, &f.ChargeID, &minor, &currency, &f.Reason, &origin, &f.MerchantReference,
+		&status, &f.ProviderRefundID, &f.FailureReason, &f.RequestKey, &f.RequestFingerprint,
+		&f.WorkflowStarted, &created, &checked, &settled); err != nil {
+		return Refund{}, err
+	}
+	var err error
+	if f.Amount, err = chargeonce.NewMoney(minor, currency); err != nil {
+		return Refund{}, errCorrupt("refund", f.Key, err)
+	}
+	if f.Origin = chargeonce.RefundOrigin(origin); !f.Origin.Valid() {
+		return Refund{}, errCorrupt("refund", f.Key, fmt.Errorf("unknown origin %q", origin))
+	}
+	if f.Status = chargeonce.RefundStatus(status); !f.Status.Valid() {
+		return Refund{}, errCorrupt("refund", f.Key, fmt.Errorf("unknown status %q", status))
+	}
+	if f.CreatedAt, err = created.required("created_at"); err != nil {
+		return Refund{}, errCorrupt("refund", f.Key, err)
+	}
+	if checked.valid {
+		f.LastCheckedAt = &checked.t
+	}
+	if settled.valid {
+		f.SettledAt = &settled.t
+	}
+	return f, nil
+}
+
+func (n NewRefund) validate() error {
+	switch {
+	case n.OrderID < 0:
+		return fmt.Errorf("order ID %d is negative", n.OrderID)
+	case n.Origin == chargeonce.RefundLateCharge:
+		return errors.New("a late charge is refunded by RecordLateCharge, not by a refund request")
+	case !n.Origin.Valid():
+		return fmt.Errorf("unknown origin %q", n.Origin)
+	case n.OrderID == 0 && n.Origin != chargeonce.RefundByOperator:
+		return errors.New("only an operator refunds a charge without naming its order")
+	case n.OrderID == 0 && n.ChargeID == "":
+		return errors.New("a refund names its order, its charge, or both")
+	case len(n.ChargeID) > maxChargeIDLength:
+		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(n.ChargeID), maxChargeIDLength)
+	case n.Amount < 0:
+		return fmt.Errorf("amount %d is negative", n.Amount)
+	case !chargeonce.ValidKey(n.Key):
+		return fmt.Errorf("key %q is not a lower-case UUID", n.Key)
+	case !chargeonce.ValidReferencePrefix(n.ReferencePrefix):
+		return fmt.Errorf("reference prefix %q must be a lower-case letter followed by lower-case letters, digits or underscores", n.ReferencePrefix)
+	case (n.RequestKey == "") != (n.RequestFingerprint == ""):
+		return errors.New("the request key and the request fingerprint come together or not at all")
+	case len(n.RequestKey) > MaxRequestKeyLength:
+		return fmt.Errorf("the request key has %d bytes; at most %d are allowed", len(n.RequestKey), MaxRequestKeyLength)
+	case n.RequestFingerprint != "" && !validHexSHA256(n.RequestFingerprint):
+		return fmt.Errorf("request fingerprint %q is not a lower-case hex SHA-256", n.RequestFingerprint)
+	case n.Now.IsZero():
+		return errors.New("creation time is missing")
+	}
+	if err := chargeonce.ValidateText(n.ChargeID); err != nil {
+		return fmt.Errorf("the charge ID %w", err)
+	}
+	if err := chargeonce.ValidateText(n.RequestKey); err != nil {
+		return fmt.Errorf("the request key %w", err)
+	}
+	if err := chargeonce.ValidateText(n.Reason); err != nil {
+		return fmt.Errorf("the reason %w", err)
+	}
+	return nil
+}
+
+// what names the refund's target in errors.
+func (n NewRefund) what() string {
+	if n.OrderID == 0 {
+		return "charge " + n.ChargeID
+	}
+	return fmt.Sprintf("order %d", n.OrderID)
+}
 
 func (s *db) StartRefund(ctx context.Context, n NewRefund) (Refund, RefundDecision, error) {
-	return Refund{}, "", errRefundsNotBuilt
+	if err := n.validate(); err != nil {
+		return Refund{}, "", fmt.Errorf("store: new refund: %w", err)
+	}
+	var (
+		f Refund
+		d RefundDecision
+	)
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		var err error
+		f, d, err = s.startRefund(ctx, q, n)
+		return err
+	})
+	if err != nil {
+		return Refund{}, "", fmt.Errorf("store: refund of %s: %w", n.what(), err)
+	}
+	return f, d, nil
+}
+
+func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, RefundDecision, error) {
+	// The lock comes first, so that a request that waited for it sees the
+	// refund its twin committed meanwhile, and is replayed rather than
+	// counted against the charge.
+	c, err := s.lockRefundableCharge(ctx, q, n.OrderID, n.ChargeID)
+	if err != nil {
+		return Refund{}, "", err
+	}
+	for range getOrStartPasses {
+		if n.RequestKey != "" {
+			prior, err := queryOne(ctx, q, scanRefund,
+				`SELECT `+refundColumns+` FROM refunds WHERE request_key = $1 AND status <> 'not_processed'`, n.RequestKey)
+			switch {
+			case err == nil && prior.RequestFingerprint == n.RequestFingerprint:
+				return prior, RefundReplayed, nil
+			case err == nil:
+				return prior, RefundKeyReused, nil
+			case !errors.Is(err, ErrNotFound):
+				return Refund{}, "", err
+			}
+		}
+		amount, err := refundAmount(ctx, q, c, n.Amount)
+		if err != nil {
+			return Refund{}, "", err
+		}
+		f := Refund{
+			RefundIntent: chargeonce.RefundIntent{
+				Key:               n.Key,
+				OrderID:           c.orderID,
+				ChargeID:          c.id,
+				Amount:            amount,
+				Reason:            n.Reason,
+				MerchantReference: chargeonce.RefundReference(n.ReferencePrefix, n.Key),
+				Origin:            n.Origin,
+				CreatedAt:         n.Now,
+			},
+			RequestKey:         n.RequestKey,
+			RequestFingerprint: n.RequestFingerprint,
+		}
+		inserted, err := s.insertRefund(ctx, q, f)
+		if err != nil {
+			return Refund{}, "", err
+		}
+		if inserted {
+			f, err = queryOne(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds WHERE idempotency_key = $1`, n.Key)
+			return f, RefundCreated, err
+		}
+		// A refund with the request key, for another order or charge, was
+		// committed meanwhile: read it again and decide on it.
+	}
+	return Refund{}, "", fmt.Errorf("refunds with request key %q kept appearing and settling; gave up after %d reads", n.RequestKey, getOrStartPasses)
+}
+
+// refundable is a charge that the books hold, as a refund sees it.
+type refundable struct {
+	id     string
+	amount chargeonce.Money
+	// orderID is the order the charge belongs to, 0 for none.
+	orderID int64
+}
+
+// lockRefundableCharge finds the charge a refund is for and locks it: the
+// order's paying charge when chargeID is empty, else chargeID, which must
+// be a charge of the order when orderID is set. The order, if named, is
+// locked first, then the charge (dialect.lockCharge), so that the refunds
+// of one charge are decided one at a time, whoever asks.
+func (s *db) lockRefundableCharge(ctx context.Context, q querier, orderID int64, chargeID string) (refundable, error) {
+	var c refundable
+	if orderID != 0 {
+		order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, orderID)
+		if err != nil {
+			return refundable{}, err
+		}
+		switch {
+		case chargeID == "" || chargeID == order.ProviderPaymentID:
+			if !order.Status.Paid() {
+				return refundable{}, fmt.Errorf("%w: the order is %s; it was never paid", ErrNotRefundable, order.Status)
+			}
+			c = refundable{id: order.ProviderPaymentID, amount: order.Amount, orderID: order.ID}
+		default:
+			c, err = heldCharge(ctx, q, chargeID)
+			if errors.Is(err, ErrNotFound) || err == nil && c.orderID != orderID {
+				return refundable{}, fmt.Errorf("%w: charge %s is not a charge of the order", ErrNotRefundable, chargeID)
+			}
+			if err != nil {
+				return refundable{}, err
+			}
+		}
+	} else {
+		var err error
+		c, err = heldCharge(ctx, q, chargeID)
+		if errors.Is(err, ErrNotFound) {
+			return refundable{}, fmt.Errorf("%w: the books hold no charge %s", ErrNotRefundable, chargeID)
+		}
+		if err != nil {
+			return refundable{}, err
+		}
+	}
+	return c, s.lockCharge(ctx, q, c.id)
+}
+
+// lockCharge takes the dialect's lock on a charge id; it comes after any
+// lock on the charge's order, never before.
+func (s *db) lockCharge(ctx context.Context, q querier, chargeID string) error {
+	if s.d.lockCharge == "" {
+		return nil
+	}
+	_, err := q.exec(ctx, s.d.lockCharge, chargeID)
+	return err
+}
+
+// heldCharge finds a charge that the books hold: a succeeded attempt's, a
+// late charge, or a charge line of a settlement report (which belongs to
+// no order that the store knows). It returns ErrNotFound for any other.
+func heldCharge(ctx context.Context, q querier, chargeID string) (refundable, error) {
+	scan := func(r rows) (refundable, error) {
+		var (
+			c        refundable
+			minor    int64
+			currency string
+		)
+		if err := r.Scan(&c.orderID, &minor, &currency); err != nil {
+			return refundable{}, err
+		}
+		c.id = chargeID
+		var err error
+		if c.amount, err = chargeonce.NewMoney(minor, currency); err != nil {
+			return refundable{}, errCorrupt("charge", chargeID, err)
+		}
+		return c, nil
+	}
+	for _, query := range []string{
+		`SELECT order_id, amount_minor, currency FROM payment_attempts WHERE provider_payment_id = $1 AND status = 'succeeded'`,
+		`SELECT order_id, amount_minor, currency FROM late_charges WHERE charge_id = $1`,
+		`SELECT 0, gross_minor, currency FROM settlement_lines
+		WHERE charge_id = $1 AND reporting_category = 'charge' AND problem = '' AND gross_minor > 0
+		ORDER BY report_date, line_no`,
+	} {
+		c, err := queryOne(ctx, q, scan, query, chargeID)
+		if !errors.Is(err, ErrNotFound) {
+			return c, err
+		}
+	}
+	return refundable{}, ErrNotFound
+}
+
+// refundAmount checks a refund of minor units (0: all that remains) of a
+// locked charge against what the charge can still refund: its amount less
+// its refunds that hold.
+func refundAmount(ctx context.Context, q querier, c refundable, minor int64) (chargeonce.Money, error) {
+	held, err := queryOne(ctx, q, scanInt64,
+		`SELECT COALESCE(SUM(amount_minor), 0) FROM refunds WHERE charge_id = $1 AND status IN ('pending', 'succeeded')`, c.id)
+	if err != nil {
+		return chargeonce.Money{}, err
+	}
+	remaining := c.amount.Minor - held
+	if minor == 0 {
+		minor = remaining
+	}
+	if minor <= 0 || minor > remaining {
+		return chargeonce.Money{}, fmt.Errorf("%w: charge %s of %s can still refund %s",
+			ErrRefundExceedsCharge, c.id, c.amount, chargeonce.Money{Minor: max(remaining, 0), Currency: c.amount.Currency})
+	}
+	return chargeonce.Money{Minor: minor, Currency: c.amount.Currency}, nil
+}
+
+// insertRefund inserts f, pending, and reports false when a refund that
+// holds f's request key is there already (which a concurrent request may
+// have committed since it was looked for).
+func (s *db) insertRefund(ctx context.Context, q querier, f Refund) (bool, error) {
+	var orderID any
+	if f.OrderID != 0 {
+		orderID = f.OrderID
+	}
+	inserted, err := q.exec(ctx,
+		`INSERT INTO refunds (idempotency_key, order_id, charge_id, amount_minor, currency, reason, origin, merchant_reference,
+			status, request_key, request_fingerprint, workflow_started, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, false, $11)
+		ON CONFLICT (request_key) WHERE status <> 'not_processed' DO NOTHING`,
+		f.Key, orderID, f.ChargeID, f.Amount.Minor, f.Amount.Currency, f.Reason, string(f.Origin), f.MerchantReference,
+		nullIfEmpty(f.RequestKey), nullIfEmpty(f.RequestFingerprint), s.t(f.CreatedAt))
+	if s.d.uniqueViolation(err) {
+		return false, fmt.Errorf("%w: key %s or its merchant reference already belongs to another refund", ErrConflict, f.Key)
+	}
+	return inserted == 1, err
 }
 
 func (s *db) GetRefund(ctx context.Context, key string) (Refund, error) {
-	return Refund{}, errRefundsNotBuilt
+	var f Refund
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		if f, err = queryOne(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds WHERE idempotency_key = $1`, key); err != nil {
+			return err
+		}
+		logs, err := loadRequests(ctx, q, refundIntents, `idempotency_key`, key)
+		f.Requests = logs[key]
+		return err
+	})
+	if err != nil {
+		return Refund{}, fmt.Errorf("store: refund %s: %w", key, err)
+	}
+	return f, nil
 }
 
 func (s *db) RefundByReference(ctx context.Context, merchantReference string) (Refund, error) {
-	return Refund{}, errRefundsNotBuilt
+	var f Refund
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		f, err = queryOne(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds WHERE merchant_reference = $1`, merchantReference)
+		return err
+	})
+	if err != nil {
+		return Refund{}, fmt.Errorf("store: refund with merchant reference %q: %w", merchantReference, err)
+	}
+	return f, nil
 }
 
 func (s *db) OrderRefunds(ctx context.Context, orderID int64) ([]Refund, error) {
-	return nil, errRefundsNotBuilt
+	var refunds []Refund
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		if _, err := queryOne(ctx, q, scanInt64, `SELECT 1 FROM orders WHERE id = $1`, orderID); err != nil {
+			return err
+		}
+		var err error
+		refunds, err = queryAll(ctx, q, scanRefund,
+			`SELECT `+refundColumns+` FROM refunds WHERE order_id = $1 ORDER BY created_at, idempotency_key`, orderID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: refunds of order %d: %w", orderID, err)
+	}
+	return refunds, nil
 }
 
 func (s *db) MarkRefundWorkflowStarted(ctx context.Context, key string) error {
-	return errRefundsNotBuilt
+	return s.markWorkflowStarted(ctx, refundIntents, key)
 }
 
 func (s *db) UnstartedRefunds(ctx context.Context, createdBefore time.Time, limit int) ([]Refund, error) {
-	return nil, errRefundsNotBuilt
+	return unstarted(ctx, s, refundIntents, refundColumns, scanRefund, createdBefore, limit)
 }
 
 func (s *db) LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) error {
-	return errRefundsNotBuilt
+	return s.logRequest(ctx, refundIntents, r)
 }
 
 func (s *db) MarkRefundChecked(ctx context.Context, key string, at time.Time) error {
-	return errRefundsNotBuilt
-}
-
-func (s *db) SettleRefund(ctx context.Context, key string, status chargeonce.RefundStatus, providerRefundID, failureReason string, at time.Time) (bool, error) {
-	return false, errRefundsNotBuilt
+	return s.markChecked(ctx, refundIntents, key, at)
 }
 
 func (s *db) OpenRefundStats(ctx context.Context) (int, time.Time, error) {
-	return 0, time.Time{}, errRefundsNotBuilt
+	return s.openStats(ctx, refundIntents)
+}
+
+func (s *db) SettleRefund(ctx context.Context, key string, status chargeonce.RefundStatus, providerRefundID, failureReason string, at time.Time) (bool, error) {
+	switch {
+	case !chargeonce.ValidKey(key):
+		return false, fmt.Errorf("store: settle refund: key %q is not a lower-case UUID", key)
+	case !status.Settled():
+		return false, fmt.Errorf("store: settle refund %s: status %q is not a settled one", key, status)
+	case status == chargeonce.RefundSucceeded && providerRefundID == "":
+		return false, fmt.Errorf("store: settle refund %s: a succeeded refund needs the provider's refund ID", key)
+	case len(providerRefundID) > maxChargeIDLength:
+		return false, fmt.Errorf("store: settle refund %s: the provider's refund ID has %d bytes; at most %d are allowed", key, len(providerRefundID), maxChargeIDLength)
+	case at.IsZero():
+		return false, fmt.Errorf("store: settle refund %s: the time is missing", key)
+	}
+	if err := chargeonce.ValidateText(providerRefundID); err != nil {
+		return false, fmt.Errorf("store: settle refund %s: the provider's refund ID %w", key, err)
+	}
+	if err := chargeonce.ValidateText(failureReason); err != nil {
+		return false, fmt.Errorf("store: settle refund %s: the failure reason %w", key, err)
+	}
+	var changed bool
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		// The only moves: out of pending, and from succeeded to failed. A
+		// later failure keeps the time the refund first settled.
+		type moved struct {
+			orderID  int64
+			chargeID string
+		}
+		m, err := queryOne(ctx, q, func(r rows) (moved, error) {
+			var m moved
+			return m, r.Scan(&m.orderID, &m.chargeID)
+		}, `UPDATE refunds SET status = $2, provider_refund_id = COALESCE($3, provider_refund_id), failure_reason = $4,
+				settled_at = COALESCE(settled_at, $5)
+			WHERE idempotency_key = $1 AND (status = 'pending' OR (status = 'succeeded' AND $2 = 'failed'))
+			RETURNING COALESCE(order_id, 0), charge_id`,
+			key, string(status), nullIfEmpty(providerRefundID), failureReason, s.t(at))
+		if errors.Is(err, ErrNotFound) {
+			// Either settled already, which is an answer, or unknown.
+			_, err = queryOne(ctx, q, scanInt64, `SELECT 1 FROM refunds WHERE idempotency_key = $1`, key)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		changed = true
+		if m.orderID == 0 {
+			return nil
+		}
+		return s.setOrderStatusAfterRefunds(ctx, q, m.orderID, m.chargeID, at)
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: settle refund %s as %s: %w", key, status, err)
+	}
+	return changed, nil
+}
+
+// setOrderStatusAfterRefunds sets a paid order's status from the
+// succeeded refunds of chargeID, when that is the charge that paid it;
+// the refund of any other charge of the order (a late one) leaves it.
+func (s *db) setOrderStatusAfterRefunds(ctx context.Context, q querier, orderID int64, chargeID string, at time.Time) error {
+	// The order is locked before the refunds are summed, so that two
+	// refunds settling at once are summed one after the other.
+	order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, orderID)
+	if err != nil {
+		return err
+	}
+	if !order.Status.Paid() || order.ProviderPaymentID != chargeID {
+		return nil
+	}
+	refunded, err := queryOne(ctx, q, scanInt64,
+		`SELECT COALESCE(SUM(amount_minor), 0) FROM refunds WHERE charge_id = $1 AND status = 'succeeded'`, chargeID)
+	if err != nil {
+		return err
+	}
+	next := chargeonce.OrderStatusAfterRefunds(order.Amount.Minor, refunded)
+	if next == order.Status {
+		return nil
+	}
+	_, err = q.exec(ctx, `UPDATE orders SET status = $2, updated_at = $3 WHERE id = $1`, orderID, string(next), s.t(at))
+	return err
+}
+
+func (c LateCharge) validate() error {
+	switch {
+	case !chargeonce.ValidKey(c.AttemptKey):
+		return fmt.Errorf("attempt key %q is not a lower-case UUID", c.AttemptKey)
+	case c.ChargeID == "":
+		return errors.New("the charge ID is empty")
+	case len(c.ChargeID) > maxChargeIDLength:
+		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(c.ChargeID), maxChargeIDLength)
+	case !chargeonce.ValidKey(c.RefundKey):
+		return fmt.Errorf("refund key %q is not a lower-case UUID", c.RefundKey)
+	case !chargeonce.ValidReferencePrefix(c.ReferencePrefix):
+		return fmt.Errorf("reference prefix %q must be a lower-case letter followed by lower-case letters, digits or underscores", c.ReferencePrefix)
+	case c.Now.IsZero():
+		return errors.New("the time it was found is missing")
+	}
+	if err := chargeonce.ValidateText(c.ChargeID); err != nil {
+		return fmt.Errorf("the charge ID %w", err)
+	}
+	if _, err := chargeonce.NewMoney(c.Amount.Minor, c.Amount.Currency); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (s *db) RecordLateCharge(ctx context.Context, c LateCharge) (LateChargeDecision, *Refund, error) {
-	return "", nil, errRefundsNotBuilt
+	if err := c.validate(); err != nil {
+		return "", nil, fmt.Errorf("store: late charge: %w", err)
+	}
+	var (
+		d LateChargeDecision
+		f *Refund
+	)
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		var err error
+		d, f, err = s.recordLateCharge(ctx, q, c)
+		return err
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("store: late charge %s of attempt %s: %w", c.ChargeID, c.AttemptKey, err)
+	}
+	return d, f, nil
+}
+
+func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (LateChargeDecision, *Refund, error) {
+	orderID, err := queryOne(ctx, q, scanInt64, `SELECT order_id FROM payment_attempts WHERE idempotency_key = $1`, c.AttemptKey)
+	if err != nil {
+		return "", nil, err
+	}
+	order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, orderID)
+	if err != nil {
+		return "", nil, err
+	}
+	if order.ProviderPaymentID == c.ChargeID {
+		return LateChargeKnown, nil, nil
+	}
+	type found struct {
+		orderID   int64
+		decision  string
+		refundKey string
+	}
+	prior, err := queryOne(ctx, q, func(r rows) (found, error) {
+		var x found
+		return x, r.Scan(&x.orderID, &x.decision, &x.refundKey)
+	}, `SELECT order_id, decision, COALESCE(refund_key, '') FROM late_charges WHERE charge_id = $1`, c.ChargeID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return "", nil, err
+	case prior.orderID != orderID:
+		return "", nil, fmt.Errorf("%w: the charge was recorded for order %d", ErrConflict, prior.orderID)
+	case prior.decision == string(LateChargeAdopted):
+		// Adopted, it paid the order, which a paid order's charge never
+		// stops doing; only a hand-made change gets here.
+		return "", nil, fmt.Errorf("the charge was adopted by order %d, which is now paid by %q", orderID, order.ProviderPaymentID)
+	case prior.refundKey == "":
+		return LateChargeRefunded, nil, nil
+	default:
+		f, err := queryOne(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds WHERE idempotency_key = $1`, prior.refundKey)
+		if err != nil {
+			return "", nil, err
+		}
+		if f.Status != chargeonce.RefundNotProcessed {
+			return LateChargeRefunded, &f, nil
+		}
+		// Nothing was refunded under that key: the charge gets a new
+		// refund below.
+	}
+	if prior.decision == "" && !order.Status.Paid() && c.Amount == order.Amount {
+		// The customer's money was taken for this order: the merchant
+		// delivers. The attempt keeps its status; late_charges says why
+		// the order is paid.
+		if _, err := q.exec(ctx, `UPDATE orders SET status = 'paid', provider_payment_id = $2, updated_at = $3 WHERE id = $1`,
+			orderID, c.ChargeID, s.t(c.Now)); err != nil {
+			return "", nil, err
+		}
+		_, err := q.exec(ctx,
+			`INSERT INTO late_charges (charge_id, attempt_key, order_id, amount_minor, currency, decision, refund_key, found_at)
+			VALUES ($1, $2, $3, $4, $5, 'adopted', NULL, $6)`,
+			c.ChargeID, c.AttemptKey, orderID, c.Amount.Minor, c.Amount.Currency, s.t(c.Now))
+		return LateChargeAdopted, nil, err
+	}
+	// Paid by another charge, or not the order's amount: the whole charge
+	// goes back, less what refunds of it hold already.
+	f, err := s.refundLateCharge(ctx, q, c, order)
+	if err != nil {
+		return "", nil, err
+	}
+	var refundKey any
+	if f != nil {
+		refundKey = f.Key
+	}
+	if prior.decision != "" {
+		_, err = q.exec(ctx, `UPDATE late_charges SET refund_key = $2 WHERE charge_id = $1`, c.ChargeID, refundKey)
+	} else {
+		_, err = q.exec(ctx,
+			`INSERT INTO late_charges (charge_id, attempt_key, order_id, amount_minor, currency, decision, refund_key, found_at)
+			VALUES ($1, $2, $3, $4, $5, 'refunded', $6, $7)`,
+			c.ChargeID, c.AttemptKey, orderID, c.Amount.Minor, c.Amount.Currency, refundKey, s.t(c.Now))
+	}
+	return LateChargeRefunded, f, err
+}
+
+// refundLateCharge stores the repair's refund of all that a late charge of
+// a locked order can still refund; nil when refunds that hold return the
+// whole charge already.
+func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, order Order) (*Refund, error) {
+	if err := s.lockCharge(ctx, q, c.ChargeID); err != nil {
+		return nil, err
+	}
+	charge := refundable{id: c.ChargeID, amount: c.Amount, orderID: order.ID}
+	amount, err := refundAmount(ctx, q, charge, 0)
+	if errors.Is(err, ErrRefundExceedsCharge) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	reason := fmt.Sprintf("late charge: order %d was paid by charge %s", order.ID, order.ProviderPaymentID)
+	if !order.Status.Paid() {
+		reason = fmt.Sprintf("late charge: %s is not the amount of order %d, %s", c.Amount, order.ID, order.Amount)
+	}
+	f := Refund{RefundIntent: chargeonce.RefundIntent{
+		Key:               c.RefundKey,
+		OrderID:           order.ID,
+		ChargeID:          c.ChargeID,
+		Amount:            amount,
+		Reason:            reason,
+		MerchantReference: chargeonce.RefundReference(c.ReferencePrefix, c.RefundKey),
+		Origin:            chargeonce.RefundLateCharge,
+		CreatedAt:         c.Now,
+	}}
+	if _, err := s.insertRefund(ctx, q, f); err != nil {
+		return nil, err
+	}
+	f, err = queryOne(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds WHERE idempotency_key = $1`, c.RefundKey)
+	return &f, err
 }

@@ -36,6 +36,7 @@ var sqliteDialect = dialect{
 	// with everything else, and migrations of two processes take turns.
 	migrationLock: "",
 	lockOrder:     "",
+	lockCharge:    "",
 	timeArg:       func(t time.Time) any { return t.UnixMicro() },
 	// SQLite compares text byte by byte (BINARY) unless told otherwise.
 	byteOrder: "",

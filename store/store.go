@@ -96,7 +96,7 @@ func (n NewAttempt) validate() error {
 	switch {
 	case n.OrderID <= 0:
 		return fmt.Errorf("store: new attempt: order ID %d is not positive", n.OrderID)
-	case !validCardHash(n.CardHash):
+	case !validHexSHA256(n.CardHash):
 		return fmt.Errorf("store: new attempt: card hash %q is not a lower-case hex SHA-256", n.CardHash)
 	case !chargeonce.ValidKey(n.Key):
 		return fmt.Errorf("store: new attempt: key %q is not a lower-case UUID", n.Key)
@@ -110,7 +110,9 @@ func (n NewAttempt) validate() error {
 	return nil
 }
 
-func validCardHash(h string) bool {
+// validHexSHA256 reports whether h is a SHA-256 in lower-case hex, as card
+// hashes and request fingerprints are.
+func validHexSHA256(h string) bool {
 	if len(h) != 64 {
 		return false
 	}

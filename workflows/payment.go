@@ -2,7 +2,8 @@
 // payment intent, whose ID is the intent's idempotency key. It charges the
 // card through the Charge activity with the same key on every request, and
 // when the outcome stays unknown it reconciles the attempt with the provider
-// until the abandon deadline.
+// until the abandon deadline. The refund workflow does the same for a
+// refund intent, with the same machinery (send.go), and is never abandoned.
 //
 // The code here is deterministic workflow code: it reaches the provider and
 // the database only through the activities.
@@ -34,13 +35,6 @@ const (
 	// PhaseCompleted: the attempt is settled.
 	PhaseCompleted = "completed"
 )
-
-// localRecordBudget bounds the local RecordOutcome attempts. Every backoff
-// within it is shorter than the default workflow task timeout, so the worker
-// retries them without a timer in the history. A database away for longer is
-// waited out by the RecordOutcome activity, whose retries write nothing to
-// the history.
-const localRecordBudget = 30 * time.Second
 
 // MaxHistoryLength is the history length at which a reconciling payment
 // continues as new, unless Temporal suggests it earlier. A reconciliation of
@@ -106,7 +100,9 @@ type PaymentResult struct {
 
 // Status is the answer of the "status" query.
 type Status struct {
-	// Phase is PhaseCharging, PhaseReconciling or PhaseCompleted.
+	// Phase is PhaseCharging, PhaseReconciling or PhaseCompleted; for a
+	// refund, PhaseRefunding, PhaseReconciling, PhaseUnresolved or
+	// PhaseCompleted.
 	Phase string `json:"phase"`
 	// NextCheckAt is when the provider is next asked; zero when no lookup is
 	// scheduled.
@@ -131,18 +127,21 @@ func WorkflowID(key string) string {
 	return key
 }
 
-// Register registers the payment workflow and the activities with a worker
-// of chargeonce.TaskQueue. FindCharge comes with the struct but never runs
-// there: the workflow schedules it on chargeonce.LookupTaskQueue.
+// Register registers the payment and refund workflows and the activities
+// with a worker of chargeonce.TaskQueue. FindCharge and FindRefund come with
+// the struct but never run there: the workflows schedule them on
+// chargeonce.LookupTaskQueue.
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflow(PaymentWorkflow)
+	r.RegisterWorkflow(RefundWorkflow)
 	r.RegisterActivity(a)
 }
 
-// RegisterLookups registers the lookup activity, FindCharge, alone with a
-// worker of chargeonce.LookupTaskQueue.
+// RegisterLookups registers the lookup activities, FindCharge and
+// FindRefund, alone with a worker of chargeonce.LookupTaskQueue.
 func RegisterLookups(r worker.Registry, a *activities.Activities) {
 	r.RegisterActivity(a.FindCharge)
+	r.RegisterActivity(a.FindRefund)
 }
 
 // acts names the activities for ExecuteActivity; it is never dereferenced.
@@ -190,8 +189,8 @@ func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, erro
 	if err := p.registerHandlers(ctx); err != nil {
 		return PaymentResult{}, err
 	}
-	if !p.published(ctx) {
-		p.publish(ctx)
+	if attrs := p.searchAttributes(); !published(ctx, attrs) {
+		publish(ctx, p.log, attrs)
 	}
 	if p.status.Phase == PhaseCharging {
 		if err := p.chargePhase(ctx); err != nil {
@@ -344,15 +343,7 @@ func (p *payment) startWithoutToken(ctx workflow.Context) error {
 // definitely or ChargeBudget, counted from now, ends. It returns a definite
 // outcome, a failure for a contract violation, AttemptNotProcessed when no
 // request can have been processed, or an open result when the outcome is
-// unknown. Its error is only cancellation.
-//
-// Each request is an activity execution of its own, without retries, so
-// that the workflow sees how every request ended. One that ends in anything
-// but ErrTypeNotProcessed (a timeout, a lost answer, a 409, a crashed
-// worker) may have been processed, and then the outcome is unknown however
-// the others ended. A request goes out only while its whole AttemptTimeout
-// fits in the budget: one cut short would be unknown for want of time, and
-// every request ends within the budget, as Timing.lastSendAt counts on.
+// unknown (sendRequests says how). Its error is only cancellation.
 func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 	if workflow.Now(ctx).After(p.timing.lastSendAt(p.intent.CreatedAt)) {
 		// A request sent now might still be processing when the deadline's
@@ -365,74 +356,22 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 	}
 	intent := p.intent
 	intent.CardToken = p.token
-	deadline := workflow.Now(ctx).Add(p.timing.ChargeBudget)
-	mayBeProcessed := false
-	// The first request always fits: AttemptTimeout ≤ ChargeBudget.
-	for wait := time.Duration(0); ; {
-		if wait > 0 {
-			if workflow.Now(ctx).Add(wait + p.timing.AttemptTimeout).After(deadline) {
-				break
-			}
-			timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: "next charge request"})
-			if err := timer.Get(ctx, nil); err != nil {
-				return PaymentResult{}, err
-			}
-			// A timer may fire late, and a task may run late after a
-			// worker died.
-			if workflow.Now(ctx).Add(p.timing.AttemptTimeout).After(deadline) {
-				break
-			}
-		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: p.timing.AttemptTimeout,
-			// Bounds the wait for a worker too; it is never shorter than
-			// AttemptTimeout.
-			ScheduleToCloseTimeout: deadline.Sub(workflow.Now(ctx)),
-			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-		})
-		var res activities.ChargeResult
-		err := workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent}).Get(ctx, &res)
-		if err == nil {
-			p.status.LastError = ""
-			return definiteOutcome(res), nil
-		}
-		if temporal.IsCanceledError(err) {
-			return PaymentResult{}, err
-		}
-		p.status.LastError = err.Error()
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) {
-			switch appErr.Type() {
-			case activities.ErrTypeContractViolation, activities.ErrTypeInvalidRequest:
-				p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", alert.Attr(alert.ContractViolation), "error", err)
-				return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + appErr.Message()}, nil
-			}
-		}
-		req := requestFailure(err)
-		if req == nil || req.Type() != activities.ErrTypeNotProcessed {
-			mayBeProcessed = true
-		}
-		wait = p.timing.RetryInterval
-		if req != nil && req.NextRetryDelay() > 0 {
-			wait = req.NextRetryDelay()
-		}
-	}
-	if mayBeProcessed {
+	var res activities.ChargeResult
+	end, refusal, err := sendRequests(ctx, p.timing, "next charge request", &p.status.LastError, func(actx workflow.Context) error {
+		return workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent}).Get(ctx, &res)
+	})
+	switch {
+	case err != nil:
+		return PaymentResult{}, err
+	case end == sendAnswered:
+		return definiteOutcome(res), nil
+	case end == sendRefused:
+		p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", alert.Attr(alert.ContractViolation), "error", p.status.LastError)
+		return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + refusal.Message()}, nil
+	case end == sendUnknown:
 		return unknownOutcome(), nil
 	}
 	return PaymentResult{Status: chargeonce.AttemptNotProcessed, Message: "the provider processed none of the charge requests; nothing was charged"}, nil
-}
-
-// requestFailure is the application error that one charge request failed
-// with: the direct cause of the activity error, whose one attempt was that
-// request. It is nil for a timeout, whose direct cause is the timeout.
-func requestFailure(err error) *temporal.ApplicationError {
-	var actErr *temporal.ActivityError
-	if !errors.As(err, &actErr) {
-		return nil
-	}
-	appErr, _ := actErr.Unwrap().(*temporal.ApplicationError)
-	return appErr
 }
 
 // definiteOutcome is the outcome of a charge the provider approved or
@@ -457,7 +396,7 @@ func unknownOutcome() PaymentResult {
 // database) is logged for a human and does not change the outcome: the
 // provider's answer is the truth. Its error is only cancellation.
 func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
-	out, err := p.record(ctx, activities.RecordOutcomeInput{
+	out, err := record(ctx, p.log, acts.RecordOutcome, activities.RecordOutcomeInput{
 		Key:               p.intent.Key,
 		Status:            r.Status,
 		ProviderPaymentID: r.ProviderPaymentID,
@@ -473,54 +412,13 @@ func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
 	p.final = &r
 	p.status.Phase = PhaseCompleted
 	p.status.NextCheckAt = time.Time{}
-	p.publish(ctx)
+	publish(ctx, p.log, p.searchAttributes())
 	details := "Completed: " + string(r.Status)
 	if r.ProviderPaymentID != "" {
 		details += ", provider charge " + r.ProviderPaymentID
 	}
 	workflow.SetCurrentDetails(ctx, details+".")
 	return nil
-}
-
-// record writes the outcome to the database. It tries a local activity
-// first, which costs one history event instead of an activity's three and a
-// workflow task; when the database stays away past localRecordBudget it
-// falls back to the RecordOutcome activity, which retries without an attempt
-// limit: the outcome must reach the database, however long the database is
-// away. Its error is cancellation or a failure that no retry fixes.
-func (p *payment) record(ctx workflow.Context, in activities.RecordOutcomeInput) (activities.RecordOutcomeResult, error) {
-	var out activities.RecordOutcomeResult
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: recordAttemptTimeout,
-		// Without it the SDK would stop retrying after one
-		// StartToCloseTimeout.
-		ScheduleToCloseTimeout: localRecordBudget,
-		RetryPolicy:            recordRetryPolicy(),
-	})
-	err := workflow.ExecuteLocalActivity(lctx, acts.RecordOutcome, in).Get(ctx, &out)
-	var appErr *temporal.ApplicationError
-	if err == nil || temporal.IsCanceledError(err) || (errors.As(err, &appErr) && appErr.NonRetryable()) {
-		return out, err
-	}
-	p.log.Warn("could not record the payment outcome yet, retrying until the database is back", "status", in.Status, "error", err)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: recordAttemptTimeout,
-		RetryPolicy:         recordRetryPolicy(),
-	})
-	err = workflow.ExecuteActivity(actx, acts.RecordOutcome, in).Get(ctx, &out)
-	return out, err
-}
-
-// recordAttemptTimeout bounds one RecordOutcome attempt.
-const recordAttemptTimeout = 10 * time.Second
-
-// recordRetryPolicy retries RecordOutcome with no attempt limit.
-func recordRetryPolicy() *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval:    time.Second,
-		BackoffCoefficient: 2,
-		MaximumInterval:    time.Minute,
-	}
 }
 
 // reconcile looks the attempt up at the provider until it is settled. It
@@ -555,7 +453,7 @@ func (p *payment) reconcile(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
-		if p.final == nil && p.historyTooLong(ctx) {
+		if p.final == nil && historyTooLong(ctx) {
 			return p.continueAsNew(ctx)
 		}
 	}
@@ -574,30 +472,11 @@ func (p *payment) waitingDetails(next time.Time) string {
 
 // check looks the attempt up once and settles it when the provider's answer
 // decides it. A lookup that keeps failing is logged and retried at the next
-// check. The lookup runs on the lookup task queue, whose dispatch rate
-// Temporal caps at the rate the provider allows, and one still waiting
-// there after an Interval gives way to the next check: under a backlog a
-// fresh lookup is worth more than a stale one, and no lookup, nor a
-// customer retry waiting for the lookup to finish, waits behind the whole
-// backlog. Its error is only cancellation.
+// check (withLookupOptions). Its error is only cancellation.
 func (p *payment) check(ctx workflow.Context) error {
 	startedAt := workflow.Now(ctx)
 	p.status.Checks++
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              chargeonce.LookupTaskQueue,
-		ScheduleToStartTimeout: p.timing.Interval,
-		StartToCloseTimeout:    p.timing.AttemptTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    p.timing.RetryInterval,
-			BackoffCoefficient: 2,
-			MaximumAttempts:    3,
-			NonRetryableErrorTypes: []string{
-				activities.ErrTypeChargeMismatch,
-				activities.ErrTypeContractViolation,
-				activities.ErrTypeInvalidRequest,
-			},
-		},
-	})
+	actx := withLookupOptions(ctx, p.timing, activities.ErrTypeChargeMismatch)
 	var res activities.FindChargeResult
 	err := workflow.ExecuteActivity(actx, acts.FindCharge, activities.FindChargeInput{
 		Key:               p.intent.Key,
@@ -636,11 +515,6 @@ func (p *payment) check(ctx workflow.Context) error {
 	}
 	p.log.Info("no charge at the provider yet, will check again", "checks", p.status.Checks)
 	return nil
-}
-
-func (p *payment) historyTooLong(ctx workflow.Context) bool {
-	info := workflow.GetInfo(ctx)
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= MaxHistoryLength
 }
 
 // continueAsNew hands the reconciliation to a fresh run with a short history.
@@ -745,12 +619,6 @@ func (p *payment) outcome() PaymentResult {
 	return unknownOutcome()
 }
 
-// searchAttribute is one search attribute and its value.
-type searchAttribute struct {
-	key   temporal.SearchAttributeKeyKeyword
-	value string
-}
-
 // searchAttributes are the payment's search attributes as they stand, which
 // let the Web UI find payments by order, status, reference and charge. The
 // order is fixed, so that the upsert command is the same on every replay.
@@ -765,33 +633,4 @@ func (p *payment) searchAttributes() []searchAttribute {
 		attrs = append(attrs, searchAttribute{SearchAttrProviderPaymentID, r.ProviderPaymentID})
 	}
 	return attrs
-}
-
-// published reports whether the workflow's search attributes hold
-// searchAttributes already: the checkout and the outbox sweep start the
-// workflow with them, and continue-as-new carries them to the next run.
-func (p *payment) published(ctx workflow.Context) bool {
-	have := workflow.GetTypedSearchAttributes(ctx)
-	for _, a := range p.searchAttributes() {
-		if got, ok := have.GetKeyword(a.key); !ok || got != a.value {
-			return false
-		}
-	}
-	return true
-}
-
-// publish upserts searchAttributes.
-func (p *payment) publish(ctx workflow.Context) {
-	attrs := p.searchAttributes()
-	updates := make([]temporal.SearchAttributeUpdate, len(attrs))
-	for i, a := range attrs {
-		updates[i] = a.key.ValueSet(a.value)
-	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
-		p.log.Warn("could not update the search attributes", "error", err)
-	}
-}
-
-func formatTime(t time.Time) string {
-	return t.UTC().Format(time.RFC3339)
 }

@@ -18,16 +18,18 @@ import (
 //
 //	go run ./verify/cmd/recordhistories
 //
-// which runs each payment scenario against the fake provider and also writes
-// broken-*.json, a history the workflow can never have produced. Regenerate
-// them only for a change that is meant to alter the workflow's commands, and
-// put that change behind workflow.GetVersion: the old histories must keep
-// replaying, so keep them next to the new ones. See testdata/README.md.
+// which runs each payment and refund scenario against the fake provider and
+// also writes broken-*.json, a history the workflow can never have produced.
+// Regenerate them only for a change that is meant to alter the workflows'
+// commands, and put that change behind workflow.GetVersion: the old
+// histories must keep replaying, so keep them next to the new ones. See
+// testdata/README.md.
 
 func replay(t *testing.T, path string) error {
 	t.Helper()
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflow(workflows.PaymentWorkflow)
+	replayer.RegisterWorkflow(workflows.RefundWorkflow)
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return replayer.ReplayWorkflowHistoryFromJSONFile(logger, path)
 }

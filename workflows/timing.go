@@ -271,18 +271,51 @@ func (t Timing) lookupTimes(jitter time.Duration, created time.Time) []time.Time
 // answers: an attempt is abandoned only on the provider's word that it
 // holds no charge.
 func (t Timing) nextLookupAt(jitter time.Duration, created, now time.Time, checks int) time.Time {
-	abandon := created.Add(t.AbandonAfter)
-	first := created.Add(min(t.MinAge+jitter, t.AbandonAfter))
+	return t.nextLookupBefore(jitter, created, created.Add(t.AbandonAfter), now, checks)
+}
+
+// nextLookupBefore is nextLookupAt with the grid's last lookup at deadline
+// instead of the abandon deadline: the refunds' grid ends at their key's
+// retention horizon (refundHorizon).
+func (t Timing) nextLookupBefore(jitter time.Duration, created, deadline, now time.Time, checks int) time.Time {
+	first := created.Add(min(t.MinAge+jitter, deadline.Sub(created)))
 	if checks == 0 || now.Before(first) {
 		return first
 	}
-	if !now.Before(abandon) {
+	if !now.Before(deadline) {
 		return now.Add(t.Interval)
 	}
-	if next := nextGridTime(first, now, t.Interval); next.Before(abandon) {
+	if next := nextGridTime(first, now, t.Interval); next.Before(deadline) {
 		return next
 	}
-	return abandon
+	return deadline
+}
+
+// longestLookupGap is the gap between two lookups once the grid has backed
+// off all the way: 8 Intervals.
+func (t Timing) longestLookupGap() time.Duration {
+	return t.Interval << lookupDoublings
+}
+
+// refundLastSendAt is the latest time a refund created at created may still
+// be sent: its requests all end by CreatedAt+AbandonAfter, which the worker
+// keeps below the provider's key retention, so that no request of a refund
+// ever reaches a provider that has forgotten its key.
+func (t Timing) refundLastSendAt(created time.Time) time.Time {
+	return created.Add(t.AbandonAfter - t.ChargeBudget)
+}
+
+// refundHorizon is when the lookups of an unknown refund created at created
+// give way to a person: one longest lookup gap before the provider, which
+// keeps keys for retention, forgets the refund's key, so that the person
+// still finds the key known at the provider; and never before the refund's
+// requests have all ended.
+func (t Timing) refundHorizon(created time.Time, retention time.Duration) time.Time {
+	h := created.Add(retention - t.longestLookupGap())
+	if end := created.Add(t.AbandonAfter); h.Before(end) {
+		return end
+	}
+	return h
 }
 
 // nextGridTime is the first time after now on the backoff grid that starts

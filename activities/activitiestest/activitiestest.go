@@ -1,7 +1,7 @@
-// Package activitiestest runs the payment activities against real parts, for
-// tests and for the program that records the workflow's histories: the fake
-// provider's handler behind an httptest server, provider clients, and a
-// SQLite store in a directory of the caller's.
+// Package activitiestest runs the payment and refund activities against
+// real parts, for tests and for the program that records the workflows'
+// histories: the fake provider's handler behind an httptest server, provider
+// clients, and a SQLite store in a directory of the caller's.
 package activitiestest
 
 import (
@@ -119,8 +119,9 @@ type Env struct {
 	srv        *httptest.Server
 	transports []*http.Transport
 
-	mu   sync.Mutex
-	keys []string
+	mu sync.Mutex
+	// keys are the Idempotency-Key headers of the POSTs, by path.
+	keys map[string][]string
 }
 
 // New starts an Env in a temporary directory and closes it when the test
@@ -155,7 +156,7 @@ func Start(ctx context.Context, opts Options, dir string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	e := &Env{Fake: fake, Store: st}
+	e := &Env{Fake: fake, Store: st, keys: map[string][]string{}}
 	var handler http.Handler = fake
 	if opts.Middleware != nil {
 		handler = opts.Middleware(fake, handler)
@@ -204,13 +205,13 @@ func (e *Env) Close(ctx context.Context) error {
 	return errors.Join(err, e.Store.Close())
 }
 
-// recordKeys keeps the raw Idempotency-Key header of every charge request,
-// exactly as it arrived on the wire.
+// recordKeys keeps the raw Idempotency-Key header of every charge and
+// refund request, exactly as it arrived on the wire.
 func (e *Env) recordKeys(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
+		if r.Method == http.MethodPost {
 			e.mu.Lock()
-			e.keys = append(e.keys, r.Header.Get("Idempotency-Key"))
+			e.keys[r.URL.Path] = append(e.keys[r.URL.Path], r.Header.Get("Idempotency-Key"))
 			e.mu.Unlock()
 		}
 		next.ServeHTTP(w, r)
@@ -220,9 +221,19 @@ func (e *Env) recordKeys(next http.Handler) http.Handler {
 // ChargeKeys returns the raw Idempotency-Key header of every charge request
 // the provider received, oldest first.
 func (e *Env) ChargeKeys() []string {
+	return e.postedKeys("/v1/charges")
+}
+
+// RefundKeys returns the raw Idempotency-Key header of every refund request
+// the provider received, oldest first.
+func (e *Env) RefundKeys() []string {
+	return e.postedKeys("/v1/refunds")
+}
+
+func (e *Env) postedKeys(path string) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]string(nil), e.keys...)
+	return append([]string(nil), e.keys[path]...)
 }
 
 // CreateIntent stores an order for amount and starts its attempt for the
@@ -277,17 +288,106 @@ func (e *Env) NewIntent(t testing.TB, token string, amount chargeonce.Money, cre
 // whose answer never arrives: the worst case, charged with an unknown
 // outcome. The fake is in normal mode afterwards.
 func (e *Env) ChargeBehindTheBack(ctx context.Context, intent chargeonce.PaymentIntent) error {
+	return e.answerLost(func() provider.Outcome {
+		return e.Client.Charge(ctx, provider.ChargeRequestOf(intent)).Outcome
+	})
+}
+
+// RefundBehindTheBack makes the provider process the refund whose answer
+// never arrives, as ChargeBehindTheBack does for a charge.
+func (e *Env) RefundBehindTheBack(ctx context.Context, intent chargeonce.RefundIntent) error {
+	return e.answerLost(func() provider.Outcome {
+		return e.Client.Refund(ctx, provider.RefundRequestOf(intent)).Outcome
+	})
+}
+
+// answerLost sends a request with send while the fake loses every answer.
+func (e *Env) answerLost(send func() provider.Outcome) error {
 	if err := e.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}); err != nil {
 		return err
 	}
-	res := e.Client.Charge(ctx, provider.ChargeRequestOf(intent))
+	outcome := send()
 	if err := e.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}); err != nil {
 		return err
 	}
-	if res.Outcome != provider.TransportError {
-		return fmt.Errorf("charge with a lost answer: got %s, want %s", res.Outcome, provider.TransportError)
+	if outcome != provider.TransportError {
+		return fmt.Errorf("request with a lost answer: got %s, want %s", outcome, provider.TransportError)
 	}
 	return nil
+}
+
+// CreatePaidIntent is CreateIntent for an order that its attempt paid: the
+// provider charged the card, and the attempt settled succeeded with that
+// charge, whose id it returns too.
+func (e *Env) CreatePaidIntent(ctx context.Context, token string, amount chargeonce.Money, createdAt time.Time) (chargeonce.PaymentIntent, string, error) {
+	intent, err := e.CreateIntent(ctx, token, amount, createdAt)
+	if err != nil {
+		return intent, "", err
+	}
+	res := e.Client.Charge(ctx, provider.ChargeRequestOf(intent))
+	if res.Outcome != provider.Approved {
+		return intent, "", fmt.Errorf("charge of a paid order: got %s (%s), want %s", res.Outcome, res.Detail, provider.Approved)
+	}
+	if _, err := e.Store.SettleAttempt(ctx, intent.Key, chargeonce.AttemptSucceeded, res.ChargeID, createdAt); err != nil {
+		return intent, "", err
+	}
+	return intent, res.ChargeID, nil
+}
+
+// NewPaidIntent is CreatePaidIntent for tests.
+func (e *Env) NewPaidIntent(t testing.TB, token string, amount chargeonce.Money, createdAt time.Time) (chargeonce.PaymentIntent, string) {
+	t.Helper()
+	intent, chargeID, err := e.CreatePaidIntent(context.Background(), token, amount, createdAt)
+	require.NoError(t, err)
+	return intent, chargeID
+}
+
+// CreateRefund stores a merchant's refund of minor units (0: all that the
+// charge can still refund) of the paid order's charge at createdAt, as the
+// refund API does, and returns its intent.
+func (e *Env) CreateRefund(ctx context.Context, orderID, minor int64, createdAt time.Time) (chargeonce.RefundIntent, error) {
+	key, err := uuid.NewV7()
+	if err != nil {
+		return chargeonce.RefundIntent{}, err
+	}
+	requestKey, err := uuid.NewRandom()
+	if err != nil {
+		return chargeonce.RefundIntent{}, err
+	}
+	r, decision, err := e.Store.StartRefund(ctx, store.NewRefund{
+		OrderID:            orderID,
+		Amount:             minor,
+		Reason:             "requested_by_customer",
+		Origin:             chargeonce.RefundByMerchant,
+		Key:                key.String(),
+		ReferencePrefix:    ReferencePrefix,
+		RequestKey:         requestKey.String(),
+		RequestFingerprint: requestKey.String(),
+		Now:                createdAt,
+	})
+	if err != nil {
+		return chargeonce.RefundIntent{}, err
+	}
+	if decision != store.RefundCreated {
+		return chargeonce.RefundIntent{}, fmt.Errorf("new refund of order %d: %s, want %s", orderID, decision, store.RefundCreated)
+	}
+	return r.RefundIntent, r.RefundIntent.Validate()
+}
+
+// NewRefund is CreateRefund for tests.
+func (e *Env) NewRefund(t testing.TB, orderID, minor int64, createdAt time.Time) chargeonce.RefundIntent {
+	t.Helper()
+	intent, err := e.CreateRefund(context.Background(), orderID, minor, createdAt)
+	require.NoError(t, err)
+	return intent
+}
+
+// Refund reads the refund back from the store.
+func (e *Env) Refund(t testing.TB, key string) store.Refund {
+	t.Helper()
+	r, err := e.Store.GetRefund(context.Background(), key)
+	require.NoError(t, err)
+	return r
 }
 
 // Attempt reads the attempt back from the store.

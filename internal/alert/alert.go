@@ -47,11 +47,38 @@ const (
 	// no succeeded attempt made, such as a double charge or a charge for an
 	// abandoned attempt. The customer paid for nothing: a refund candidate.
 	UnknownCharge Name = "unknown_charge"
+	// RefundUnknown: a refund's outcome is still unknown when the
+	// provider's retention of its key nears. It is never sent again and
+	// stays pending, with its request log as the evidence: a person asks
+	// the provider (its dashboard, by the refund's merchant reference)
+	// whether the refund exists, and then sends the workflow the
+	// refund-event signal so that it looks the refund up once more, or
+	// refunds again under a new refund if the provider holds none.
+	RefundUnknown Name = "refund_unknown"
+	// LateChargeRefunded: a charge arrived for an order that another charge
+	// had paid (an attempt abandoned before the provider finished it, or a
+	// second charge), and a refund of the whole late charge was started. A
+	// person checks that the refund succeeds and tells the customer, who
+	// was charged twice for a while.
+	LateChargeRefunded Name = "late_charge_refunded"
+	// RefundFailedAfterSuccess: the provider failed a refund that it had
+	// reported as succeeded, so the customer has not got the money back. A
+	// person refunds the customer another way, or refunds again once the
+	// provider's reason (failure_reason) is resolved.
+	RefundFailedAfterSuccess Name = "refund_failed_after_success"
+	// RefundMismatch: the provider holds a refund under a refund's merchant
+	// reference whose amount or currency differs from the refund. The
+	// refund is marked failed; a person compares it with the provider's and
+	// corrects the books.
+	RefundMismatch Name = "refund_mismatch"
 )
 
 // names are every Name, which the counter starts at zero so that the alert
 // rules see 0 rather than no series before the first alert.
-var names = []Name{ContractViolation, ChargeMismatch, DoubleCharge, NeedsReview, OutcomeUnrecorded, HandlerPanic, UnknownCharge}
+var names = []Name{
+	ContractViolation, ChargeMismatch, DoubleCharge, NeedsReview, OutcomeUnrecorded, HandlerPanic, UnknownCharge,
+	RefundUnknown, LateChargeRefunded, RefundFailedAfterSuccess, RefundMismatch,
+}
 
 // key is the attribute key of an alert.
 const key = "alert"

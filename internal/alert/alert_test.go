@@ -66,7 +66,8 @@ func TestCounting_EveryNameStartsAtZero(t *testing.T) {
 	_, err := alert.Counting(written(), reg)
 	require.NoError(t, err)
 
-	for _, n := range []alert.Name{alert.ContractViolation, alert.ChargeMismatch, alert.DoubleCharge, alert.NeedsReview, alert.OutcomeUnrecorded, alert.HandlerPanic} {
+	for _, n := range []alert.Name{alert.ContractViolation, alert.ChargeMismatch, alert.DoubleCharge, alert.NeedsReview, alert.OutcomeUnrecorded, alert.HandlerPanic,
+		alert.UnknownCharge, alert.RefundUnknown, alert.LateChargeRefunded, alert.RefundFailedAfterSuccess, alert.RefundMismatch} {
 		require.Equal(t, 0.0, counted(t, reg, n), n)
 	}
 }
@@ -84,7 +85,7 @@ func TestCounting_RegistersOncePerRegistry(t *testing.T) {
 	require.Equal(t, 2.0, counted(t, reg, alert.NeedsReview))
 	n, err := testutil.GatherAndCount(reg, alert.MetricName)
 	require.NoError(t, err)
-	require.Equal(t, 7, n, "one series per name")
+	require.Equal(t, 11, n, "one series per name")
 }
 
 func TestCounting_RefusesANameTakenByAnotherKindOfMetric(t *testing.T) {

@@ -6,17 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/dunglas/httpsfv"
-
-	"chargeonce"
 	"chargeonce/provider"
 )
-
-// maxKeyLength is the longest Idempotency-Key the provider accepts.
-const maxKeyLength = 255
 
 // Charge sends req to POST /v1/charges and reads the answer. It never returns
 // an error: everything that can happen, from a decline to a lost connection,
@@ -28,30 +21,9 @@ func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provide
 	if err != nil {
 		return provider.Result{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
 	}
-	ex := c.send(ctx, http.MethodPost, "/v1/charges", nil, header, body)
 	var r provider.Result
-	if ex.failed != "" {
-		r = provider.Result{Outcome: ex.failed, StatusCode: ex.status, Detail: ex.detail}
-	} else {
-		r = classifyCharge(req, ex.status, ex.header, ex.body, time.Now())
-	}
-	r.Sent, r.Duration = ex.sent, ex.duration
-	r.Refused = r.Refused || refused(r.StatusCode)
+	c.post(ctx, "/v1/charges", header, body, chargeEndpoint(req, &r)).intoResult(&r)
 	return r
-}
-
-// refused reports whether status is one that docs/provider-http.md documents
-// as processing nothing and storing nothing under the key: 400 (refused as
-// malformed), 429 (the rate limiter runs before the idempotency layer), and
-// the 500 and 503 of a provider error. A 409 (the first request is still
-// processing) and the 502 and 504 of a gateway, behind which the provider
-// may have received the request, may hide a charge.
-func refused(status int) bool {
-	switch status {
-	case http.StatusBadRequest, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable:
-		return true
-	}
-	return false
 }
 
 // chargeBody is the JSON body of POST /v1/charges: exactly the contract's
@@ -64,27 +36,20 @@ type chargeBody struct {
 	MerchantReference string `json:"merchant_reference"`
 }
 
-// encode checks req and builds the headers and body of its request. Bad input
-// is refused here, before anything is sent, so that a bug on our side is a
-// clear provider.InvalidRequest with Sent false rather than a round trip whose 400 a
-// caller might have to interpret.
+// encode checks req and builds the headers and body of its request, refusing
+// before sending what the provider would refuse.
 func encode(req provider.ChargeRequest) (http.Header, []byte, error) {
+	header, err := keyed(req.Key)
 	switch {
-	case req.Key == "":
-		return nil, nil, errors.New("idempotency key is empty")
-	case len(req.Key) > maxKeyLength:
-		return nil, nil, fmt.Errorf("idempotency key has %d characters, more than %d", len(req.Key), maxKeyLength)
+	case err != nil:
+		return nil, nil, err
 	case req.Source == "":
 		return nil, nil, errors.New("source (card token) is empty")
 	case req.MerchantReference == "":
 		return nil, nil, errors.New("merchant reference is empty")
 	}
-	if _, err := chargeonce.NewMoney(req.Amount, req.Currency); err != nil {
+	if err := checkMoney(req.Amount, req.Currency); err != nil {
 		return nil, nil, err
-	}
-	key, err := httpsfv.Marshal(httpsfv.NewItem(req.Key))
-	if err != nil {
-		return nil, nil, fmt.Errorf("idempotency key %q is not a Structured Field String (printable ASCII only): %w", req.Key, err)
 	}
 	body, err := json.Marshal(chargeBody{
 		Amount:            req.Amount,
@@ -93,55 +58,42 @@ func encode(req provider.ChargeRequest) (http.Header, []byte, error) {
 		Description:       req.Description,
 		MerchantReference: req.MerchantReference,
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	header := http.Header{}
-	header.Set("Idempotency-Key", key)
-	header.Set("Content-Type", "application/json")
-	return header, body, nil
+	return header, body, err
 }
 
-// classifyCharge reads a complete answer to a charge request. It is pure, so
-// that every status and body can be tested and benchmarked without a server.
+// chargeEndpoint reads the answers of POST /v1/charges for req into r.
+func chargeEndpoint(req provider.ChargeRequest, r *provider.Result) endpoint {
+	return endpoint{
+		object: "charge",
+		created: func(body []byte) (provider.Outcome, error) {
+			ch, err := approvedCharge(req, body)
+			if err != nil {
+				return "", err
+			}
+			r.Charge, r.ChargeID = &ch, ch.ID
+			return provider.Approved, nil
+		},
+		declined: func(p problem) (bool, error) {
+			switch {
+			case p.Code == codeInvalidSource:
+				// The customer's card is not one the provider can charge:
+				// a decline that processed nothing and left no charge.
+				r.DeclineCode = provider.DeclineInvalidPaymentMethod
+				return true, nil
+			case p.Code != codeCardDeclined || p.DeclineCode == "" || p.ChargeID == "":
+				return false, fmt.Errorf("needs code card_declined, a decline_code and a charge_id, or code invalid_source; got code %q, decline_code %q, charge_id %q", p.Code, p.DeclineCode, p.ChargeID)
+			}
+			r.DeclineCode, r.ChargeID = p.DeclineCode, p.ChargeID
+			return false, nil
+		},
+	}
+}
+
+// classifyCharge reads a complete answer to a charge request without a
+// server, for the benchmark of the reading alone.
 func classifyCharge(req provider.ChargeRequest, status int, header http.Header, body []byte, now time.Time) provider.Result {
-	r := provider.Result{
-		StatusCode: status,
-		Replayed:   strings.EqualFold(strings.TrimSpace(header.Get("Idempotent-Replayed")), "true"),
-	}
-	var note string
-	r.RetryAfter, note = retryAfter(header, now)
-	switch status {
-	case http.StatusCreated, http.StatusOK:
-		ch, err := approvedCharge(req, body)
-		if err != nil {
-			r.Outcome, r.Detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a charge that is not the one requested: %v", status, err)
-			break
-		}
-		r.Outcome, r.Charge, r.ChargeID = provider.Approved, &ch, ch.ID
-	case http.StatusPaymentRequired:
-		p, err := decodeProblem(body)
-		switch {
-		case err != nil:
-			r.Outcome, r.Detail = provider.ContractViolation, "HTTP 402 without a readable problem: "+err.Error()
-		case p.Code == codeInvalidSource:
-			// The customer's card is not one the provider can charge:
-			// a decline that processed nothing and left no charge.
-			r.Outcome, r.DeclineCode, r.Detail = provider.Declined, provider.DeclineInvalidPaymentMethod, p.Detail
-			r.Refused = true
-		case p.Code != codeCardDeclined || p.DeclineCode == "" || p.ChargeID == "":
-			r.Outcome, r.Detail = provider.ContractViolation, fmt.Sprintf("HTTP 402 needs code card_declined, a decline_code and a charge_id, or code invalid_source; got code %q, decline_code %q, charge_id %q", p.Code, p.DeclineCode, p.ChargeID)
-		default:
-			r.Outcome, r.DeclineCode, r.ChargeID, r.Detail = provider.Declined, p.DeclineCode, p.ChargeID, p.Detail
-		}
-	case http.StatusConflict:
-		r.Outcome, r.Detail = provider.InFlight, describe(status, body)
-	case http.StatusUnprocessableEntity:
-		r.Outcome, r.Detail = provider.ContractViolation, describe(status, body)
-	default:
-		r.Outcome, r.Detail = statusOutcome(status), describe(status, body)
-	}
-	r.Detail = joinNote(r.Detail, note)
+	var r provider.Result
+	classify(chargeEndpoint(req, &r), status, header, body, now).intoResult(&r)
 	return r
 }
 
@@ -215,35 +167,3 @@ const (
 	codeCardDeclined  = "card_declined"
 	codeInvalidSource = "invalid_source"
 )
-
-// problem is the part of an RFC 9457 problem that this client reads, with
-// the contract's extra members.
-type problem struct {
-	Title       string `json:"title"`
-	Detail      string `json:"detail"`
-	Code        string `json:"code"`
-	DeclineCode string `json:"decline_code"`
-	ChargeID    string `json:"charge_id"`
-}
-
-func decodeProblem(body []byte) (problem, error) {
-	var p problem
-	err := json.Unmarshal(body, &p)
-	return p, err
-}
-
-// describe summarises an error answer for logs: its status and, when the body
-// is a readable problem, its title and detail.
-func describe(status int, body []byte) string {
-	msg := fmt.Sprintf("HTTP %d", status)
-	p, err := decodeProblem(body)
-	if err != nil {
-		return msg
-	}
-	for _, part := range []string{p.Title, p.Detail} {
-		if part != "" {
-			msg += ": " + part
-		}
-	}
-	return msg
-}

@@ -22,31 +22,42 @@ func (c *Client) FindCharges(ctx context.Context, merchantReference string) ([]p
 	if merchantReference == "" {
 		return nil, &provider.Error{Op: op, Outcome: provider.InvalidRequest, Detail: "not sent: merchant reference is empty"}
 	}
+	return findByReference(ctx, c, op, "/v1/charges", merchantReference, func(w wireCharge) (provider.Charge, error) {
+		ch, err := w.charge()
+		if err == nil && ch.MerchantReference != merchantReference {
+			err = fmt.Errorf("charge %s has merchant_reference %q, want %q", ch.ID, ch.MerchantReference, merchantReference)
+		}
+		return ch, err
+	}, func(ch provider.Charge) time.Time { return ch.Created })
+}
+
+// findByReference sends the lookup of merchantReference to path and reads
+// each object of the list with read, which also checks that it is one of
+// the reference's. It returns them oldest first: the contract lists oldest
+// first, and sorting keeps that promise for the caller even if the provider
+// does not, while the stable sort keeps the provider's order among objects
+// created in the same instant. An object read fails the whole lookup as a
+// ContractViolation.
+func findByReference[W, T any](ctx context.Context, c *Client, op, path, merchantReference string, read func(W) (T, error), created func(T) time.Time) ([]T, error) {
 	var list struct {
-		Data []wireCharge `json:"data"`
+		Data []W `json:"data"`
 	}
-	if err := c.get(ctx, op, "/v1/charges", url.Values{"merchant_reference": {merchantReference}}, &list); err != nil {
+	if err := c.get(ctx, op, path, url.Values{"merchant_reference": {merchantReference}}, &list); err != nil {
 		return nil, err
 	}
 	if list.Data == nil {
 		return nil, &provider.Error{Op: op, Outcome: provider.ContractViolation, StatusCode: http.StatusOK, Detail: `the list has no "data" array`}
 	}
-	charges := make([]provider.Charge, 0, len(list.Data))
+	found := make([]T, 0, len(list.Data))
 	for _, w := range list.Data {
-		ch, err := w.charge()
-		if err == nil && ch.MerchantReference != merchantReference {
-			err = fmt.Errorf("charge %s has merchant_reference %q, want %q", ch.ID, ch.MerchantReference, merchantReference)
-		}
+		v, err := read(w)
 		if err != nil {
 			return nil, &provider.Error{Op: op, Outcome: provider.ContractViolation, StatusCode: http.StatusOK, Detail: err.Error()}
 		}
-		charges = append(charges, ch)
+		found = append(found, v)
 	}
-	// The contract lists oldest first; sorting keeps that promise for the
-	// caller even if the provider does not, and the stable sort keeps the
-	// provider's order among charges created in the same instant.
-	slices.SortStableFunc(charges, func(a, b provider.Charge) int { return a.Created.Compare(b.Created) })
-	return charges, nil
+	slices.SortStableFunc(found, func(a, b T) int { return created(a).Compare(created(b)) })
+	return found, nil
 }
 
 // Limits reads the limits the provider publishes. A provider that publishes

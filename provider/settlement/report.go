@@ -6,7 +6,8 @@
 // The format is that of docs/provider-http.md, after Stripe's itemized
 // payout reconciliation report: one header row, then one line per balance
 // transaction of the report date, with amounts as decimal strings in the
-// currency's units.
+// currency's units. Reports written before refunds had their own column,
+// without refund_id, are read too.
 package settlement
 
 import (
@@ -24,15 +25,34 @@ import (
 // Columns are the report's columns, in order; the header row names them.
 var Columns = []string{
 	"balance_transaction_id", "created_utc", "charge_id", "merchant_reference",
-	"reporting_category", "gross", "fee", "net", "currency",
+	"reporting_category", "gross", "fee", "net", "currency", "refund_id",
 }
 
-// Reporting categories that a line may have. Only charges are matched
-// against payment attempts; every category counts in the totals.
+// legacyColumns is the header of a report written before refund_id was
+// added, which the Reader still accepts.
+var legacyColumns = Columns[:len(Columns)-1]
+
+// Reporting categories that a line may have. Every category counts in the
+// totals.
 const (
+	// CategoryCharge is a charge: positive amounts, no refund_id.
 	CategoryCharge = "charge"
+	// CategoryRefund is a refund that succeeded, on the date it succeeded:
+	// negative amounts, the charge it returns money from, the refund's
+	// merchant reference and its refund_id.
 	CategoryRefund = "refund"
+	// CategoryRefundFailure reverses a refund that failed after it had
+	// succeeded, on the date it failed, as Stripe's refund_failure does:
+	// the refund's line with positive amounts, since the money came back
+	// to the merchant.
+	CategoryRefundFailure = "refund_failure"
 )
+
+// isRefundCategory reports whether lines of category c are about a refund
+// and name it.
+func isRefundCategory(c string) bool {
+	return c == CategoryRefund || c == CategoryRefundFailure
+}
 
 // DateLayout spells a report date, in UTC.
 const DateLayout = time.DateOnly
@@ -81,11 +101,14 @@ type Record struct {
 	Fee               string `json:"fee"`
 	Net               string `json:"net"`
 	Currency          string `json:"currency"`
+	// RefundID is the refund of a refund or refund_failure line; empty on
+	// a charge line.
+	RefundID string `json:"refund_id"`
 }
 
 func (r Record) fields() []string {
 	return []string{r.BalanceTransactionID, r.CreatedUTC, r.ChargeID, r.MerchantReference,
-		r.ReportingCategory, r.Gross, r.Fee, r.Net, r.Currency}
+		r.ReportingCategory, r.Gross, r.Fee, r.Net, r.Currency, r.RefundID}
 }
 
 // Line is a line of the report, read and checked.
@@ -101,6 +124,9 @@ type Line struct {
 	// are negative.
 	Gross, Fee, Net int64
 	Currency        string
+	// RefundID is the refund of a refund or refund_failure line; empty on
+	// other lines, and on every line of a report without the column.
+	RefundID string
 }
 
 // MalformedError is a line that cannot be read. Reading goes on with the
@@ -148,23 +174,26 @@ func (w *Writer) Flush() error {
 // Reader reads a report one line at a time; it holds one line in memory.
 type Reader struct {
 	csv *csv.Reader
+	// refundIDs is whether the report has the refund_id column.
+	refundIDs bool
 }
 
-// NewReader reads the header row from r. A report whose header is not
-// Columns is refused as a whole: its lines could not be read with any
-// confidence.
+// NewReader reads the header row from r. A report whose header is neither
+// Columns nor Columns without refund_id is refused as a whole: its lines
+// could not be read with any confidence.
 func NewReader(r io.Reader) (*Reader, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(Columns)
+	// Zero: the header row sets the number of fields of every line.
+	cr.FieldsPerRecord = 0
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, errors.New("settlement report is empty: not even a header row")
 	}
-	if err != nil || !slices.Equal(header, Columns) {
-		return nil, fmt.Errorf("settlement report header must be %s", strings.Join(Columns, ","))
+	if err != nil || !slices.Equal(header, Columns) && !slices.Equal(header, legacyColumns) {
+		return nil, fmt.Errorf("settlement report header must be %s, or the same without refund_id", strings.Join(Columns, ","))
 	}
-	return &Reader{csv: cr}, nil
+	return &Reader{csv: cr, refundIDs: len(header) == len(Columns)}, nil
 }
 
 // Next returns the next line; io.EOF after the last. A line that cannot be
@@ -180,7 +209,7 @@ func (r *Reader) Next() (Line, error) {
 		return Line{}, err
 	}
 	no, _ := r.csv.FieldPos(0)
-	line, reason := parse(no, fields)
+	line, reason := parse(no, fields, r.refundIDs)
 	if reason != "" {
 		return Line{}, &MalformedError{Line: no, Text: rawText(fields), Reason: reason}
 	}
@@ -196,11 +225,15 @@ func rawText(fields []string) string {
 }
 
 // parse checks the fields of line no, and says what is wrong when they do
-// not make a line.
-func parse(no int, f []string) (Line, string) {
-	r := Record{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}
+// not make a line. refundIDs says whether the report has the refund_id
+// column; the csv.Reader has checked that f has the header's length.
+func parse(no int, f []string, refundIDs bool) (Line, string) {
+	r := Record{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], ""}
+	if refundIDs {
+		r.RefundID = f[9]
+	}
 	l := Line{No: no, BalanceTransactionID: r.BalanceTransactionID, ChargeID: r.ChargeID,
-		MerchantReference: r.MerchantReference, Category: r.ReportingCategory, Currency: r.Currency}
+		MerchantReference: r.MerchantReference, Category: r.ReportingCategory, Currency: r.Currency, RefundID: r.RefundID}
 	var err error
 	if l.Created, err = time.Parse(time.RFC3339, r.CreatedUTC); err != nil {
 		return Line{}, fmt.Sprintf("created_utc %q is not an RFC 3339 time", r.CreatedUTC)
@@ -212,6 +245,10 @@ func parse(no int, f []string) (Line, string) {
 		return Line{}, "charge_id is empty"
 	case l.Category == "":
 		return Line{}, "reporting_category is empty"
+	case refundIDs && isRefundCategory(l.Category) && l.RefundID == "":
+		return Line{}, "refund_id is empty on a " + l.Category + " line"
+	case !isRefundCategory(l.Category) && l.RefundID != "":
+		return Line{}, "refund_id is set on a " + l.Category + " line, which is about no refund"
 	}
 	if _, err := chargeonce.CurrencyDigits(r.Currency); err != nil {
 		return Line{}, "currency: " + err.Error()

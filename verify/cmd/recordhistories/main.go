@@ -1,8 +1,8 @@
 // Command recordhistories records the histories that the replay tests of the
-// payment workflow run over. It starts an in-process Temporal server, runs
-// each scenario against the fake provider with short timings, and writes
-// every history as JSON to workflows/testdata, plus one deliberately broken
-// history that replay must refuse.
+// payment and refund workflows run over. It starts an in-process Temporal
+// server, runs each scenario against the fake provider with short timings,
+// and writes every history as JSON to workflows/testdata, plus one
+// deliberately broken history that replay must refuse.
 //
 // Run it from the repository root after a change that is meant to alter the
 // workflow's commands (behind workflow.GetVersion), and check in the result:
@@ -185,20 +185,30 @@ func record(ctx context.Context, out string, logger *slog.Logger) error {
 	}
 	for _, sc := range scenarios() {
 		logger.Info("recording", "scenario", sc.name)
-		if err := runScenario(ctx, ts, c, sc, out); err != nil {
+		if err := runScenario(ctx, ts, c, sc.name, sc.opts, out, sc.run); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+	}
+	for _, sc := range refundScenarios() {
+		logger.Info("recording", "scenario", sc.name)
+		if err := runScenario(ctx, ts, c, sc.name, sc.opts, out, sc.run); err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.name, err)
 		}
 	}
 	return breakHistory(filepath.Join(out, "approved.json"), filepath.Join(out, "broken-activity-type.json"))
 }
 
-func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Client, sc scenario, out string) (err error) {
+// runScenario runs one scenario with its own fake provider and store:
+// start starts its workflow and waits for it to end as the scenario wants,
+// and the history of the run is written to out.
+func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Client, name string, opts activitiestest.Options, out string,
+	start func(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) (client.WorkflowRun, error)) (err error) {
 	dir, err := os.MkdirTemp("", "recordhistories-")
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	env, err := activitiestest.Start(ctx, sc.opts, dir)
+	env, err := activitiestest.Start(ctx, opts, dir)
 	if err != nil {
 		return err
 	}
@@ -210,15 +220,28 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 	// One task queue per scenario, so that each runs on its own fake
 	// provider. The lookup queue's name is fixed in the workflow; the
 	// scenarios run one after another, each with its own lookup worker.
-	taskQueue := chargeonce.TaskQueue + "-" + sc.name
+	taskQueue := chargeonce.TaskQueue + "-" + name
 	w := ts.NewWorker(taskQueue, func(r worker.Registry) { workflows.Register(r, env.Activities) })
 	defer w.Stop()
 	lw := ts.NewWorker(chargeonce.LookupTaskQueue, func(r worker.Registry) { workflows.RegisterLookups(r, env.Activities) })
 	defer lw.Stop()
 
-	intent, err := env.CreateIntent(ctx, sc.token, amount, time.Now())
+	run, err := start(ctx, c, env, taskQueue)
 	if err != nil {
 		return err
+	}
+	history, err := fetchHistory(ctx, c, run.GetID(), run.GetRunID())
+	if err != nil {
+		return err
+	}
+	return writeHistory(filepath.Join(out, name+".json"), history)
+}
+
+// run starts the payment and waits for the outcome the scenario wants.
+func (sc scenario) run(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) (client.WorkflowRun, error) {
+	intent, err := env.CreateIntent(ctx, sc.token, amount, time.Now())
+	if err != nil {
+		return nil, err
 	}
 	if sc.swept {
 		intent.CardToken = ""
@@ -232,25 +255,21 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 		TypedSearchAttributes: workflows.StartSearchAttributes(intent),
 	}, workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: sc.timing})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if sc.during != nil {
 		if err := sc.during(ctx, c, env, intent); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var res workflows.PaymentResult
 	if err := run.Get(ctx, &res); err != nil {
-		return err
+		return nil, err
 	}
 	if res.Status != sc.want {
-		return fmt.Errorf("payment ended %s (%s), want %s", res.Status, res.Message, sc.want)
+		return nil, fmt.Errorf("payment ended %s (%s), want %s", res.Status, res.Message, sc.want)
 	}
-	history, err := fetchHistory(ctx, c, run.GetID(), run.GetRunID())
-	if err != nil {
-		return err
-	}
-	return writeHistory(filepath.Join(out, sc.name+".json"), history)
+	return run, nil
 }
 
 // waitReconciling waits until the payment has given up its charge phase.
