@@ -173,7 +173,7 @@ func (s *Settlement) StageReport(ctx context.Context, in StageReportInput) (Stag
 
 func stagedLine(date string, l settlement.Line) store.SettlementLine {
 	return store.SettlementLine{Date: date, LineNo: l.No, BalanceTransactionID: l.BalanceTransactionID, Created: l.Created,
-		ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, Category: l.Category,
+		ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, Category: l.Category, RefundID: l.RefundID,
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: l.Currency}
 }
 

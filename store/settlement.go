@@ -436,35 +436,6 @@ func (s *db) RefundLines(ctx context.Context, date string, after LineCursor, lim
 	return lines, nil
 }
 
-// bookedRefundColumns are what the settlement reads of a refund.
-const bookedRefundColumns = `idempotency_key, COALESCE(order_id, 0), charge_id, amount_minor, currency, merchant_reference,
-	origin, status, COALESCE(provider_refund_id, ''), failure_reason, created_at`
-
-func scanBookedRefund(r rows) (Refund, error) {
-	var (
-		f                        Refund
-		minor                    int64
-		currency, origin, status string
-		created                  timestamp
-	)
-	if err := r.Scan(&f.Key, &f.OrderID, &f.ChargeID, &minor, &currency, &f.MerchantReference, &origin, &status,
-		&f.ProviderRefundID, &f.FailureReason, &created); err != nil {
-		return Refund{}, err
-	}
-	var err error
-	if f.Amount, err = chargeonce.NewMoney(minor, currency); err != nil {
-		return Refund{}, errCorrupt("refund", f.Key, err)
-	}
-	f.Origin, f.Status = chargeonce.RefundOrigin(origin), chargeonce.RefundStatus(status)
-	if !f.Status.Valid() {
-		return Refund{}, errCorrupt("refund", f.Key, fmt.Errorf("unknown status %q", status))
-	}
-	if f.CreatedAt, err = created.required("created_at"); err != nil {
-		return Refund{}, errCorrupt("refund", f.Key, err)
-	}
-	return f, nil
-}
-
 func (s *db) SucceededRefunds(ctx context.Context, from, to time.Time, afterRefundID string, limit int) ([]Refund, error) {
 	if limit <= 0 || limit > MaxSettlementBatch {
 		return nil, fmt.Errorf("store: succeeded refunds: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
@@ -473,7 +444,7 @@ func (s *db) SucceededRefunds(ctx context.Context, from, to time.Time, afterRefu
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
 		id := `provider_refund_id` + s.d.byteOrder
-		refunds, err = queryAll(ctx, q, scanBookedRefund, `SELECT `+bookedRefundColumns+` FROM refunds
+		refunds, err = queryAll(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds
 			WHERE status = 'succeeded' AND `+id+` > $1 AND created_at >= $2 AND created_at < $3
 			ORDER BY `+id+` LIMIT $4`, afterRefundID, s.t(from), s.t(to), limit)
 		return err
@@ -503,7 +474,7 @@ func (s *db) refundsIn(ctx context.Context, column string, values []string) ([]R
 	var refunds []Refund
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		refunds, err = queryAll(ctx, q, scanBookedRefund, `SELECT `+bookedRefundColumns+` FROM refunds
+		refunds, err = queryAll(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds
 			WHERE `+column+` IN (`+inList(1, len(values))+`) ORDER BY created_at, idempotency_key`, anys(values)...)
 		return err
 	})
