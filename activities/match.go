@@ -17,9 +17,6 @@ import (
 	"chargeonce/store"
 )
 
-// lateChargeRefunded is the alert of a late charge that the repair refunds.
-const lateChargeRefunded alert.Name = "late_charge_refunded"
-
 // matcher runs one settlement of a date in two merges, each of two sorted
 // sequences read in pages, so that it holds a few batches in memory however
 // long the report is: the staged lines against the day's succeeded attempts
@@ -377,7 +374,7 @@ func (m *matcher) repair(l store.SettlementLine, a store.Attempt, recorded store
 		e.Kind, e.RefundKey = chargeonce.ExceptionLateChargeRefunded, refundKey
 		e.Detail = fmt.Sprintf("Order %d was paid by another charge, so charge %s of %s, for which %s, is refunded in whole under refund %s; the refund sweep sends it if nothing did yet. Act only if that refund fails.",
 			a.OrderID, l.ChargeID, charged, why, refundKey)
-		m.log.Error("late charge in the settlement report: refunded", alert.Attr(lateChargeRefunded),
+		m.log.Error("late charge in the settlement report: refunded", alert.Attr(alert.LateChargeRefunded),
 			"charge", l.ChargeID, "reference", l.MerchantReference, "order", a.OrderID, "amount", charged.String(), "refund", refundKey)
 	default:
 		// The charge paid the order after all, since the attempt was read.
