@@ -36,10 +36,10 @@ const (
 	PhaseCompleted = "completed"
 )
 
-// MaxHistoryLength is the history length at which a reconciling payment
-// continues as new, unless Temporal suggests it earlier. A reconciliation of
-// the default timing writes a few hundred events; the limit only matters for
-// very long timings.
+// MaxHistoryLength is the history length at which a reconciling payment, or
+// a refund being looked up, continues as new, unless Temporal suggests it
+// earlier. A reconciliation of the default timing writes a few hundred
+// events; the limit only matters for very long timings.
 const MaxHistoryLength = 10000
 
 // ErrTypeInvalidInput is the error type of a payment workflow started with

@@ -61,10 +61,12 @@ type RefundCarried struct {
 }
 
 // RefundUpdate is the input of the "refund" update: the caller asking for
-// the outcome of the refund it stored under Key.
+// the outcome of the refund it stored under Key. The update may also come
+// without it: the workflow ID names the refund already.
 type RefundUpdate struct {
-	// Key is the refund's key, which must be this workflow's.
-	Key string `json:"key"`
+	// Key is the refund's key, which must be this workflow's; empty means
+	// this workflow's.
+	Key string `json:"key,omitempty"`
 }
 
 // RefundResult is the outcome of a refund, returned by the workflow and by
@@ -102,12 +104,7 @@ func RefundWorkflowID(key string) string {
 // starts with: a pending refund of its order (none for a charge of no
 // order), under its merchant reference.
 func RefundStartSearchAttributes(intent chargeonce.RefundIntent) temporal.SearchAttributes {
-	attrs := (&refund{intent: intent}).searchAttributes()
-	updates := make([]temporal.SearchAttributeUpdate, len(attrs))
-	for i, a := range attrs {
-		updates[i] = a.key.ValueSet(a.value)
-	}
-	return temporal.NewSearchAttributes(updates...)
+	return temporal.NewSearchAttributes(setting((&refund{intent: intent}).searchAttributes())...)
 }
 
 // RefundWorkflow refunds one refund intent exactly once.
@@ -229,9 +226,10 @@ func (r *refund) registerHandlers(ctx workflow.Context) error {
 }
 
 // validateRefund refuses, before anything is written to the history, an
-// update meant for another refund.
+// update meant for another refund: a caller that computed the workflow ID
+// from another key.
 func (r *refund) validateRefund(req RefundUpdate) error {
-	if req.Key != r.intent.Key {
+	if req.Key != "" && req.Key != r.intent.Key {
 		return fmt.Errorf("refund: the update is for refund %q, and this workflow refunds %q", req.Key, r.intent.Key)
 	}
 	return nil

@@ -141,7 +141,7 @@ func TestRefundWorkflow_ProviderRefusalIsAFailedRefund(t *testing.T) {
 
 	require.Equal(t, chargeonce.RefundFailed, res.Status)
 	require.Equal(t, "charge_already_refunded", res.FailureReason)
-	requireRefundKeys(t, env, r, 1)
+	require.Equal(t, []string{activitiestest.Quoted(other), activitiestest.Quoted(r.Key)}, env.RefundKeys(), "one request after the refund behind its back")
 	requireRefundStored(t, env, r, chargeonce.RefundFailed, res.ProviderRefundID, chargeonce.OrderPaid)
 	require.Equal(t, "charge_already_refunded", env.Refund(t, r.Key).FailureReason)
 	require.Equal(t, []string{"Refund"}, started(), "a refusal is a result, not looked up")
@@ -206,7 +206,8 @@ func TestRefundWorkflow_PendingRefundThatFailsIsFollowedToFailed(t *testing.T) {
 	started := activitiesStarted(wenv)
 	caller := &refundUpdate{t: t}
 	wenv.RegisterDelayedCallback(func() {
-		wenv.UpdateWorkflow(chargeonce.UpdateRefund, "caller", caller.callbacks(), workflows.RefundUpdate{Key: r.Key})
+		// As the refund API asks: without an argument.
+		wenv.UpdateWorkflow(chargeonce.UpdateRefund, "caller", caller.callbacks())
 	}, time.Second)
 	var during workflows.Status
 	wenv.RegisterDelayedCallback(func() {
@@ -296,4 +297,51 @@ func TestRefundWorkflow_InvalidInputFailsTheWorkflow(t *testing.T) {
 	require.ErrorAs(t, wenv.GetWorkflowError(), &appErr)
 	require.Equal(t, workflows.ErrTypeInvalidRefundInput, appErr.Type())
 	require.Empty(t, env.RefundKeys())
+}
+
+func TestRefundWorkflow_RefundOfAnotherAmountUnderItsReferenceIsFailedForAHuman(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Breaker: patientBreaker})
+	r := newPaidRefund(t, env)
+	require.NoError(t, env.Fake.SetMode(dropping.Fake.Mode))
+	wenv, logs := newLoggedWorkflowEnv(t, env, createdAt)
+	wenv.RegisterDelayedCallback(func() {
+		// A refund under the refund's reference, of another amount: a bug
+		// somewhere, which no lookup may take for this refund.
+		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+		other := uuid.Must(uuid.NewV7()).String()
+		res := env.Client.Refund(context.Background(), provider.RefundRequest{
+			Key: other, ChargeID: r.ChargeID, Amount: r.Amount.Minor + 1, Currency: r.Amount.Currency, MerchantReference: r.MerchantReference,
+		})
+		require.Equal(t, provider.Approved, res.Outcome)
+	}, time.Minute)
+
+	res := runRefund(t, wenv, workflows.RefundInput{Intent: r, Timing: shortCharge})
+
+	refunds := env.Fake.Refunds()
+	require.Len(t, refunds, 1)
+	require.Equal(t, chargeonce.RefundFailed, res.Status)
+	require.Equal(t, refunds[0].ID, res.ProviderRefundID)
+	requireOneError(t, logs.String(), alert.RefundMismatch)
+	requireRefundStored(t, env, r, chargeonce.RefundFailed, refunds[0].ID, chargeonce.OrderPaid)
+}
+
+func TestRefundWorkflow_ContinuedRunKeepsWaitingWithoutSending(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	r := newPaidRefund(t, env)
+	wenv := newWorkflowEnv(t, env, createdAt.Add(30*time.Hour))
+	started := activitiesStarted(wenv)
+	var during workflows.Status
+	wenv.RegisterDelayedCallback(func() {
+		during = queryStatus(t, wenv)
+		require.NoError(t, env.RefundBehindTheBack(context.Background(), r))
+		wenv.SignalWorkflow(chargeonce.SignalRefundEvent, workflows.RefundEvent{Type: "refund.succeeded"})
+	}, time.Hour)
+
+	res := runRefund(t, wenv, workflows.RefundInput{Intent: r, Carried: &workflows.RefundCarried{
+		Checks: 181, KeyRetention: 24 * time.Hour, Unresolved: true,
+	}})
+
+	require.Equal(t, workflows.Status{Phase: workflows.PhaseUnresolved, Checks: 181}, during, "the alert's state is carried, and not raised again")
+	require.Equal(t, []string{"FindRefund"}, started(), "no send, no timed lookup, the retention known: only the event's lookup")
+	require.Equal(t, chargeonce.RefundSucceeded, res.Status)
 }

@@ -219,13 +219,18 @@ func published(ctx workflow.Context, attrs []searchAttribute) bool {
 
 // publish upserts attrs.
 func publish(ctx workflow.Context, logger log.Logger, attrs []searchAttribute) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, setting(attrs)...); err != nil {
+		logger.Warn("could not update the search attributes", "error", err)
+	}
+}
+
+// setting is the updates that set attrs.
+func setting(attrs []searchAttribute) []temporal.SearchAttributeUpdate {
 	updates := make([]temporal.SearchAttributeUpdate, len(attrs))
 	for i, a := range attrs {
 		updates[i] = a.key.ValueSet(a.value)
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
-		logger.Warn("could not update the search attributes", "error", err)
-	}
+	return updates
 }
 
 func formatTime(t time.Time) string {

@@ -6,6 +6,7 @@ package activitiestest
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -362,7 +363,7 @@ func (e *Env) CreateRefund(ctx context.Context, orderID, minor int64, createdAt 
 		Key:                key.String(),
 		ReferencePrefix:    ReferencePrefix,
 		RequestKey:         requestKey.String(),
-		RequestFingerprint: requestKey.String(),
+		RequestFingerprint: fmt.Sprintf("%x", sha256.Sum256([]byte(requestKey.String()))),
 		Now:                createdAt,
 	})
 	if err != nil {
