@@ -44,6 +44,10 @@ type Refund struct {
 	Requests []chargeonce.ProviderRequest
 }
 
+// MaxRequestKeyLength bounds the Idempotency-Key of an API request that a
+// refund keeps, in bytes; the key is free text (chargeonce.ValidateText).
+const MaxRequestKeyLength = 255
+
 // NewRefund is what StartRefund needs to find or create a refund.
 type NewRefund struct {
 	// OrderID is the order to refund. For RefundByOperator it may be 0, and
@@ -62,7 +66,9 @@ type NewRefund struct {
 	// ReferencePrefix starts the merchant reference of a new refund.
 	ReferencePrefix string
 	// RequestKey and RequestFingerprint are the API request's
-	// Idempotency-Key and the fingerprint of its body.
+	// Idempotency-Key (at most MaxRequestKeyLength bytes) and the
+	// fingerprint of its body (a SHA-256 in lower-case hex); both empty for
+	// a refund no API request asked for.
 	RequestKey         string
 	RequestFingerprint string
 	// Now is the creation time of a new refund.
@@ -127,8 +133,14 @@ type RefundStore interface {
 	// the amount (0: the rest) is checked against what the charge can still
 	// refund, its amount less its refunds that hold, and a pending refund is
 	// inserted. Concurrent calls for one charge never pass its amount
-	// together. Errors: ErrNotFound (no such order), ErrNotRefundable,
-	// ErrRefundExceedsCharge.
+	// together, whether they name its order or only the charge. The charge
+	// named must be one of the order's (its paying charge or a late one),
+	// or, without an order, one the books hold: a succeeded attempt's, a
+	// late charge, or a settlement report's charge line; a refund of a
+	// charge that belongs to an order gets that order's ID. Errors:
+	// ErrNotFound (no such order), ErrNotRefundable, ErrRefundExceedsCharge
+	// (also for the rest of a charge that has nothing left), and ErrConflict
+	// when the new refund's Key is taken.
 	StartRefund(ctx context.Context, n NewRefund) (Refund, RefundDecision, error)
 	// GetRefund returns one refund with its Requests.
 	GetRefund(ctx context.Context, key string) (Refund, error)
@@ -136,7 +148,7 @@ type RefundStore interface {
 	// without its Requests, or ErrNotFound.
 	RefundByReference(ctx context.Context, merchantReference string) (Refund, error)
 	// OrderRefunds returns the refunds of an order, oldest first, without
-	// their Requests.
+	// their Requests, or ErrNotFound when there is no such order.
 	OrderRefunds(ctx context.Context, orderID int64) ([]Refund, error)
 	// MarkRefundWorkflowStarted records that the refund's workflow runs,
 	// which takes it out of the outbox.
@@ -152,11 +164,13 @@ type RefundStore interface {
 	// refund.
 	MarkRefundChecked(ctx context.Context, key string, at time.Time) error
 	// SettleRefund moves a pending refund to a settled status, or a
-	// succeeded one to failed, with the provider's refund id and failure
-	// reason, and sets its order's status by
-	// chargeonce.OrderStatusAfterRefunds, in one transaction and
-	// conditionally. It returns false, and changes nothing, for any other
-	// move.
+	// succeeded one to failed, with the provider's refund id (required for
+	// succeeded; a later failure keeps the one stored when it is empty) and
+	// failure reason, and sets its order's status by
+	// chargeonce.OrderStatusAfterRefunds when the refund's charge is the
+	// one that paid the order, in one transaction and conditionally. It
+	// returns false, and changes nothing, for any other move. SettledAt
+	// stays the time the refund first left pending.
 	SettleRefund(ctx context.Context, key string, status chargeonce.RefundStatus, providerRefundID, failureReason string, at time.Time) (bool, error)
 	// OpenRefundStats returns how many refunds are pending and when the
 	// oldest of them was created (the zero time when none is).
@@ -166,7 +180,11 @@ type RefundStore interface {
 	// order not paid since adopts it (paid by this charge); an order paid
 	// by another charge gets a pending RefundLateCharge refund of the whole
 	// charge, one per charge however often it is found; the charge that
-	// paid the order changes nothing. The refund is returned when the
-	// decision is refunded.
+	// paid the order changes nothing. A charge of another amount than the
+	// order's cannot pay it, and is refunded too. The refund is returned
+	// when the decision is refunded; it is nil when refunds of others had
+	// returned the whole charge already. A refund of the charge that ended
+	// not_processed refunded nothing, so the next call stores a new one,
+	// under c.RefundKey. ErrNotFound: no such attempt.
 	RecordLateCharge(ctx context.Context, c LateCharge) (LateChargeDecision, *Refund, error)
 }

@@ -9,10 +9,6 @@ import (
 	"chargeonce"
 )
 
-// MaxRequestKeyLength bounds the Idempotency-Key of an API request that a
-// refund keeps, in bytes.
-const MaxRequestKeyLength = 255
-
 // maxChargeIDLength bounds a charge id; providers' ids are far shorter.
 const maxChargeIDLength = 255
 

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
@@ -246,29 +250,34 @@ func TestStore_FailedRefundFreesItsAmount(t *testing.T) {
 
 // TestStore_ConcurrentRefundsNeverPassTheCharge races ten refunds of 100.00
 // against one order of 548.90: five fit, the other five are refused, and the
-// refunds that hold never sum to more than the charge.
+// refunds that hold never sum to more than the charge. Half of them are an
+// operator's refunds of the order's charge, which must take turns with the
+// order's all the same.
+//
+// SQLite runs one writer at a time. On PostgreSQL the race is held open: a
+// transaction of the test locks the refunds table, so that every refund
+// reaches the database and waits, at its lock or at the table, before the
+// first of them can read what the charge has refunded; then it lets them
+// all go. Without the store's locks, all ten would read nothing refunded.
 func TestStore_ConcurrentRefundsNeverPassTheCharge(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
-		s := openStore(t, dsn)
-		order, charge := paidOrder(t, s)
-
 		const callers = 10
+		s := openStore(t, withConns(dsn, callers))
+		order, charge := paidOrder(t, s)
+		release := holdTable(t, dsn, "refunds")
+
 		errs := make([]error, callers)
-		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range callers {
 			n := newRefund(t, order.ID, 10000, "")
 			if i%2 == 1 {
-				// Half of them come as an operator's refund of the charge,
-				// which must take turns with the order's all the same.
 				n.OrderID, n.ChargeID, n.Origin = 0, charge, chargeonce.RefundByOperator
 			}
 			wg.Go(func() {
-				<-start
 				_, _, errs[i] = s.StartRefund(context.Background(), n)
 			})
 		}
-		close(start)
+		release(callers)
 		wg.Wait()
 
 		created := 0
@@ -285,6 +294,41 @@ func TestStore_ConcurrentRefundsNeverPassTheCharge(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, refunds, 5, "an operator's refund of an order's charge belongs to the order")
 	})
+}
+
+// withConns lets a PostgreSQL store open a connection for each of n
+// callers, so that all of them wait in the database rather than for the
+// pool.
+func withConns(dsn string, n int) string {
+	if strings.HasPrefix(dsn, "sqlite:") {
+		return dsn
+	}
+	return dsn + "&pool_max_conns=" + strconv.Itoa(n+2)
+}
+
+// holdTable locks a table on PostgreSQL until release(waiters) is called,
+// which first waits until that many other sessions of the database wait
+// for a lock. On SQLite, whose writers take turns anyway, it does nothing.
+func holdTable(t *testing.T, dsn, table string) (release func(waiters int)) {
+	t.Helper()
+	if strings.HasPrefix(dsn, "sqlite:") {
+		return func(int) {}
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(ctx) })
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	return func(waiters int) {
+		require.Eventually(t, func() bool {
+			return rawCount(t, dsn, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`) == int64(waiters)
+		}, time.Minute, 10*time.Millisecond, "%d sessions wait for a lock", waiters)
+		require.NoError(t, tx.Commit(ctx))
+	}
 }
 
 // TestStore_RequestKeyIsReplayedOrRefusedAndFreedByNotProcessed: the API's
@@ -327,25 +371,26 @@ func TestStore_RequestKeyIsReplayedOrRefusedAndFreedByNotProcessed(t *testing.T)
 }
 
 // TestStore_ConcurrentRequestsWithOneKeyMakeOneRefund: copies of one
-// request racing each other store one refund; the others replay it.
+// request for the rest, racing each other (held open on PostgreSQL as in
+// TestStore_ConcurrentRefundsNeverPassTheCharge), store one refund; the
+// others replay it, and none is refused for the amount its twin took.
 func TestStore_ConcurrentRequestsWithOneKeyMakeOneRefund(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
-		s := openStore(t, dsn)
-		order, _ := paidOrder(t, s)
 		const callers = 10
+		s := openStore(t, withConns(dsn, callers))
+		order, _ := paidOrder(t, s)
+		release := holdTable(t, dsn, "refunds")
 		results := make([]store.Refund, callers)
 		decisions := make([]store.RefundDecision, callers)
 		errs := make([]error, callers)
-		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range callers {
 			n := newRefund(t, order.ID, 0, "req-rest")
 			wg.Go(func() {
-				<-start
 				results[i], decisions[i], errs[i] = s.StartRefund(context.Background(), n)
 			})
 		}
-		close(start)
+		release(callers)
 		wg.Wait()
 		count := map[store.RefundDecision]int{}
 		for i := range callers {
@@ -635,29 +680,29 @@ func TestStore_LateChargeOfAnotherAmountIsRefunded(t *testing.T) {
 }
 
 // TestStore_ConcurrentFindsOfOneLateChargeMakeOneRefund: the event, the
-// workflow and the settlement may find one late charge at once.
+// workflow and the settlement may find one late charge at once (held open
+// on PostgreSQL as in TestStore_ConcurrentRefundsNeverPassTheCharge).
 func TestStore_ConcurrentFindsOfOneLateChargeMakeOneRefund(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
-		s := openStore(t, dsn)
+		const finders = 8
+		s := openStore(t, withConns(dsn, finders))
 		order := newOrder(t, s)
 		abandoned, _ := checkout(t, s, order.ID, card("visa"), base)
 		require.True(t, settle(t, s, abandoned.Key, chargeonce.AttemptAbandoned, ""))
 		paid, _ := checkout(t, s, order.ID, card("visa"), base.Add(time.Minute))
 		require.True(t, settle(t, s, paid.Key, chargeonce.AttemptSucceeded, "ch_paid"))
+		release := holdTable(t, dsn, "late_charges")
 
-		const finders = 8
 		refunds := make([]*store.Refund, finders)
 		errs := make([]error, finders)
-		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range finders {
 			c := lateCharge(t, abandoned.Key, "ch_late")
 			wg.Go(func() {
-				<-start
 				_, refunds[i], errs[i] = s.RecordLateCharge(context.Background(), c)
 			})
 		}
-		close(start)
+		release(finders)
 		wg.Wait()
 		for i := range finders {
 			require.NoError(t, errs[i])
@@ -715,5 +760,106 @@ func TestStore_SettlingNeverUnpaysARefundedOrder(t *testing.T) {
 		require.Equal(t, "ch_late", o.ProviderPaymentID)
 		_, dc := checkout(t, s, order.ID, card("visa"), base.Add(time.Hour))
 		require.Equal(t, store.DecisionAlreadyPaid, dc)
+	})
+}
+
+// schemaV7 is what TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers
+// needs of each dialect to inspect the tables that version 8 rebuilds.
+var schemaV7 = map[string]struct {
+	// indexes counts the indexes of payment_attempts and provider_requests;
+	// foreignKeys counts the references from provider_requests to
+	// payment_attempts and from payment_attempts to orders.
+	indexes, foreignKeys string
+}{
+	"sqlite": {
+		indexes: `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN
+			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted',
+			 'payment_attempts_succeeded_by_charge', 'provider_requests_by_key')`,
+		foreignKeys: schemaV2["sqlite"].foreignKeys,
+	},
+	"postgres": {
+		indexes: `SELECT count(*) FROM pg_indexes WHERE indexname IN
+			('payment_attempts_one_open_per_order', 'payment_attempts_by_order', 'payment_attempts_unstarted',
+			 'payment_attempts_succeeded_by_charge', 'provider_requests_by_key')`,
+		foreignKeys: schemaV2["postgres"].foreignKeys,
+	},
+}
+
+// TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers migrates a
+// database of version 7, with a paid, a pending and a placed order, their
+// attempts and request logs, to the current schema. SQLite rebuilds orders
+// and the tables that refer to it: the rows, the indexes and the foreign
+// keys are all there after, and an order number is never given twice, not
+// even the number of an order that was deleted.
+func TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		dialect := "postgres"
+		if strings.HasPrefix(dsn, "sqlite:") {
+			dialect = "sqlite"
+		}
+		d := schemaV2[dialect]
+		at := d.time(base)
+		rawExec(t, dsn, d.migrationsTable)
+		for i, name := range []string{"0001_init.sql", "0002_payment_timing.sql", "0003_not_processed.sql", "0004_provider_events.sql",
+			"0005_settlement.sql", "0006_api_keys.sql", "0007_keyed_card_hashes.sql"} {
+			body, err := os.ReadFile(filepath.Join("migrations", dialect, name))
+			require.NoError(t, err)
+			rawExec(t, dsn, string(body))
+			rawExec(t, dsn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, i+1, name, at)
+		}
+		for _, o := range []struct {
+			status    string
+			paymentID any
+		}{{"paid", "ch_paid"}, {"payment_pending", nil}, {"placed", nil}, {"placed", nil}} {
+			rawExec(t, dsn, `INSERT INTO orders (amount_minor, currency, description, status, provider_payment_id, created_at, updated_at)
+				VALUES (54890, 'TRY', 'Collected works', $1, $2, $3, $3)`, o.status, o.paymentID, at)
+		}
+		// The newest order is gone: its number must not come back.
+		rawExec(t, dsn, `DELETE FROM orders WHERE id = 1004`)
+		succeeded, open := newKey(t), newKey(t)
+		for _, a := range []struct {
+			key, status string
+			orderID     int64
+			paymentID   any
+			settled     any
+		}{
+			{succeeded, "succeeded", 1001, "ch_paid", at},
+			{open, "open", 1002, nil, nil},
+		} {
+			rawExec(t, dsn, `INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed,
+					merchant_reference, status, provider_payment_id, workflow_started, created_at, abandon_at, settled_at)
+				VALUES ($1, $2, 54890, 'TRY', $3, true, $4, $5, $6, true, $7, $7, $8)`,
+				a.key, a.orderID, card("visa"), chargeonce.MerchantReference("bookstore", a.orderID, a.key), a.status, a.paymentID, at, a.settled)
+			rawExec(t, dsn, `INSERT INTO provider_requests (idempotency_key, at, status_code, outcome, replayed, duration_us) VALUES ($1, $2, 503, 'unavailable', false, 1500)`,
+				a.key, at)
+		}
+
+		s := openStore(t, dsn)
+
+		require.Equal(t, int64(migrations), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
+		v7 := schemaV7[dialect]
+		require.Equal(t, int64(5), rawCount(t, dsn, v7.indexes), "the indexes are back")
+		require.Equal(t, int64(2), rawCount(t, dsn, v7.foreignKeys), "the foreign keys are kept")
+		paid, attempts := getOrder(t, s, 1001)
+		require.Equal(t, chargeonce.OrderPaid, paid.Status)
+		require.Equal(t, "ch_paid", paid.ProviderPaymentID)
+		require.Equal(t, stored(base), paid.CreatedAt)
+		require.Equal(t, []string{succeeded}, keys(attempts))
+		require.True(t, attempts[0].CardHashKeyed)
+		require.Equal(t, []chargeonce.ProviderRequest{{Key: succeeded, At: stored(base), StatusCode: 503, Outcome: "unavailable", Duration: 1500 * time.Microsecond}}, attempts[0].Requests)
+		pending, attempts := getOrder(t, s, 1002)
+		require.Equal(t, chargeonce.OrderPaymentPending, pending.Status)
+		require.Equal(t, []string{open}, keys(attempts))
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM payment_attempts WHERE status = 'succeeded' AND provider_payment_id = 'ch_paid'`))
+
+		next := newOrder(t, s)
+		require.Equal(t, int64(1005), next.ID, "order numbers go on from the highest ever given")
+		_, d2 := checkout(t, s, 1002, card("visa"), base)
+		require.Equal(t, store.DecisionReused, d2, "the one-open-attempt index still finds the open attempt")
+
+		f, _ := startRefund(t, s, newRefund(t, 1001, 0, ""))
+		require.True(t, settleRefund(t, s, f.Key, chargeonce.RefundSucceeded, "re_1"))
+		refunded, _ := getOrder(t, s, 1001)
+		require.Equal(t, chargeonce.OrderRefunded, refunded.Status, "the new statuses are admitted")
 	})
 }

@@ -1,6 +1,7 @@
 // Package store is the merchant's database: orders, payment attempts, the
-// log of every request sent to the provider, and the payment timing that the
-// workers publish.
+// log of every request sent to the provider, refunds and their own request
+// logs, the late charges that the repair found, and the payment timing that
+// the workers publish.
 //
 // One Store interface has two implementations that share every query and
 // rule and differ only in their SQL dialect: PostgreSQL through pgx, for
@@ -10,7 +11,9 @@
 // The payment attempt row is the outbox of the checkout: its idempotency key
 // is stored before any request goes to the provider. Every status change is a
 // conditional update on an open attempt, so a terminal status is never
-// overwritten.
+// overwritten. A refund row is the outbox of a refund in the same way, and
+// the refunds of one charge are decided one at a time, under a lock, so that
+// those that hold never sum to more than the charge.
 package store
 
 import (
@@ -38,7 +41,8 @@ type Order struct {
 	Amount      chargeonce.Money
 	Description string
 	Status      chargeonce.OrderStatus
-	// ProviderPaymentID is the provider's charge ID once the order is paid.
+	// ProviderPaymentID is the provider's charge ID once the order is paid
+	// (Status.Paid): the charge its refunds return money from.
 	ProviderPaymentID string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
@@ -145,8 +149,9 @@ const (
 	// DecisionReused: an open attempt with the same amount and card exists;
 	// its key is to be sent again.
 	DecisionReused Decision = "reused"
-	// DecisionAlreadyPaid: the order is paid; the attempt returned is the
-	// one that succeeded.
+	// DecisionAlreadyPaid: the order is paid, refunded or not; the attempt
+	// returned is the one whose charge paid it: the one that succeeded, or
+	// the one whose late charge the order adopted.
 	DecisionAlreadyPaid Decision = "already_paid"
 	// DecisionConflict: an open attempt with another card or amount exists
 	// and must settle first; it is the attempt returned.
@@ -165,11 +170,13 @@ type Store interface {
 	// its Requests.
 	GetOrder(ctx context.Context, id int64) (Order, []Attempt, error)
 	// GetOrStartAttempt decides, in one transaction that locks the order,
-	// what a checkout does: a paid order is already_paid; an open attempt
-	// with the same amount and card hash is reused; an open attempt with
-	// another card or amount is a conflict; a failed attempt and no open one
-	// needs review; otherwise a new attempt with the given key is inserted,
-	// the order becomes payment_pending, and the decision is created.
+	// what a checkout does: a paid order, refunded or not, is already_paid,
+	// with the attempt whose charge paid it (the zero Attempt when it was
+	// paid by hand); an open attempt with the same amount and card hash is
+	// reused; an open attempt with another card or amount is a conflict; a
+	// failed attempt and no open one needs review; otherwise a new attempt
+	// with the given key is inserted, the order becomes payment_pending,
+	// and the decision is created.
 	// Concurrent calls for one order never create two open attempts. The
 	// attempt returned carries no Requests.
 	GetOrStartAttempt(ctx context.Context, n NewAttempt) (Attempt, Decision, error)
@@ -192,7 +199,7 @@ type Store interface {
 	// in one transaction and conditionally (WHERE status = 'open'). It
 	// returns false, and changes nothing, when the attempt was already
 	// terminal. The order changes only while it is payment_pending, so a
-	// paid order is never un-paid.
+	// paid order, refunded or not, is never un-paid.
 	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error)
 	// OpenAttemptStats returns how many attempts are open and when the
 	// oldest of them was created (the zero time when none is open).
