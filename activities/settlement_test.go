@@ -184,7 +184,7 @@ func TestMatchReport_FindsEachKindOfException(t *testing.T) {
 			c, err := b.env.Fake.PlantCharge(fakeprovider.PlantedCharge{Amount: 12000, Currency: "TRY", MerchantReference: "nobody", Status: fakeprovider.ChargeSucceeded})
 			require.NoError(t, err)
 			return c.ID, 0
-		}, chargeonce.ExceptionUnknownCharge, `The provider charged 120.00 TRY as ch_000003 (reference "nobody"), which no payment attempt made: find the customer and refund charge ch_000003.`},
+		}, chargeonce.ExceptionUnknownCharge, `The provider charged 120.00 TRY as ch_000003 (reference "nobody"), which no payment attempt made: find the customer and refund charge ch_000003 (POST /api/charges/ch_000003/refunds).`},
 		{"a double charge, refunded by the repair", func(t *testing.T, b *books, intent chargeonce.PaymentIntent, _ string) (string, int64) {
 			c, err := b.env.Fake.PlantCharge(fakeprovider.PlantedCharge{Amount: 54890, Currency: "TRY", MerchantReference: intent.MerchantReference, Status: fakeprovider.ChargeSucceeded})
 			require.NoError(t, err)
