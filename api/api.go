@@ -1,6 +1,7 @@
 // Package api serves the checkout HTTP API (docs/checkout-api.md): creating
-// orders, checking them out, reading them with their payment attempts and
-// provider request log, and the operational endpoints /healthz and /metrics.
+// orders, checking them out, refunding them, reading them with their
+// payment attempts, refunds and provider request log, and the operational
+// endpoints /healthz and /metrics.
 //
 // Every request but /healthz and the provider's signed events needs an API
 // key (internal/apikey) as a bearer token, and each route a scope of it.
@@ -28,6 +29,7 @@ import (
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/webhook"
+	"chargeonce/refund"
 	"chargeonce/store"
 )
 
@@ -38,6 +40,8 @@ const WebhookPath = "/webhooks/provider"
 type Config struct {
 	// Checkout runs checkouts. Required.
 	Checkout *checkout.Service
+	// Refunds runs refund requests; nil serves no refund request route.
+	Refunds *refund.Service
 	// Store is the merchant database, for orders, API keys and health.
 	// Required.
 	Store store.Store
@@ -62,6 +66,7 @@ const healthTimeout = 2 * time.Second
 
 type server struct {
 	checkout *checkout.Service
+	refunds  *refund.Service
 	store    store.Store
 	temporal client.Client
 	log      *slog.Logger
@@ -83,11 +88,16 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{checkout: cfg.Checkout, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &server{checkout: cfg.Checkout, refunds: cfg.Refunds, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux()}
 	// Every route but the publicPaths needs the scope it names here.
 	s.mux.HandleFunc("POST /api/orders", s.require(apikey.ScopeCheckout, s.createOrder))
 	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.require(apikey.ScopeCheckout, s.checkoutOrder))
 	s.mux.HandleFunc("GET /api/orders/{id}", s.require(apikey.ScopeCheckout, s.getOrder))
+	if cfg.Refunds != nil {
+		s.mux.HandleFunc("POST /api/orders/{id}/refunds", s.require(apikey.ScopeRefund, s.refundOrder))
+		s.mux.HandleFunc("POST /api/charges/{id}/refunds", s.require(apikey.ScopeOperator, s.refundCharge))
+	}
+	s.mux.HandleFunc("GET /api/refunds/{id}", s.require(apikey.ScopeRefund, s.getRefund))
 	s.mux.HandleFunc("GET /api/settlements/{date}", s.require(apikey.ScopeOperator, s.getSettlement))
 	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.require(apikey.ScopeOperator, s.runSettlement))
 	s.mux.HandleFunc("GET /healthz", s.health)

@@ -8,15 +8,20 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/internal/backend"
 	"chargeonce/internal/webhook"
+	"chargeonce/refund"
 )
 
 // Settings are the checkout API's settings: the api command's flags, or
 // what the dev stack chooses.
 type Settings struct {
-	// CheckoutBudget is how long a checkout waits for the charge before it
-	// answers pending; zero means the published charge budget plus two
-	// seconds (checkout.Config.Budget).
+	// CheckoutBudget is how long a checkout waits for the charge, and a
+	// refund request for its send phase, before it answers pending; zero
+	// means the published charge budget plus two seconds
+	// (checkout.DefaultBudget).
 	CheckoutBudget time.Duration
+	// Charges verifies at the provider the late charges that its events
+	// report (refund.Config.Charges); nil leaves them to the settlement.
+	Charges refund.ChargeFinder
 	// ReferencePrefix starts every merchant reference; empty means
 	// checkout.DefaultReferencePrefix.
 	ReferencePrefix string
@@ -26,26 +31,33 @@ type Settings struct {
 }
 
 // Build builds the API that s describes on the connected backend b: the
-// checkout service, and the handler of every route (New), which serves b's
-// registry at /metrics. The api command and the dev stack build their API
+// refund service, the checkout service, and the handler of every route
+// (New), which serves b's registry at /metrics. The api command and the dev stack build their API
 // with it, so that the two serve the same API. Given a registry that does
 // not hold the API's metrics yet, each of its errors is a bad setting.
-func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *checkout.Service, error) {
-	svc, err := checkout.New(checkout.Config{
-		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *checkout.Service, *refund.Service, error) {
+	refunds, err := refund.New(refund.Config{
+		Store: b.Store, Temporal: b.Temporal, Charges: s.Charges, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	svc, err := checkout.New(checkout.Config{
+		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+		Refunds: refunds,
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if _, err := svc.Timing(ctx); err != nil {
 		b.Logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
 	}
 	h, err := New(Config{
-		Checkout: svc, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
+		Checkout: svc, Refunds: refunds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
 		WebhookSecrets: s.WebhookSecrets, Registerer: b.Registry,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return h, svc, nil
+	return h, svc, refunds, nil
 }

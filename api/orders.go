@@ -13,7 +13,7 @@ import (
 	"chargeonce/store"
 )
 
-func newOrderBody(o store.Order, attempts []store.Attempt) wire.Order {
+func newOrderBody(o store.Order, attempts []store.Attempt, refunds []store.Refund) wire.Order {
 	body := wire.Order{
 		ID:                o.ID,
 		Status:            string(o.Status),
@@ -24,6 +24,10 @@ func newOrderBody(o store.Order, attempts []store.Attempt) wire.Order {
 		CreatedAt:         o.CreatedAt.UTC(),
 		UpdatedAt:         o.UpdatedAt.UTC(),
 		Attempts:          make([]wire.Attempt, 0, len(attempts)),
+		Refunds:           make([]wire.Refund, 0, len(refunds)),
+	}
+	for _, r := range refunds {
+		body.Refunds = append(body.Refunds, newRefundBody(r, false))
 	}
 	for _, a := range attempts {
 		ab := wire.Attempt{
@@ -83,7 +87,7 @@ func (s *server) createOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("order created", "order", order.ID, "amount", order.Amount.String())
 	w.Header().Set("Location", orderLocation(order.ID))
-	writeJSON(w, s.log, http.StatusCreated, "application/json", newOrderBody(order, nil))
+	writeJSON(w, s.log, http.StatusCreated, "application/json", newOrderBody(order, nil, nil))
 }
 
 func (s *server) getOrder(w http.ResponseWriter, r *http.Request) {
@@ -97,7 +101,12 @@ func (s *server) getOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("order %d: %w", id, err))
 		return
 	}
-	writeJSON(w, s.log, http.StatusOK, "application/json", newOrderBody(order, attempts))
+	refunds, err := s.store.OrderRefunds(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("order %d: refunds: %w", id, err))
+		return
+	}
+	writeJSON(w, s.log, http.StatusOK, "application/json", newOrderBody(order, attempts, refunds))
 }
 
 func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {

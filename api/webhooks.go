@@ -29,14 +29,17 @@ type providerEvents struct {
 	results  *prometheus.CounterVec
 }
 
-// eventBody is the part of an event that the API reads: the type and the
-// charge's id and merchant reference. Other fields are skipped, as a
-// provider adds them over time; the names read match exactly.
+// eventBody is the part of an event that the API reads: the type, and the
+// id and merchant reference of the charge or refund, with a refund's charge
+// and failure reason. Other fields are skipped, as a provider adds them
+// over time; the names read match exactly.
 type eventBody struct {
 	Type string `json:"type"`
 	Data *struct {
-		ID                string `json:"id"`
-		MerchantReference string `json:"merchant_reference"`
+		ID                string  `json:"id"`
+		MerchantReference string  `json:"merchant_reference"`
+		Charge            string  `json:"charge"`
+		FailureReason     *string `json:"failure_reason"`
 	} `json:"data"`
 }
 
@@ -49,10 +52,10 @@ func newProviderEvents(s *server, secrets []webhook.Secret, reg prometheus.Regis
 		return nil, err
 	}
 	// Every result is exported from 0, so that a rate over it starts at once.
-	for _, r := range []string{
-		string(checkout.EventSignaled), string(checkout.EventSettled), string(checkout.EventUnknownReference),
-		string(checkout.EventNoWorkflow), string(checkout.EventDuplicate), eventRefused, eventMalformed, eventUnavailable,
-	} {
+	for _, r := range checkout.EventResults {
+		results.WithLabelValues(string(r))
+	}
+	for _, r := range []string{eventRefused, eventMalformed, eventUnavailable} {
 		results.WithLabelValues(r)
 	}
 	return &providerEvents{server: s, verifier: webhook.NewVerifier(secrets, nil), results: results}, nil
@@ -101,11 +104,22 @@ func parseEvent(body []byte) (checkout.ProviderEvent, error) {
 	if err := strictjson.UnmarshalExtensible(body, &b); err != nil {
 		return checkout.ProviderEvent{}, badRequest("the event is refused: %v", err)
 	}
-	switch {
-	case b.Type != webhook.EventChargeSucceeded && b.Type != webhook.EventChargeFailed:
-		return checkout.ProviderEvent{}, badRequest("the event type must be %q or %q", webhook.EventChargeSucceeded, webhook.EventChargeFailed)
-	case b.Data == nil || b.Data.ID == "" || b.Data.MerchantReference == "":
-		return checkout.ProviderEvent{}, badRequest("the event's data must be a charge with its id and merchant_reference")
+	switch b.Type {
+	case webhook.EventChargeSucceeded, webhook.EventChargeFailed:
+		if b.Data == nil || b.Data.ID == "" || b.Data.MerchantReference == "" {
+			return checkout.ProviderEvent{}, badRequest("the event's data must be a charge with its id and merchant_reference")
+		}
+		return checkout.ProviderEvent{Type: b.Type, ChargeID: b.Data.ID, MerchantReference: b.Data.MerchantReference}, nil
+	case webhook.EventRefundSucceeded, webhook.EventRefundFailed:
+		if b.Data == nil || b.Data.ID == "" || b.Data.Charge == "" || b.Data.MerchantReference == "" {
+			return checkout.ProviderEvent{}, badRequest("the event's data must be a refund with its id, charge and merchant_reference")
+		}
+		ev := checkout.ProviderEvent{Type: b.Type, ChargeID: b.Data.Charge, MerchantReference: b.Data.MerchantReference, RefundID: b.Data.ID}
+		if b.Data.FailureReason != nil {
+			ev.FailureReason = *b.Data.FailureReason
+		}
+		return ev, nil
 	}
-	return checkout.ProviderEvent{Type: b.Type, ChargeID: b.Data.ID, MerchantReference: b.Data.MerchantReference}, nil
+	return checkout.ProviderEvent{}, badRequest("the event type must be one of %q, %q, %q and %q",
+		webhook.EventChargeSucceeded, webhook.EventChargeFailed, webhook.EventRefundSucceeded, webhook.EventRefundFailed)
 }

@@ -108,7 +108,7 @@ type Result struct {
 const DefaultReferencePrefix = "chargeonce"
 
 // budgetMargin is how much longer than the published charge budget a
-// checkout waits by default, so that a charge phase that used its whole
+// request waits by default, so that a charge phase that used its whole
 // budget still reports its result instead of being cut off.
 const budgetMargin = 2 * time.Second
 
@@ -134,6 +134,9 @@ type Config struct {
 	NewKey func() (string, error)
 	// Logger receives the story of every checkout; nil discards.
 	Logger *slog.Logger
+	// Refunds handles the provider's refund events and repairs late
+	// charges (HandleProviderEvent); nil keeps both for the books alone.
+	Refunds Refunds
 }
 
 // Service runs checkouts and the outbox sweep. It is safe for concurrent use.
@@ -146,6 +149,7 @@ type Service struct {
 	now      func() time.Time
 	newKey   func() (string, error)
 	log      *slog.Logger
+	refunds  Refunds
 	// updates joins the charges of one key: see charge.
 	updates singleflight.Group
 }
@@ -174,7 +178,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.NewKey == nil {
-		cfg.NewKey = newUUIDv7
+		cfg.NewKey = NewKey
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -188,15 +192,22 @@ func New(cfg Config) (*Service, error) {
 		now:      cfg.Now,
 		newKey:   cfg.NewKey,
 		log:      cfg.Logger,
+		refunds:  cfg.Refunds,
 	}, nil
 }
 
 // Timing returns the payment timing that the workers published, which the
-// next checkout or sweep start uses. It is ErrNoTiming when no worker has
-// published one yet, and ErrTimingUnreadable when this program cannot use
-// the one published.
+// next checkout or sweep start uses: see ReadTiming.
 func (s *Service) Timing(ctx context.Context) (workflows.Timing, error) {
-	p, err := s.store.PaymentTiming(ctx)
+	return ReadTiming(ctx, s.store)
+}
+
+// ReadTiming reads the payment timing that the workers published in st,
+// uncached, for checkouts, refunds and their sweeps alike. It is ErrNoTiming
+// when no worker has published one yet, and ErrTimingUnreadable when this
+// program cannot use the one published.
+func ReadTiming(ctx context.Context, st store.Store) (workflows.Timing, error) {
+	p, err := st.PaymentTiming(ctx)
 	if errors.Is(err, store.ErrNotFound) {
 		return workflows.Timing{}, ErrNoTiming
 	}
@@ -215,10 +226,19 @@ func (s *Service) budgetFor(t workflows.Timing) time.Duration {
 	if s.budget > 0 {
 		return s.budget
 	}
+	return DefaultBudget(t)
+}
+
+// DefaultBudget is how long a request under timing t waits by default for
+// the send phase of its workflow (a charge, or a refund), which may use the
+// whole published charge budget.
+func DefaultBudget(t workflows.Timing) time.Duration {
 	return t.ChargeBudget + budgetMargin
 }
 
-func newUUIDv7() (string, error) {
+// NewKey issues a fresh idempotency key, a UUIDv7: the default of every
+// Config.NewKey, for payment attempts and refunds alike.
+func NewKey() (string, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return "", err

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"chargeonce"
+	"chargeonce/internal/webhook"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -32,17 +33,55 @@ const (
 	EventNoWorkflow EventResult = "no_workflow"
 	// EventDuplicate: the event was handled before; nothing more is done.
 	EventDuplicate EventResult = "duplicate"
+	// EventLateChargeAdopted: the charge, verified at the provider, came
+	// for an attempt that had settled without it, and pays its order,
+	// which no other charge had paid.
+	EventLateChargeAdopted EventResult = "late_charge_adopted"
+	// EventLateChargeRefunded: the charge, verified at the provider, came
+	// for an order that another charge paid; a refund of it was stored and
+	// started (alert late_charge_refunded).
+	EventLateChargeRefunded EventResult = "late_charge_refunded"
+	// EventLateChargeUnverified: the event names a charge for a settled
+	// attempt that the provider does not hold as succeeded under the
+	// attempt's reference, or that cannot be verified here; it is kept for
+	// the books, whose settlement repairs what the report proves.
+	EventLateChargeUnverified EventResult = "late_charge_unverified"
 )
 
+// EventResults are every EventResult, for metrics that start each at 0.
+var EventResults = []EventResult{
+	EventSignaled, EventSettled, EventUnknownReference, EventNoWorkflow, EventDuplicate,
+	EventLateChargeAdopted, EventLateChargeRefunded, EventLateChargeUnverified,
+}
+
+// Refunds is what the provider's events need of the refund service
+// (package refund, which builds on this one): its refunds' events, and the
+// repair of a charge that came for an attempt that settled without it.
+type Refunds interface {
+	// HandleRefundEvent acts on a refund.succeeded or refund.failed event
+	// that was stored once by its ID.
+	HandleRefundEvent(ctx context.Context, ev ProviderEvent) (EventResult, error)
+	// RepairLateCharge verifies at the provider that the attempt's
+	// reference holds the succeeded charge, and repairs it: the order
+	// adopts it, or it is refunded.
+	RepairLateCharge(ctx context.Context, a store.Attempt, chargeID string) (EventResult, error)
+}
+
 // ProviderEvent is an event whose signature has been verified: the
-// provider reports that a charge finished.
+// provider reports that a charge or a refund finished.
 type ProviderEvent struct {
 	// ID is the event's webhook-id, the same on every delivery.
 	ID string
 	// Type is the event type, such as charge.succeeded.
-	Type              string
-	ChargeID          string
+	Type string
+	// ChargeID is the charge, or the charge a refund returns money from.
+	ChargeID string
+	// MerchantReference is the charge's, or the refund's.
 	MerchantReference string
+	// RefundID and FailureReason are a refund event's; they are not
+	// stored, as every delivery of an event carries them again.
+	RefundID      string
+	FailureReason string
 	// Payload is the body as received, kept for the books.
 	Payload []byte
 }
@@ -53,9 +92,13 @@ type ProviderEvent struct {
 const signalTimeout = 5 * time.Second
 
 // HandleProviderEvent stores the event once by its ID and tells the
-// attempt with its merchant reference to look the charge up. The event is
-// never trusted to settle anything itself: the workflow settles from what
-// the lookup finds, so a forged or stale event can only cause a lookup.
+// attempt with its merchant reference to look the charge up, or hands a
+// refund's event to the refund service. The event is never trusted to
+// settle a charge itself: the workflow settles from what the lookup finds,
+// so a forged or stale event can only cause a lookup. A charge.succeeded for
+// an attempt that settled without that charge (abandoned, not processed,
+// declined, or paid by another charge) is money taken: it is verified at
+// the provider and repaired (Refunds.RepairLateCharge), never dropped.
 // An error means the event was not handled and should be delivered again;
 // a redelivery after a failure is handled afresh, one after a success is
 // EventDuplicate.
@@ -71,7 +114,13 @@ func (s *Service) HandleProviderEvent(ctx context.Context, ev ProviderEvent) (Ev
 		return EventDuplicate, nil
 	}
 	// A redelivery acts on the event as first stored.
-	result, err := s.signalAttempt(ctx, stored)
+	var result EventResult
+	if isRefundEvent(stored.Type) {
+		result, err = s.refundEvent(ctx, ProviderEvent{ID: stored.ID, Type: stored.Type, ChargeID: stored.ChargeID,
+			MerchantReference: stored.MerchantReference, RefundID: ev.RefundID, FailureReason: ev.FailureReason})
+	} else {
+		result, err = s.signalAttempt(ctx, stored)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -79,6 +128,20 @@ func (s *Service) HandleProviderEvent(ctx context.Context, ev ProviderEvent) (Ev
 		return "", fmt.Errorf("checkout: provider event: %w", err)
 	}
 	return result, nil
+}
+
+// isRefundEvent reports whether an event type is a refund's.
+func isRefundEvent(t string) bool {
+	return t == webhook.EventRefundSucceeded || t == webhook.EventRefundFailed
+}
+
+// refundEvent hands a refund's event to the refund service.
+func (s *Service) refundEvent(ctx context.Context, ev ProviderEvent) (EventResult, error) {
+	if s.refunds == nil {
+		s.log.Warn("refund event, and no refund service here; kept for the books", "event", ev.ID, "reference", ev.MerchantReference)
+		return EventUnknownReference, nil
+	}
+	return s.refunds.HandleRefundEvent(ctx, ev)
 }
 
 func (s *Service) signalAttempt(ctx context.Context, ev store.ProviderEvent) (EventResult, error) {
@@ -93,8 +156,15 @@ func (s *Service) signalAttempt(ctx context.Context, ev store.ProviderEvent) (Ev
 	}
 	log = log.With("key", a.Key, "order", a.OrderID)
 	if a.Status != chargeonce.AttemptOpen {
-		log.Info("provider event for a settled attempt, nothing changes", "status", a.Status)
-		return EventSettled, nil
+		if ev.Type != webhook.EventChargeSucceeded || (a.Status == chargeonce.AttemptSucceeded && a.ProviderPaymentID == ev.ChargeID) {
+			log.Info("provider event for a settled attempt, nothing changes", "status", a.Status)
+			return EventSettled, nil
+		}
+		if s.refunds == nil {
+			log.Warn("a charge succeeded for an attempt that settled without it, and no refund service repairs it here; the settlement will", "status", a.Status)
+			return EventLateChargeUnverified, nil
+		}
+		return s.refunds.RepairLateCharge(ctx, a, ev.ChargeID)
 	}
 	sctx, cancel := context.WithTimeout(ctx, signalTimeout)
 	defer cancel()

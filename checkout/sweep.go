@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -78,8 +79,16 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 // workers running it at once is harmless: a start is idempotent by workflow
 // ID, and marking an attempt started twice changes nothing.
 func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+	RunSweeps(ctx, s.log, "outbox sweep", interval, s.Sweep)
+}
+
+// RunSweeps runs pass every interval until ctx ends, and logs what each
+// pass started, or its errors, under the sweep's name. Every outbox sweep
+// (the payment attempts', the refunds') runs this way, for the reasons
+// RunSweeper gives.
+func RunSweeps(ctx context.Context, log *slog.Logger, name string, interval time.Duration, pass func(context.Context) (int, error)) {
 	if interval <= 0 {
-		s.log.Error("outbox sweep not running: the interval must be positive", "interval", interval)
+		log.Error(name+" not running: the interval must be positive", "interval", interval)
 		return
 	}
 	ticker := time.NewTicker(interval)
@@ -90,11 +99,11 @@ func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
 			return
 		case <-ticker.C:
 		}
-		started, err := s.Sweep(ctx)
+		started, err := pass(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("outbox sweep pass had errors", "started", started, "error", err)
+			log.Warn(name+" pass had errors", "started", started, "error", err)
 		} else if started > 0 {
-			s.log.Info("outbox sweep started lost workflows", "started", started)
+			log.Info(name+" started lost workflows", "started", started)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,11 @@ import (
 // provider rather than the loopback network stack.
 
 func benchPost(b *testing.B, p *Provider, key, body string) int {
-	req := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader(body))
+	return benchPostTo(b, p, "/v1/charges", key, body)
+}
+
+func benchPostTo(b *testing.B, p *Provider, path, key, body string) int {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", sfString(key))
 	rec := httptest.NewRecorder()
@@ -53,6 +58,39 @@ func BenchmarkPostCharge(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func BenchmarkPostRefund(b *testing.B) {
+	p := benchProvider(b, false)
+	require.Equal(b, http.StatusCreated, benchPost(b, p, "charge", chargeBody(99999999, "tok_visa", "order")))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		key := "refund-" + strconv.Itoa(i)
+		if code := benchPostTo(b, p, refundPath, key, refundBody("ch_000001", 1, key)); code != http.StatusCreated {
+			b.Fatalf("status %d", code)
+		}
+	}
+}
+
+// BenchmarkReport writes the report of a day of 10,000 charges and 1,000
+// refunds.
+func BenchmarkReport(b *testing.B) {
+	p := benchProvider(b, false)
+	for i := range 10000 {
+		require.Equal(b, http.StatusCreated, benchPost(b, p, fmt.Sprint("c", i), chargeBody(10000, "tok_visa", fmt.Sprint("order-", i))))
+	}
+	for i := range 1000 {
+		require.Equal(b, http.StatusCreated, benchPostTo(b, p, refundPath, fmt.Sprint("r", i), refundBody(fmt.Sprintf("ch_%06d", i+1), 2500, fmt.Sprint("refund-", i))))
+	}
+	date := time.Now().UTC().Format(time.DateOnly)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(p.Report(date)); n != 11000 {
+			b.Fatalf("%d lines", n)
+		}
 	}
 }
 

@@ -270,7 +270,7 @@ func (p *Provider) listRefunds(w http.ResponseWriter, r *http.Request, rec *Requ
 
 // getRefund serves GET /v1/refunds/{id}.
 func (p *Provider) getRefund(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	refund, ok := p.refundByIDLocking(r.PathValue("id"))
+	refund, ok := p.lookupRefund(r.PathValue("id"))
 	if !ok {
 		rec.fail(w, outcomeRefundNotFound, newProblem(codeNotFound, msgRefundNotFound))
 		return
@@ -280,8 +280,8 @@ func (p *Provider) getRefund(w http.ResponseWriter, r *http.Request, rec *Reques
 	writeJSON(w, http.StatusOK, refund)
 }
 
-// refundByIDLocking returns the refund with this id.
-func (p *Provider) refundByIDLocking(id string) (Refund, bool) {
+// lookupRefund returns the refund with this id.
+func (p *Provider) lookupRefund(id string) (Refund, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	i, ok := p.refundByID[id]

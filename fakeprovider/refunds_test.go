@@ -407,8 +407,11 @@ func TestHeldRefunds_APendingRefundThatFailsGivesTheAmountBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, RefundFailed, failed.Status)
 	require.Equal(t, ptr("lost_or_stolen_card"), failed.FailureReason)
-	deliveries := awaitDeliveries(t, f.p, 2)
-	require.Equal(t, webhook.EventRefundFailed, deliveries[len(deliveries)-1].Type)
+	var types []string
+	for _, d := range awaitDeliveries(t, f.p, 2) {
+		types = append(types, d.Type)
+	}
+	require.ElementsMatch(t, []string{webhook.EventChargeSucceeded, webhook.EventRefundFailed}, types)
 	f.p.HoldRefunds(false)
 	require.Equal(t, RefundSucceeded, decode[Refund](t, f.do(t, postRefundCall("k2", refundBody(charge, 1000, "ref-2")))).Status)
 }
@@ -428,8 +431,11 @@ func TestSettleRefund_ASucceededRefundCanFailLater(t *testing.T) {
 	require.Equal(t, ptr("expired_or_canceled_card"), failed.FailureReason)
 	require.Equal(t, []Refund{failed}, decode[refundList](t, f.do(t, get("/_admin/refunds"))).Data)
 	awaitDeliveries(t, f.p, 3)
-	got := a.received()
-	require.Equal(t, receivedEvent{Type: webhook.EventRefundFailed, Data: r.body}, got[len(got)-1].event)
+	var events []receivedEvent
+	for _, ev := range a.received() {
+		events = append(events, ev.event)
+	}
+	require.Contains(t, events, receivedEvent{Type: webhook.EventRefundFailed, Data: r.body})
 }
 
 func TestSettleRefund_RefusesWhatNoRefundCanDoAndChangesNothing(t *testing.T) {

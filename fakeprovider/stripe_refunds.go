@@ -179,7 +179,7 @@ func (p *Provider) listStripeRefunds(w http.ResponseWriter, r *http.Request, rec
 
 // getStripeRefund serves GET /v1/refunds/{id} in Stripe's dialect.
 func (p *Provider) getStripeRefund(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	refund, ok := p.refundByIDLocking(r.PathValue("id"))
+	refund, ok := p.lookupRefund(r.PathValue("id"))
 	if !ok || !strings.HasPrefix(refund.Charge, stripe.idPrefix) {
 		prob := newProblem(codeNotFound, msgNoSuchRefund)
 		prob.Param = "id"

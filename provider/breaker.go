@@ -104,13 +104,19 @@ func newBreaker(name string, st gobreaker.Settings, log *slog.Logger) *breaker {
 }
 
 // Breaker is a Port behind circuit breakers: while its provider is failing it
-// refuses requests with BreakerOpen and sends nothing. Charges and lookups
-// have a breaker each, so that a lookup never becomes the half-open probe
-// that decides whether charges flow again: each endpoint proves its own
-// health. It is the one breaker of every adapter.
+// refuses requests with BreakerOpen and sends nothing. Charges, refunds and
+// lookups have a breaker each, so that each endpoint proves its own health:
+// a lookup never becomes the half-open probe that decides whether charges
+// flow again, and a provider whose refunds fail (a refund service down, a
+// rule of its own that rejects them) does not stop customers from paying,
+// nor a charge outage hold back the money owed to customers. Refund lookups
+// share the lookup breaker with charge lookups: both are the same paced
+// reads on the lookup task queue, and both only ever delay a decision. It
+// is the one breaker of every adapter.
 type Breaker struct {
 	port    Port
 	charges *breaker
+	refunds *breaker
 	lookups *breaker
 }
 
@@ -130,21 +136,42 @@ func NewBreaker(port Port, cfg BreakerConfig, log *slog.Logger) (*Breaker, error
 	return &Breaker{
 		port:    port,
 		charges: newBreaker("provider-charges", settings, log),
+		refunds: newBreaker("provider-refunds", settings, log),
 		lookups: newBreaker("provider-lookups", settings, log),
 	}, nil
 }
 
 // Charge sends req through the port unless the charge breaker is open.
 func (b *Breaker) Charge(ctx context.Context, req ChargeRequest) Result {
+	return guard(ctx, b.charges, func() Result { return b.port.Charge(ctx, req) },
+		func(outcome Outcome, detail string) Result { return Result{Outcome: outcome, Detail: detail} },
+		func(r Result) (Outcome, bool) { return r.Outcome, r.Sent })
+}
+
+// Refund sends req through the port unless the refund breaker is open.
+func (b *Breaker) Refund(ctx context.Context, req RefundRequest) RefundResult {
+	return guard(ctx, b.refunds, func() RefundResult { return b.port.Refund(ctx, req) },
+		func(outcome Outcome, detail string) RefundResult {
+			return RefundResult{Outcome: outcome, Detail: detail}
+		},
+		func(r RefundResult) (Outcome, bool) { return r.Outcome, r.Sent })
+}
+
+// guard sends one request through call unless br is open or ctx has ended,
+// and reports the exchange's verdict to br. notSent builds the result of a
+// request that was held back; outcome reads a result's outcome and whether
+// it was sent.
+func guard[R any](ctx context.Context, br *breaker, call func() R, notSent func(Outcome, string) R, outcome func(R) (Outcome, bool)) R {
 	if err := ctx.Err(); err != nil {
-		return Result{Outcome: Timeout, Detail: "not sent: " + err.Error()}
+		return notSent(Timeout, "not sent: "+err.Error())
 	}
-	done, err := b.charges.Allow()
+	done, err := br.Allow()
 	if err != nil {
-		return Result{Outcome: BreakerOpen, Detail: refusal(b.charges)}
+		return notSent(BreakerOpen, refusal(br))
 	}
-	res := b.port.Charge(ctx, req)
-	done(breakerVerdict(ctx, res.Outcome, res.Sent))
+	res := call()
+	o, sent := outcome(res)
+	done(breakerVerdict(ctx, o, sent))
 	return res
 }
 
@@ -159,6 +186,19 @@ func (b *Breaker) FindCharges(ctx context.Context, merchantReference string) ([]
 		return err
 	})
 	return charges, err
+}
+
+// FindRefunds looks the refunds of the reference up through the port unless
+// the lookup breaker is open.
+func (b *Breaker) FindRefunds(ctx context.Context, chargeID, merchantReference string) ([]Refund, error) {
+	const op = "find refunds"
+	var refunds []Refund
+	err := b.lookup(ctx, op, func() error {
+		var err error
+		refunds, err = b.port.FindRefunds(ctx, chargeID, merchantReference)
+		return err
+	})
+	return refunds, err
 }
 
 // Limits reads the limits through the port unless the lookup breaker is

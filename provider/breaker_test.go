@@ -98,3 +98,108 @@ func TestBreaker_LookupsOpenOnTheirOwn(t *testing.T) {
 	require.Equal(t, provider.Approved, b.Charge(context.Background(), provider.ChargeRequest{}).Outcome, "charges have their own breaker")
 	require.Equal(t, 2, p.calls)
 }
+
+// refundPort answers charges and refunds each with its own canned result,
+// and counts the calls of each.
+type refundPort struct {
+	port
+	refund  provider.RefundResult
+	refunds int
+}
+
+func (p *refundPort) Refund(context.Context, provider.RefundRequest) provider.RefundResult {
+	p.refunds++
+	return p.refund
+}
+
+// Refunds are judged as charges are, by a breaker of their own: a provider
+// whose refunds fail keeps taking payments, and the other way round.
+func TestBreaker_RefundsOpenTheirOwnBreaker(t *testing.T) {
+	failing := provider.RefundResult{Outcome: provider.Unavailable, Sent: true, StatusCode: 503}
+	approved := provider.Result{Outcome: provider.Approved, Sent: true, StatusCode: 201}
+	p := &refundPort{port: port{result: approved}, refund: failing}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	for range 2 {
+		require.Equal(t, failing, b.Refund(context.Background(), provider.RefundRequest{}))
+	}
+	held := b.Refund(context.Background(), provider.RefundRequest{})
+
+	require.Equal(t, provider.BreakerOpen, held.Outcome)
+	require.Contains(t, held.Detail, "provider-refunds is open")
+	require.True(t, held.NotProcessed(), "an open breaker sends nothing")
+	require.Equal(t, 2, p.refunds)
+	require.Equal(t, approved, b.Charge(context.Background(), provider.ChargeRequest{}), "charges have their own breaker")
+	_, err = b.FindRefunds(context.Background(), "ch_1", "ref")
+	require.NoError(t, err, "so have lookups")
+}
+
+func TestBreaker_AChargeOutageHoldsNoRefundBack(t *testing.T) {
+	refunded := provider.RefundResult{Outcome: provider.Approved, Sent: true, StatusCode: 201}
+	p := &refundPort{port: port{result: provider.Result{Outcome: provider.TransportError, Sent: true}}, refund: refunded}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	b.Charge(context.Background(), provider.ChargeRequest{})
+	require.Equal(t, provider.BreakerOpen, b.Charge(context.Background(), provider.ChargeRequest{}).Outcome)
+
+	require.Equal(t, refunded, b.Refund(context.Background(), provider.RefundRequest{}))
+}
+
+// A refund's outcomes count as a charge's do: a refusal is a deliberate
+// answer, a 429 is no signal, and a request the caller gave up on says
+// nothing about the provider.
+func TestBreaker_RefundVerdicts(t *testing.T) {
+	cases := []struct {
+		name   string
+		result provider.RefundResult
+		opens  bool
+	}{
+		{"timeout", provider.RefundResult{Outcome: provider.Timeout, Sent: true}, true},
+		{"refused", provider.RefundResult{Outcome: provider.Declined, Sent: true, StatusCode: 402, DeclineCode: "charge_already_refunded"}, false},
+		{"rate limited", provider.RefundResult{Outcome: provider.RateLimited, Sent: true, Refused: true, StatusCode: 429}, false},
+		{"in flight", provider.RefundResult{Outcome: provider.InFlight, Sent: true, StatusCode: 409}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &refundPort{refund: tc.result}
+			b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+
+			b.Refund(context.Background(), provider.RefundRequest{})
+			res := b.Refund(context.Background(), provider.RefundRequest{})
+
+			require.Equal(t, tc.opens, res.Outcome == provider.BreakerOpen, res.Detail)
+		})
+	}
+}
+
+func TestBreaker_RefundLookupsShareTheLookupBreaker(t *testing.T) {
+	p := &port{err: &provider.Error{Op: "find refunds", Outcome: provider.Unavailable, StatusCode: 503}}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	_, err = b.FindRefunds(context.Background(), "ch_1", "ref")
+	require.ErrorContains(t, err, "HTTP 503")
+	_, err = b.FindCharges(context.Background(), "ref")
+
+	var perr *provider.Error
+	require.ErrorAs(t, err, &perr)
+	require.Equal(t, provider.BreakerOpen, perr.Outcome)
+	require.Equal(t, 1, p.calls)
+}
+
+func TestBreaker_RefundAfterTheContextEndedSendsNothing(t *testing.T) {
+	p := &refundPort{}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	res := b.Refund(ctx, provider.RefundRequest{})
+
+	require.Equal(t, provider.Timeout, res.Outcome)
+	require.False(t, res.Sent)
+	require.Zero(t, p.refunds)
+}

@@ -59,7 +59,7 @@ func TestCheckout_RunsWithTheTimingThePaymentWorkerPublished(t *testing.T) {
 	timing.AbandonAfter = 17 * time.Minute
 	pc, err := dialect.New(dialect.Config{BaseURL: st.ProviderURL(), HTTPClient: &http.Client{Timeout: time.Minute}, Logger: logger})
 	require.NoError(t, err)
-	w, err := worker.Start(ctx, worker.Deps{Client: st.Client(), Provider: pc, Store: st.Store(), Checkout: st.Checkout(), Timing: timing, Logger: logger})
+	w, err := worker.Start(ctx, worker.Deps{Client: st.Client(), Provider: pc, Store: st.Store(), Checkout: st.Checkout(), Refunds: st.Refunds(), Timing: timing, Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop) // before the stack closes its client
 

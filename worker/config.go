@@ -16,6 +16,7 @@ import (
 	"chargeonce/provider/dialect"
 	"chargeonce/provider/settlement"
 	"chargeonce/provider/stripe"
+	"chargeonce/refund"
 	"chargeonce/workflows"
 )
 
@@ -144,12 +145,18 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Likewise for the refunds' sweep, which starts stored refunds only.
+	refunds, err := refund.New(refund.Config{Store: b.Store, Temporal: b.Temporal, Charges: p.provider, Logger: b.Logger})
+	if err != nil {
+		return nil, err
+	}
 	return Start(ctx, Deps{
 		Client:              b.Temporal,
 		Namespace:           b.Namespace,
 		Provider:            p.provider,
 		Store:               b.Store,
 		Checkout:            svc,
+		Refunds:             refunds,
 		Timing:              p.cfg.Timing,
 		ReplaceTiming:       p.cfg.ReplaceTiming,
 		SweepEvery:          p.cfg.SweepEvery,

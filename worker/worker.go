@@ -1,7 +1,8 @@
 // Package worker runs the payment worker: it polls the payment task queue,
-// executes PaymentWorkflow and its activities, runs the lookups at the
-// provider on a task queue of their own at the rate the provider allows, and
-// runs the outbox sweep that starts the workflows whose start was lost.
+// executes PaymentWorkflow, RefundWorkflow and their activities, runs the
+// lookups at the provider on a task queue of their own at the rate the
+// provider allows, and runs the outbox sweeps of payments and refunds that
+// start the workflows whose start was lost.
 //
 // The worker owns the payment timing. At start it checks the timing against
 // the key retention the provider publishes, then publishes the timing in the
@@ -33,6 +34,7 @@ import (
 	"chargeonce/internal/metrics"
 	"chargeonce/provider"
 	"chargeonce/provider/settlement"
+	"chargeonce/refund"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -52,6 +54,9 @@ type Deps struct {
 	// Checkout runs the outbox sweep, whose workflows start with the
 	// published timing.
 	Checkout *checkout.Service
+	// Refunds runs the refunds' outbox sweep, which also starts the
+	// repair's refunds of late charges that nobody started.
+	Refunds *refund.Service
 	// Timing is this worker's payment timing, complete: it is checked
 	// against the provider's published key retention and then published.
 	Timing workflows.Timing
@@ -106,8 +111,8 @@ type Worker struct {
 // across every worker process, so the lookups of all workers together stay
 // under what the provider allows.
 func Start(ctx context.Context, d Deps) (*Worker, error) {
-	if d.Client == nil || d.Provider == nil || d.Store == nil || d.Checkout == nil || d.Logger == nil {
-		return nil, errors.New("worker: client, provider, store, checkout and logger are required")
+	if d.Client == nil || d.Provider == nil || d.Store == nil || d.Checkout == nil || d.Refunds == nil || d.Logger == nil {
+		return nil, errors.New("worker: client, provider, store, checkout, refunds and logger are required")
 	}
 	if d.SettlementGraceDays < 0 {
 		return nil, fmt.Errorf("worker: the settlement grace period must be 0 or more days, got %d", d.SettlementGraceDays)
@@ -165,6 +170,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	wk := &Worker{payments: w, lookups: lw, stop: stop}
 	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
+	wk.group.Go(func() { d.Refunds.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
 	if d.Reports != nil {
 		wk.group.Go(func() { keepSettlementSchedule(bgCtx, d.Client, d.Logger) })
@@ -172,7 +178,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	return wk, nil
 }
 
-// Stop ends the sweep and the capacity watch and stops polling; it waits
+// Stop ends the sweeps and the capacity watch and stops polling; it waits
 // for running activities up to the workers' stop timeout.
 func (w *Worker) Stop() {
 	w.stop()

@@ -21,6 +21,7 @@ import (
 	"chargeonce/provider"
 	"chargeonce/provider/ietf"
 	"chargeonce/provider/stripe"
+	"chargeonce/refund"
 	"chargeonce/store"
 	"chargeonce/worker"
 	"chargeonce/workflows"
@@ -245,9 +246,11 @@ func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T)
 	t.Cleanup(temporal.Close)
 	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
 	require.NoError(t, err)
+	refunds, err := refund.New(refund.Config{Store: st, Temporal: temporal})
+	require.NoError(t, err)
 
 	w, err := worker.Start(context.Background(), worker.Deps{
-		Client: temporal, Provider: providerWithRetention(t, 24*time.Hour), Store: st, Checkout: svc,
+		Client: temporal, Provider: providerWithRetention(t, 24*time.Hour), Store: st, Checkout: svc, Refunds: refunds,
 		Timing: other, Logger: discard(),
 	})
 

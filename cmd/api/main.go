@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	handler, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, ReferencePrefix: *prefix, WebhookSecrets: secrets})
+	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, ReferencePrefix: *prefix, WebhookSecrets: secrets})
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

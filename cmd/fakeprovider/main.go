@@ -23,11 +23,11 @@ import (
 
 const name = "fakeprovider"
 
-const about = `Serves the fake card payment provider (POST /v1/charges with Idempotency-Key,
-GET /v1/charges, GET /v1/idempotency, GET /v1/settlements/{date}) and its
-admin API under /_admin/.
-With --webhook-url it posts every finished charge, signed per Standard
-Webhooks, to each URL, and retries what is not acknowledged.
+const about = `Serves the fake card payment provider (POST /v1/charges and POST /v1/refunds
+with Idempotency-Key, GET /v1/charges, GET /v1/refunds, GET /v1/idempotency,
+GET /v1/settlements/{date}) and its admin API under /_admin/.
+With --webhook-url it posts every finished charge and settled refund, signed
+per Standard Webhooks, to each URL, and retries what is not acknowledged.
 It serves --lookup-rate lookups by merchant reference a second and answers
 429 past it, and publishes that rate and its key retention.
 Its state is in memory, or with --data-file in a SQLite file that a restart
@@ -69,7 +69,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Int64Var(&c.provider.Fee.BasisPoints, "fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the settlement reports, in basis points (290 is 2.9%)")
 	fs.Int64Var(&c.provider.Fee.FixedMinor, "fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the settlement reports, in minor units of the charge's currency")
 	hooks := &c.provider.Webhooks
-	fs.Var((*envflag.List)(&hooks.URLs), "webhook-url", "`URL` that every finished charge's event is posted to; repeat it, or give a comma-separated list (default: no events)")
+	fs.Var((*envflag.List)(&hooks.URLs), "webhook-url", "`URL` that the event of every finished charge and settled refund is posted to; repeat it, or give a comma-separated list (default: no events)")
 	fs.Var((*envflag.List)(&hooks.Secrets), "webhook-secret", "whsec_ `secret` that signs every event; give two while the receiver rotates to a new one")
 	hooks.Schedule = append(fakeprovider.Schedule(nil), fakeprovider.DefaultWebhookSchedule...)
 	fs.Var(&hooks.Schedule, "webhook-schedule", "waits before each retry of an unacknowledged event, comma-separated (the Standard Webhooks schedule)")
@@ -79,7 +79,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Float64Var(&hooks.Chaos.DuplicateRate, "webhook-duplicate-rate", 0, "probability, 0 to 1, that a delivered event is delivered once more")
 	fs.DurationVar(&hooks.Chaos.Reorder, "webhook-reorder", 0, "hold every event back by a random time below this, so that events overtake one another")
 	fs.Uint64Var(&hooks.Chaos.Seed, "webhook-seed", 1, "seed of the random source behind the webhook chaos")
-	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
+	fs.StringVar(&c.provider.DataFile, "data-file", "", "SQLite `file` that keeps the keys, charges, refunds, request log and mode across restarts, created if missing;\nthe file's mode is kept unless --mode, --delay, --rate or --seed is given (default: in memory only)")
 
 	err := envflag.Parse(fs, args, cli.FakeProviderEnvPrefix, getenv)
 	if errors.Is(err, flag.ErrHelp) {

@@ -41,6 +41,7 @@ import (
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
 	"chargeonce/provider/dialect"
+	"chargeonce/refund"
 	"chargeonce/store"
 	"chargeonce/worker"
 	"chargeonce/workflows"
@@ -155,8 +156,10 @@ type Stack struct {
 	conn     *backend.Conn
 	// checkout is the API's checkout service.
 	checkout *checkout.Service
-	apiS     *serve.Server
-	closers  []func(context.Context) error
+	// refunds is the API's refund service.
+	refunds *refund.Service
+	apiS    *serve.Server
+	closers []func(context.Context) error
 }
 
 // Start starts every part, in dependency order. On error, the parts already
@@ -250,11 +253,18 @@ func (s *Stack) start(ctx context.Context) error {
 	if err := s.loadOrCreateAPIKey(ctx); err != nil {
 		return err
 	}
-	handler, svc, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}})
+	// The API verifies the late charges that the provider's events report
+	// at the provider, as the worker looks charges up.
+	charges, err := dialect.New(dialect.Config{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), BaseURL: s.providerS.URL(),
+		HTTPClient: &http.Client{Timeout: worker.DefaultProviderTimeout}, StripeAPIKey: s.stripeKey(), Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	s.checkout = svc
+	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}, Charges: charges})
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	s.checkout, s.refunds = svc, refunds
 	// The browser calls the codec from the UI's origin, under whichever
 	// name the user typed for the loopback address.
 	ui := s.UIURL()
@@ -487,15 +497,20 @@ func (s *Stack) currentTemporal() *temporalserver.Server {
 
 // startWorker starts the payment worker as the worker command would,
 // against the fake provider.
-func (s *Stack) startWorker(ctx context.Context) error {
-	var stripeKey string
+// stripeKey is the key of the fake's Stripe dialect, when the stack speaks
+// it.
+func (s *Stack) stripeKey() string {
 	if s.cfg.ProviderAPI == dialect.Stripe {
-		stripeKey = fakeprovider.StripeTestKey
+		return fakeprovider.StripeTestKey
 	}
+	return ""
+}
+
+func (s *Stack) startWorker(ctx context.Context) error {
 	prepared, err := worker.Prepare(worker.Config{
 		// The fake's search reads its books at once: no lookup delay.
 		Provider: worker.ProviderConfig{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), URL: s.providerS.URL(),
-			Timeout: worker.DefaultProviderTimeout, StripeAPIKey: stripeKey},
+			Timeout: worker.DefaultProviderTimeout, StripeAPIKey: s.stripeKey()},
 		SettlementGraceDays: worker.DefaultSettlementGraceDays,
 		Timing:              s.cfg.Timing.WithDefaults(),
 		ReplaceTiming:       true, // see Config.Timing
@@ -596,3 +611,6 @@ func (s *Stack) Client() client.Client { return s.conn.Temporal }
 
 // Checkout is the checkout service behind the API.
 func (s *Stack) Checkout() *checkout.Service { return s.checkout }
+
+// Refunds is the refund service behind the API.
+func (s *Stack) Refunds() *refund.Service { return s.refunds }

@@ -62,7 +62,7 @@ func (c *Conn) Close() error {
 
 // Connect opens the database (applying its migrations, and re-keying the
 // card hashes stored before they were keyed), registers the
-// gauges of open attempts, connects to Temporal with payload encryption and
+// gauges of open attempts and open refunds, connects to Temporal with payload encryption and
 // the SDK's metrics, and checks that the namespace has the payment's search
 // attributes: a namespace without them would refuse every workflow start,
 // so it is better said now, by name.
@@ -89,6 +89,10 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		cfg.Logger.Info("card hashes re-keyed", "attempts", rekeyed)
 	}
 	if err := metrics.RegisterOpenAttempts(cfg.Registry, st, cfg.Logger); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if err := metrics.RegisterOpenRefunds(cfg.Registry, st, cfg.Logger); err != nil {
 		_ = st.Close()
 		return nil, err
 	}

@@ -57,10 +57,17 @@ type AttemptStats interface {
 	OpenAttemptStats(ctx context.Context) (open int, oldestCreated time.Time, err error)
 }
 
-// openAttempts reads the store on every scrape, so the figures are never
-// stale and no background loop is needed.
-type openAttempts struct {
-	stats  AttemptStats
+// RefundStats reports the pending refunds; the store implements it.
+type RefundStats interface {
+	OpenRefundStats(ctx context.Context) (open int, oldestCreated time.Time, err error)
+}
+
+// openItems is a count of open things and the age of the oldest, read on
+// every scrape, so the figures are never stale and no background loop is
+// needed.
+type openItems struct {
+	read   func(ctx context.Context) (open int, oldestCreated time.Time, err error)
+	what   string
 	now    func() time.Time
 	logger *slog.Logger
 	count  *prometheus.Desc
@@ -72,8 +79,9 @@ type openAttempts struct {
 // An alert on the age is how an operator learns that reconciliation stopped
 // before customers call to say they paid but their order is still pending.
 func RegisterOpenAttempts(reg prometheus.Registerer, stats AttemptStats, logger *slog.Logger) error {
-	return reg.Register(&openAttempts{
-		stats:  stats,
+	return reg.Register(&openItems{
+		read:   stats.OpenAttemptStats,
+		what:   "open attempt",
 		now:    time.Now,
 		logger: logger,
 		count: prometheus.NewDesc("chargeonce_open_attempts",
@@ -83,19 +91,36 @@ func RegisterOpenAttempts(reg prometheus.Registerer, stats AttemptStats, logger 
 	})
 }
 
+// RegisterOpenRefunds registers the gauges chargeonce_open_refunds and
+// chargeonce_oldest_open_refund_age_seconds, read from stats at each scrape.
+// A refund is never abandoned, so an old pending one waits for a person: the
+// age says how long a customer has waited for money back.
+func RegisterOpenRefunds(reg prometheus.Registerer, stats RefundStats, logger *slog.Logger) error {
+	return reg.Register(&openItems{
+		read:   stats.OpenRefundStats,
+		what:   "open refund",
+		now:    time.Now,
+		logger: logger,
+		count: prometheus.NewDesc("chargeonce_open_refunds",
+			"Refunds whose outcome is not known yet.", nil, nil),
+		oldest: prometheus.NewDesc("chargeonce_oldest_open_refund_age_seconds",
+			"Age of the oldest pending refund; 0 when none is pending.", nil, nil),
+	})
+}
+
 // Describe implements prometheus.Collector.
-func (o *openAttempts) Describe(ch chan<- *prometheus.Desc) {
+func (o *openItems) Describe(ch chan<- *prometheus.Desc) {
 	ch <- o.count
 	ch <- o.oldest
 }
 
 // Collect implements prometheus.Collector.
-func (o *openAttempts) Collect(ch chan<- prometheus.Metric) {
+func (o *openItems) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	open, oldest, err := o.stats.OpenAttemptStats(ctx)
+	open, oldest, err := o.read(ctx)
 	if err != nil {
-		o.logger.Warn("open attempt metrics not collected", "error", err)
+		o.logger.Warn(o.what+" metrics not collected", "error", err)
 		ch <- prometheus.NewInvalidMetric(o.count, err)
 		return
 	}

@@ -194,3 +194,71 @@ func TestClient_FakeProviderFindsNothingForAnUnknownReference(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, charges)
 }
+
+// The refund keys of the fake's tests, UUIDs as the refund intents' are.
+var refundKeys = [3]string{
+	"0199a1d9-6e23-7d77-b801-000000000001",
+	"0199a1d9-6e23-7d77-b801-000000000002",
+	"0199a1d9-6e23-7d77-b801-000000000003",
+}
+
+func TestClient_FakeProviderRefundsAChargeInPartsAndRefusesMore(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+
+	charge, refused := providertest.Refunds(t, fp, c, testCharge(), refundKeys)
+
+	require.Equal(t, http.StatusPaymentRequired, refused.StatusCode)
+	require.NotNil(t, refused.Refund, "the contract keeps a refusal as a failed refund")
+	require.Equal(t, provider.RefundFailed, refused.Refund.Status)
+	found, err := c.FindRefunds(context.Background(), charge.ID, refused.Refund.MerchantReference)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.Equal(t, refused.Refund.ID, found[0].ID, "the refusal the answer named is the one a lookup finds")
+	require.Equal(t, "charge_already_refunded", found[0].FailureReason)
+}
+
+func TestClient_FakeProviderRefusesARefundLargerThanTheCharge(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{})
+	charged := c.Charge(context.Background(), testCharge())
+	require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+
+	res := c.Refund(context.Background(), providertest.RefundOf(*charged.Charge, refundKeys[0], charged.Charge.Amount+1))
+
+	require.Equal(t, provider.Declined, res.Outcome, res.Detail)
+	require.Equal(t, "amount_too_large", res.DeclineCode)
+}
+
+func TestClient_FakeProviderRefundPendingThenFailed(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	charged := c.Charge(context.Background(), testCharge())
+	require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+
+	res := providertest.PendingRefund(t, fp, c, *charged.Charge, refundKeys[0])
+
+	require.Equal(t, http.StatusCreated, res.StatusCode)
+}
+
+func TestClient_FakeProviderRefundSaysInFlightWhileSlowThenReplays(t *testing.T) {
+	second, third := providertest.SlowRefund(t, func(cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port, provider.Charge) {
+		fp, c := newFake(t, cfg)
+		charged := c.Charge(context.Background(), testCharge())
+		require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+		return fp, c, *charged.Charge
+	}, refundKeys[0])
+
+	require.Equal(t, http.StatusConflict, second.StatusCode)
+	require.Equal(t, time.Second, second.RetryAfter)
+	require.Equal(t, http.StatusCreated, third.StatusCode, "a replay is the first answer, status and all")
+}
+
+func TestClient_FakeProviderRefundUnderAChargesKeyIsOurBug(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	charged := c.Charge(context.Background(), testCharge())
+	require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+
+	res := c.Refund(context.Background(), providertest.RefundOf(*charged.Charge, testKey, charged.Charge.Amount))
+
+	require.Equal(t, provider.ContractViolation, res.Outcome, res.Detail)
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.Empty(t, fp.Refunds())
+}

@@ -149,3 +149,54 @@ func TestClient_FakeProviderSearchPastItsRateIsRateLimited(t *testing.T) {
 	require.ErrorAs(t, second, &perr)
 	require.Equal(t, provider.RateLimited, perr.Outcome)
 }
+
+// The refund keys of the fake's tests.
+var refundKeys = [3]string{"refund-key-1", "refund-key-2", "refund-key-3"}
+
+func TestClient_FakeProviderRefundsAPaymentIntentInPartsAndRefusesMore(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+
+	charge, refused := providertest.Refunds(t, fp, c, testCharge(), refundKeys)
+
+	require.Equal(t, http.StatusBadRequest, refused.StatusCode, "Stripe refuses with an invalid_request_error")
+	require.Nil(t, refused.Refund, "Stripe keeps no refund of a refusal")
+	found, err := c.FindRefunds(context.Background(), charge.ID, providertest.RefundOf(charge, refundKeys[2], 1).MerchantReference)
+	require.NoError(t, err)
+	require.Empty(t, found)
+	for _, r := range fp.RefundRequests() {
+		require.NotEmpty(t, r.Key, "every refund request carries its key")
+	}
+}
+
+func TestClient_FakeProviderRefundOfAnUnknownPaymentIntentIsRefused(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{})
+	charge := provider.Charge{ID: "pi_999999", Amount: 100, Currency: "TRY"}
+
+	res := c.Refund(context.Background(), providertest.RefundOf(charge, refundKeys[0], 100))
+
+	require.Equal(t, provider.Declined, res.Outcome, res.Detail)
+	require.Equal(t, "charge_not_refundable", res.DeclineCode)
+}
+
+func TestClient_FakeProviderRefundPendingThenFailed(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	charged := c.Charge(context.Background(), testCharge())
+	require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+
+	res := providertest.PendingRefund(t, fp, c, *charged.Charge, refundKeys[0])
+
+	require.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+func TestClient_FakeProviderRefundSaysInFlightWhileSlowThenReplays(t *testing.T) {
+	second, third := providertest.SlowRefund(t, func(cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port, provider.Charge) {
+		fp, c := newFake(t, cfg)
+		charged := c.Charge(context.Background(), testCharge())
+		require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+		return fp, c, *charged.Charge
+	}, refundKeys[0])
+
+	require.Equal(t, http.StatusConflict, second.StatusCode)
+	require.Contains(t, second.Detail, "idempotency_key_in_use")
+	require.Equal(t, http.StatusOK, third.StatusCode)
+}

@@ -162,9 +162,6 @@ func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provide
 	if err := check(req); err != nil {
 		return provider.Result{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
 	}
-	if err := ctx.Err(); err != nil {
-		return provider.Result{Outcome: provider.Timeout, Detail: "not sent: " + err.Error()}
-	}
 	params := &stripeapi.PaymentIntentCreateParams{
 		Amount:        stripeapi.Int64(req.Amount),
 		Currency:      stripeapi.String(strings.ToLower(req.Currency)),
@@ -182,14 +179,12 @@ func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provide
 	}
 	params.SetIdempotencyKey(req.Key)
 
-	ctx, ex := record(ctx)
-	start := time.Now()
-	pi, err := c.api.V1PaymentIntents.Create(ctx, params)
-	r := classifyCharge(ctx, req, ex, pi, err)
-	r.Sent = ex.sent
-	if r.Sent {
-		r.Duration = time.Since(start)
-	}
+	var r provider.Result
+	create(ctx, func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
+		return c.api.V1PaymentIntents.Create(ctx, params)
+	}, func(pi *stripeapi.PaymentIntent) endpoint {
+		return chargeEndpoint(req, pi, &r)
+	}).intoResult(&r)
 	return r
 }
 
@@ -197,58 +192,154 @@ func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provide
 // bug on our side is then a clear InvalidRequest with Sent false.
 func check(req provider.ChargeRequest) error {
 	switch {
-	case req.Key == "":
-		return errors.New("idempotency key is empty")
-	case len(req.Key) > maxKeyLength:
-		return fmt.Errorf("idempotency key has %d characters, more than %d", len(req.Key), maxKeyLength)
 	case req.Source == "":
 		return errors.New("payment method (card token) is empty")
 	case req.MerchantReference == "":
 		return errors.New("merchant reference is empty")
 	}
-	_, err := chargeonce.NewMoney(req.Amount, req.Currency)
+	return checkKeyAndMoney(req.Key, req.Amount, req.Currency)
+}
+
+// checkKeyAndMoney refuses a key Stripe would refuse and an amount that is
+// no money.
+func checkKeyAndMoney(key string, amount int64, currency string) error {
+	switch {
+	case key == "":
+		return errors.New("idempotency key is empty")
+	case len(key) > maxKeyLength:
+		return fmt.Errorf("idempotency key has %d characters, more than %d", len(key), maxKeyLength)
+	}
+	_, err := chargeonce.NewMoney(amount, currency)
 	return err
 }
 
-// classifyCharge reads the answer to a PaymentIntent creation.
-func classifyCharge(ctx context.Context, req provider.ChargeRequest, ex *exchange, pi *stripeapi.PaymentIntent, err error) provider.Result {
-	r := provider.Result{StatusCode: ex.status, Replayed: ex.replayed()}
+// chargeEndpoint reads the answers to the creation of pi for req into r.
+func chargeEndpoint(req provider.ChargeRequest, pi *stripeapi.PaymentIntent, r *provider.Result) endpoint {
+	return endpoint{
+		object: "PaymentIntent",
+		created: func() (provider.Outcome, error) {
+			ch, err := approved(req, pi)
+			if err != nil {
+				return "", err
+			}
+			r.Charge, r.ChargeID = &ch, ch.ID
+			return provider.Approved, nil
+		},
+		refusal: func(e *stripeapi.Error) (refused, ok bool) {
+			switch {
+			case e.Type == stripeapi.ErrorTypeCard:
+				// A card error is about the customer's card whatever its
+				// status and whether or not it names the PaymentIntent it
+				// left.
+				r.DeclineCode, r.ChargeID = declined(e)
+				return false, true
+			case resourceMissing(e, "payment_method"):
+				// "No such PaymentMethod": the payment method the customer
+				// gave does not exist for this account. Stripe checks it
+				// before it creates anything, so nothing was processed.
+				r.DeclineCode = provider.DeclineInvalidPaymentMethod
+				return true, true
+			}
+			return false, false
+		},
+	}
+}
+
+// answer is how one request that creates an object under an idempotency
+// key ended, read the same way for PaymentIntents and refunds: Stripe's
+// idempotency layer, rate limiter and error types are the same for both,
+// and only the object of a 200 and the errors that are results (a declined
+// card, a refund Stripe will not make) are the endpoint's own.
+type answer struct {
+	outcome  provider.Outcome
+	status   int
+	replayed bool
+	sent     bool
+	refused  bool
+	duration time.Duration
+	detail   string
+}
+
+// intoResult sets the fields of a charge's result that every creation has.
+func (a answer) intoResult(r *provider.Result) {
+	r.Outcome, r.StatusCode, r.Replayed, r.Sent, r.Refused = a.outcome, a.status, a.replayed, a.sent, a.refused
+	r.Duration, r.Detail = a.duration, a.detail
+}
+
+// intoRefundResult sets the fields of a refund's result that every
+// creation has.
+func (a answer) intoRefundResult(r *provider.RefundResult) {
+	r.Outcome, r.StatusCode, r.Replayed, r.Sent, r.Refused = a.outcome, a.status, a.replayed, a.sent, a.refused
+	r.Duration, r.Detail = a.duration, a.detail
+}
+
+// endpoint is what one creation knows of its own answers. Each reader keeps
+// what it decoded for the endpoint's result.
+type endpoint struct {
+	// object names what a 200 carries, for the logs.
+	object string
+	// created reads the object of a 200: Approved, or Declined when Stripe
+	// created it as failed. An error means it is not the object that was
+	// asked for, which breaks the contract.
+	created func() (provider.Outcome, error)
+	// refusal reads the error answers that are a Declined result of this
+	// endpoint, and whether Stripe processed nothing; ok is false for any
+	// other error, which the shared reading classifies.
+	refusal func(e *stripeapi.Error) (refused, ok bool)
+}
+
+// create sends one creation through call, recording what went over the
+// wire, and reads its answer as the endpoint built from the created object
+// says. Nothing is sent once ctx has ended.
+func create[T any](ctx context.Context, call func(context.Context) (T, error), e func(T) endpoint) answer {
+	if err := ctx.Err(); err != nil {
+		return answer{outcome: provider.Timeout, detail: "not sent: " + err.Error()}
+	}
+	ctx, ex := record(ctx)
+	start := time.Now()
+	obj, err := call(ctx)
+	a := classify(ctx, ex, err, e(obj))
+	a.sent = ex.sent
+	if a.sent {
+		a.duration = time.Since(start)
+	}
+	return a
+}
+
+// classify reads the answer to a creation.
+func classify(ctx context.Context, ex *exchange, err error, e endpoint) answer {
+	a := answer{status: ex.status, replayed: ex.replayed()}
 	var serr *stripeapi.Error
 	switch {
 	case err == nil:
-		ch, cerr := approved(req, pi)
+		outcome, cerr := e.created()
 		if cerr != nil {
-			r.Outcome, r.Detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a PaymentIntent that is not the charge requested: %v", ex.status, cerr)
+			a.outcome, a.detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a %s that is not the one requested: %v", ex.status, e.object, cerr)
 			break
 		}
-		r.Outcome, r.Charge, r.ChargeID = provider.Approved, &ch, ch.ID
+		a.outcome = outcome
 	case errors.As(err, &serr):
-		r.StatusCode = serr.HTTPStatusCode
-		r.Outcome, r.Refused = errorOutcome(serr)
-		r.Detail = describe(serr)
-		if r.Outcome == provider.Declined {
-			r.DeclineCode, r.ChargeID = declined(serr)
+		a.status, a.detail = serr.HTTPStatusCode, describe(serr)
+		if refused, ok := e.refusal(serr); ok {
+			a.outcome, a.refused = provider.Declined, refused
+		} else {
+			a.outcome, a.refused = errorOutcome(serr)
 		}
 	case ex.status != 0:
 		// An answer arrived but the library could not read it: an HTML
 		// page from a gateway, a body cut short.
-		r.Outcome, r.Detail = statusOutcome(ex.status), fmt.Sprintf("HTTP %d without a readable Stripe answer: %v", ex.status, err)
+		a.outcome, a.detail = statusOutcome(ex.status), fmt.Sprintf("HTTP %d without a readable Stripe answer: %v", ex.status, err)
 	default:
-		r.Outcome, r.Detail = provider.TransportOutcome(ctx, err), err.Error()
+		a.outcome, a.detail = provider.TransportOutcome(ctx, err), err.Error()
 	}
-	return r
+	return a
 }
 
-// errorOutcome reads one of Stripe's error answers, and whether Stripe
-// documents it as processing nothing.
+// errorOutcome reads one of Stripe's error answers that no endpoint reads
+// as its own result, and whether Stripe documents it as processing
+// nothing.
 func errorOutcome(e *stripeapi.Error) (outcome provider.Outcome, refused bool) {
 	switch {
-	case e.Type == stripeapi.ErrorTypeCard:
-		// A card error is about the customer's card whatever its status
-		// and whether or not it names the PaymentIntent it left.
-		return provider.Declined, false
-	case paymentMethodMissing(e):
-		return provider.Declined, true
 	case e.HTTPStatusCode == http.StatusConflict:
 		return provider.InFlight, false
 	case e.HTTPStatusCode == http.StatusBadRequest && e.Type == stripeapi.ErrorTypeIdempotency:
@@ -258,25 +349,20 @@ func errorOutcome(e *stripeapi.Error) (outcome provider.Outcome, refused bool) {
 	return outcome, outcome == provider.InvalidRequest || outcome == provider.RateLimited
 }
 
-// paymentMethodMissing reports Stripe's "No such PaymentMethod": the
-// payment method the customer gave does not exist for this account. Stripe
-// checks it before it creates anything, so nothing was processed.
-func paymentMethodMissing(e *stripeapi.Error) bool {
+// resourceMissing reports Stripe's "No such …" for param.
+func resourceMissing(e *stripeapi.Error, param string) bool {
 	return e.HTTPStatusCode == http.StatusBadRequest && e.Type == stripeapi.ErrorTypeInvalidRequest &&
-		e.Code == stripeapi.ErrorCodeResourceMissing && e.Param == "payment_method"
+		e.Code == stripeapi.ErrorCodeResourceMissing && e.Param == param
 }
 
 // declined reads the decline code of a declined card and the PaymentIntent
-// it left, if any. A payment method that does not exist is
-// provider.DeclineInvalidPaymentMethod; a card error without a code of its
-// own says only that the card was declined.
+// it left, if any. A card error without a code of its own says only that
+// the card was declined.
 func declined(e *stripeapi.Error) (code, chargeID string) {
 	if e.PaymentIntent != nil {
 		chargeID = e.PaymentIntent.ID
 	}
 	switch {
-	case paymentMethodMissing(e):
-		code = provider.DeclineInvalidPaymentMethod
 	case e.DeclineCode != "":
 		code = string(e.DeclineCode)
 	case e.Code != "":

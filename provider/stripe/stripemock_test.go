@@ -94,20 +94,33 @@ func startStripeMock(t *testing.T) string {
 	}
 }
 
-// statuses records the status of every answer stripe-mock gives.
+// statuses records the status of every answer stripe-mock gives, and,
+// when keys is not nil, the last idempotency key sent to each method and
+// path.
 type statuses struct {
-	mu  sync.Mutex
-	got []int
+	mu   sync.Mutex
+	got  []int
+	keys map[string]string
 }
 
 func (s *statuses) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := http.DefaultTransport.RoundTrip(req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys != nil {
+		s.keys[req.Method+" "+req.URL.Path] = req.Header.Get("Idempotency-Key")
+	}
 	if err == nil {
-		s.mu.Lock()
 		s.got = append(s.got, resp.StatusCode)
-		s.mu.Unlock()
 	}
 	return resp, err
+}
+
+// key is the last idempotency key sent to route, "METHOD /path".
+func (s *statuses) key(route string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[route]
 }
 
 // stripe-mock validates every request against Stripe's OpenAPI
@@ -139,6 +152,43 @@ func TestClient_RequestsConformToStripesSpecification(t *testing.T) {
 	var perr *provider.Error
 	require.True(t, errors.As(err, &perr), "a fixture does not carry our reference: %v", err)
 	require.Equal(t, http.StatusOK, perr.StatusCode, perr.Detail)
+
+	require.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusOK}, seen.got)
+}
+
+// stripe-mock's refund fixture is a succeeded refund of its own: the
+// adapter's refund and its listing of a PaymentIntent's refunds must pass
+// the specification's validation (every answer a 200), the fixture's status
+// must be read, and the idempotency key must go on the creation.
+func TestClient_RefundRequestsConformToStripesSpecification(t *testing.T) {
+	base := startStripeMock(t)
+	seen := &statuses{keys: map[string]string{}}
+	c, err := stripe.New(stripe.Config{
+		APIKey:     "sk_test_123",
+		BaseURL:    base,
+		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: seen},
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, reason := range []string{"requested_by_customer", "customer returned the book"} {
+		req := testRefund()
+		req.Reason = reason
+
+		res := c.Refund(ctx, req)
+
+		require.True(t, res.Sent)
+		require.Equal(t, http.StatusOK, res.StatusCode, res.Detail)
+		require.Equal(t, provider.ContractViolation, res.Outcome, "a fixture is not the refund asked for")
+		// stripe-mock echoes the PaymentIntent and the amount into its
+		// fixture, a succeeded refund in USD: only the currency is not ours,
+		// so the refund was read whole and its status mapped.
+		require.Contains(t, res.Detail, "with a refund that is not the one requested: amount 1250 USD, want 1250 TRY")
+		require.Equal(t, req.Key, seen.key("POST /v1/refunds"))
+	}
+
+	found, err := c.FindRefunds(ctx, testRefund().ChargeID, testRefund().MerchantReference)
+	require.NoError(t, err, "the listing is valid, and the fixture is not of our reference")
+	require.Empty(t, found)
 
 	require.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusOK}, seen.got)
 }

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"chargeonce"
+	"chargeonce/api/wire"
+	"chargeonce/refund"
+	"chargeonce/store"
+)
+
+// Headers of the API's own idempotency, after the IETF Idempotency-Key
+// draft's server side.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// maxIdempotencyKeyLength bounds the Idempotency-Key a client may send; a
+// UUID is 36 characters.
+const maxIdempotencyKeyLength = 255
+
+// idempotencyKey reads the request's Idempotency-Key: required, of printable
+// ASCII without spaces, at most maxIdempotencyKeyLength long. The draft
+// allows any string; one that fits a log line and a database column is
+// enough for every client, and a UUID is the usual choice.
+func idempotencyKey(r *http.Request) (string, error) {
+	values := r.Header.Values(headerIdempotencyKey)
+	if len(values) != 1 || values[0] == "" {
+		return "", &problemError{typ: wire.ProblemIdempotencyKeyRequired,
+			detail: "send one Idempotency-Key header, such as a fresh UUID, the same on every retry of this refund"}
+	}
+	key := values[0]
+	if len(key) > maxIdempotencyKeyLength || strings.IndexFunc(key, func(c rune) bool { return c <= ' ' || c > '~' }) >= 0 {
+		return "", &problemError{typ: wire.ProblemIdempotencyKeyRequired,
+			detail: fmt.Sprintf("the Idempotency-Key must be at most %d printable ASCII characters without spaces, such as a UUID", maxIdempotencyKeyLength)}
+	}
+	return key, nil
+}
+
+// refundRequest reads the body and the Idempotency-Key of a refund request.
+func refundRequest(w http.ResponseWriter, r *http.Request) (refund.Request, error) {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return refund.Request{}, err
+	}
+	var body wire.RefundRequest
+	if err := decodeJSON(w, r, &body); err != nil {
+		return refund.Request{}, err
+	}
+	// A reason is free text like an order's description, under its rule.
+	if err := chargeonce.ValidateDescription(body.Reason); err != nil {
+		return refund.Request{}, badRequest(`field "reason" %v`, err)
+	}
+	if body.Amount != nil && *body.Amount == "" {
+		return refund.Request{}, badRequest(`field "amount" is a decimal string such as "12.50", or absent to refund the rest`)
+	}
+	return refund.Request{Amount: body.Amount, Reason: body.Reason, RequestKey: key}, nil
+}
+
+func (s *server) refundOrder(w http.ResponseWriter, r *http.Request) {
+	id, err := orderID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, err := refundRequest(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req.OrderID = id
+	s.answerRefund(w, r, req)
+}
+
+func (s *server) refundCharge(w http.ResponseWriter, r *http.Request) {
+	chargeID := r.PathValue("id")
+	if err := chargeonce.ValidateText(chargeID); err != nil || chargeID == "" || len(chargeID) > maxIdempotencyKeyLength {
+		s.fail(w, r, badRequest("charge id %q must be a provider's charge id, such as ch_000001", chargeID))
+		return
+	}
+	req, err := refundRequest(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req.ChargeID = chargeID
+	s.answerRefund(w, r, req)
+}
+
+// answerRefund runs the refund request and answers its outcome: 200 with a
+// settled refund, 202 with a pending one, 503 when nothing was refunded.
+func (s *server) answerRefund(w http.ResponseWriter, r *http.Request, req refund.Request) {
+	res, err := s.refunds.Refund(r.Context(), req)
+	if err != nil {
+		s.failRefund(w, r, err)
+		return
+	}
+	log := s.log.With("refund", res.Refund.Key, "order", res.Refund.OrderID)
+	if res.Replayed {
+		w.Header().Set(headerReplayed, "true")
+	}
+	switch res.Refund.Status {
+	case chargeonce.RefundSucceeded, chargeonce.RefundFailed:
+		writeJSON(w, log, http.StatusOK, "application/json", newRefundBody(res.Refund, false))
+	case chargeonce.RefundPending:
+		w.Header().Set("Location", refundLocation(res.Refund.Key))
+		writeJSON(w, log, http.StatusAccepted, "application/json", newRefundBody(res.Refund, false))
+	case chargeonce.RefundNotProcessed:
+		w.Header().Set("Retry-After", strconv.Itoa(int(notProcessedRetryAfter/time.Second)))
+		p := wire.NewProblem(wire.ProblemNothingRefunded, "The payment provider processed none of the refund's requests, so nothing was refunded. The same request may be sent again, with the same Idempotency-Key.")
+		p.OrderID = res.Refund.OrderID
+		writeProblem(w, log, p)
+	default:
+		s.fail(w, r, fmt.Errorf("refund %s has unknown status %q", res.Refund.Key, res.Refund.Status))
+	}
+}
+
+// failRefund answers the errors of a refund request that only refunds
+// have, and hands every other to fail.
+func (s *server) failRefund(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		inProgress *refund.InProgressError
+		amount     *refund.AmountError
+	)
+	switch {
+	case errors.As(err, &inProgress):
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, inProgress.RetryAfter.Round(time.Second))/time.Second)))
+		err = &problemError{typ: wire.ProblemRequestInProgress, detail: "The first request with this Idempotency-Key is still being answered. Ask again after Retry-After seconds."}
+	case errors.Is(err, refund.ErrKeyReused):
+		err = &problemError{typ: wire.ProblemIdempotencyKeyReused, detail: "This Idempotency-Key was sent before with another refund request. Send a new key for a new refund."}
+	case errors.As(err, &amount):
+		err = badRequest(`field "amount" %v`, amount.Err)
+	case errors.Is(err, refund.ErrAmountNotAccepted):
+		err = badRequest("%v", err)
+	case errors.Is(err, store.ErrNotRefundable):
+		err = &problemError{typ: wire.ProblemNotRefundable, detail: "There is nothing to refund: the order was never paid, or the charge is not one the books hold."}
+	case errors.Is(err, store.ErrRefundExceedsCharge):
+		err = &problemError{typ: wire.ProblemRefundExceedsCharge, detail: "The refund would return more than the charge can still refund: its amount less the refunds that succeeded or are pending."}
+	case errors.Is(err, store.ErrNotFound) && r.PathValue("id") != "" && strings.HasPrefix(r.URL.Path, "/api/charges/"):
+		err = &problemError{typ: wire.ProblemNotRefundable, detail: "The books hold no charge " + r.PathValue("id") + "."}
+	}
+	s.fail(w, r, err)
+}
+
+func (s *server) getRefund(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("id")
+	if !chargeonce.ValidKey(key) {
+		s.fail(w, r, badRequest("refund id %q must be the refund's key, a UUID", key))
+		return
+	}
+	ref, err := s.store.GetRefund(r.Context(), key)
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(w, r, &problemError{typ: wire.ProblemNotFound, detail: "no refund " + key})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("refund %s: %w", key, err))
+		return
+	}
+	writeJSON(w, s.log, http.StatusOK, "application/json", newRefundBody(ref, true))
+}
+
+// newRefundBody shows a refund; withRequests adds its request log.
+func newRefundBody(r store.Refund, withRequests bool) wire.Refund {
+	body := wire.Refund{
+		ID:                r.Key,
+		OrderID:           r.OrderID,
+		ChargeID:          r.ChargeID,
+		Status:            string(r.Status),
+		Amount:            r.Amount.Decimal(),
+		Currency:          r.Amount.Currency,
+		Reason:            r.Reason,
+		Origin:            string(r.Origin),
+		MerchantReference: r.MerchantReference,
+		ProviderRefundID:  optional(r.ProviderRefundID),
+		FailureReason:     optional(r.FailureReason),
+		CreatedAt:         r.CreatedAt.UTC(),
+	}
+	if r.SettledAt != nil {
+		t := r.SettledAt.UTC()
+		body.SettledAt = &t
+	}
+	if withRequests {
+		body.Requests = make([]wire.ProviderRequest, 0, len(r.Requests))
+		for _, req := range r.Requests {
+			body.Requests = append(body.Requests, newRequestBody(req))
+		}
+	}
+	return body
+}
+
+func refundLocation(key string) string {
+	return "/api/refunds/" + key
+}

@@ -1,0 +1,53 @@
+package refund
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"chargeonce/checkout"
+)
+
+// sweepBatch is how many unstarted refunds one Sweep pass starts at most;
+// the next pass takes the rest.
+const sweepBatch = 100
+
+// Sweep is one pass of the refunds' outbox sweep: it starts the refund
+// workflow of every pending refund whose start was lost (the process
+// crashed between storing the refund and reaching Temporal, or Temporal was
+// unreachable), and of every repair refund that its finder could not start.
+//
+// A refund is left alone while it is younger than the request budget, so
+// that a request still starting its workflow is not raced. Unlike a payment,
+// a refund needs nothing that only the customer has, so the swept workflow
+// sends it. Sweep returns how many refunds it started, and the errors of
+// the others joined.
+func (s *Service) Sweep(ctx context.Context) (int, error) {
+	timing, err := checkout.ReadTiming(ctx, s.store)
+	if err != nil {
+		return 0, fmt.Errorf("refund: sweep: %w", err)
+	}
+	refunds, err := s.store.UnstartedRefunds(ctx, s.now().Add(-s.budgetFor(timing)), sweepBatch)
+	if err != nil {
+		return 0, fmt.Errorf("refund: sweep: %w", err)
+	}
+	started := 0
+	var errs []error
+	for _, r := range refunds {
+		if err := s.start(ctx, timing, r); err != nil {
+			s.log.Warn("refund sweep could not start the refund workflow; next pass retries", "refund", r.Key, "error", err)
+			errs = append(errs, fmt.Errorf("refund: sweep: %w", err))
+			continue
+		}
+		s.log.Info("refund sweep started the refund workflow of a refund whose start was lost", "refund", r.Key, "origin", r.Origin)
+		started++
+	}
+	return started, errors.Join(errs...)
+}
+
+// RunSweeper runs Sweep every interval until ctx ends; the worker runs it
+// beside the payments' sweep (checkout.RunSweeps).
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+	checkout.RunSweeps(ctx, s.log, "refund outbox sweep", interval, s.Sweep)
+}
