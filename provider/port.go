@@ -1,6 +1,7 @@
 // Package provider is the port through which payments reach a card
 // provider: a charge under an idempotency key read as a typed Outcome, a
-// lookup of the charges of a merchant reference, and the limits the
+// lookup of the charges of a merchant reference, a refund of a charge under
+// its own key and the lookup of its refunds (Refunder), and the limits the
 // provider publishes. The activities depend on Port alone.
 //
 // Adapters live in packages of their own, one per provider dialect:

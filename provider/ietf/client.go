@@ -1,8 +1,9 @@
 // Package ietf is the provider adapter of the IETF draft's contract
 // (docs/provider-http.md), over HTTP.
 //
-// It sends every charge with its Idempotency-Key as a Structured Field String
-// and reads every response, or the lack of one, as a typed provider.Outcome.
+// It sends every charge and every refund with its Idempotency-Key as a
+// Structured Field String and reads every response, or the lack of one, as
+// a typed provider.Outcome, with one reading for both (post.go).
 // It has no circuit breaker of its own: provider.Breaker stands in front of
 // it, as of every adapter.
 package ietf

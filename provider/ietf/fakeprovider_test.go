@@ -262,3 +262,53 @@ func TestClient_FakeProviderRefundUnderAChargesKeyIsOurBug(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 	require.Empty(t, fp.Refunds())
 }
+
+func TestClient_FakeProviderLostRefundResponseIsLearnedByRetrying(t *testing.T) {
+	fp, c := newFake(t, fakeprovider.Config{})
+	charged := c.Charge(context.Background(), testCharge())
+	require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+	req := providertest.RefundOf(*charged.Charge, refundKeys[0], charged.Charge.Amount)
+	require.NoError(t, fp.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}))
+
+	lost := c.Refund(context.Background(), req)
+	require.NoError(t, fp.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+	retry := c.Refund(context.Background(), req)
+
+	require.Equal(t, provider.TransportError, lost.Outcome, lost.Detail)
+	require.False(t, lost.NotProcessed(), "the money went back although no answer came")
+	require.Equal(t, provider.Approved, retry.Outcome, retry.Detail)
+	require.True(t, retry.Replayed)
+	refunds := fp.Refunds()
+	require.Len(t, refunds, 1)
+	require.Equal(t, refunds[0].ID, retry.Refund.ID)
+}
+
+func TestClient_FakeProviderRefundChaosModes(t *testing.T) {
+	cases := []struct {
+		mode         fakeprovider.Mode
+		want         provider.Outcome
+		notProcessed bool
+	}{
+		{fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}, provider.Unavailable, true},
+		{fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 1}, provider.RateLimited, true},
+		{fakeprovider.Mode{Name: fakeprovider.ModeDrop}, provider.Timeout, false},
+		{fakeprovider.Mode{Name: fakeprovider.ModeDrop, Delay: 10 * time.Millisecond}, provider.Unavailable, false},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.mode.Name), func(t *testing.T) {
+			fp, c := newFake(t, fakeprovider.Config{})
+			charged := c.Charge(context.Background(), testCharge())
+			require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+			require.NoError(t, fp.SetMode(tc.mode))
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+
+			res := c.Refund(ctx, providertest.RefundOf(*charged.Charge, refundKeys[0], 100))
+
+			require.Equal(t, tc.want, res.Outcome, res.Detail)
+			require.True(t, res.Outcome.Retryable())
+			require.Equal(t, tc.notProcessed, res.NotProcessed())
+			require.Empty(t, fp.Refunds())
+		})
+	}
+}

@@ -1,7 +1,9 @@
 // Package stripe is the provider adapter of Stripe's PaymentIntents API, on
 // the official library, github.com/stripe/stripe-go.
 //
-// A charge is a PaymentIntent created with confirm=true, the card's
+// A refund is a Refund of the PaymentIntent under the refund's own key,
+// found again by listing the PaymentIntent's refunds (refund.go). A charge
+// is a PaymentIntent created with confirm=true, the card's
 // payment_method and metadata[merchant_reference], under the attempt's
 // idempotency key. A charge whose outcome was lost is found again through
 // the Search API by that metadata. The library's own network retries are
