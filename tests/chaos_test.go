@@ -52,9 +52,11 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	require.Positive(t, sum.Faults[chaos.FaultLostStart])
 	require.Positive(t, sum.Faults[chaos.FaultKeysExpired])
 	for _, b := range []string{chaos.BehaviourDoubleClick, chaos.BehaviourRetry, chaos.BehaviourSwitchWhile,
-		chaos.BehaviourSwitchAfter, chaos.BehaviourDeclineToken, chaos.BehaviourLateExpired} {
+		chaos.BehaviourSwitchAfter, chaos.BehaviourDeclineToken, chaos.BehaviourLateExpired,
+		chaos.BehaviourRefundPartial, chaos.BehaviourRefundWhole, chaos.BehaviourRefundRetry} {
 		require.Positive(t, sum.Behaviours[b], b)
 	}
+	require.Positive(t, sum.Report.RefundsByStatus[chargeonce.RefundSucceeded], "some refunds succeeded under the faults")
 	require.Positive(t, sum.Answers[http.StatusAccepted], "some outcomes were unknown")
 	require.Positive(t, sum.Answers[http.StatusConflict], "another card was refused while pending")
 	require.Positive(t, sum.Attempts[chargeonce.AttemptAbandoned], "some attempts were abandoned")
