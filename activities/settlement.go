@@ -54,13 +54,21 @@ func (m *SettlementMetrics) ran(byKind map[chargeonce.ExceptionKind]int) {
 	}
 }
 
+// Books is what the settlement reads, and the one repair it makes: a
+// charge for an attempt that did not succeed with it goes to
+// RecordLateCharge. A store.Store is one.
+type Books interface {
+	store.SettlementStore
+	RecordLateCharge(ctx context.Context, c store.LateCharge) (store.LateChargeDecision, *store.Refund, error)
+}
+
 // Settlement holds the dependencies of the settlement activities. Register
 // it with a worker as a struct: each exported method becomes an activity.
 type Settlement struct {
 	// Reports downloads the provider's settlement reports.
 	Reports *settlement.Client
 	// Store is the merchant's database.
-	Store store.SettlementStore
+	Store Books
 	// GraceDays is how many days after its date a charge may first appear
 	// in a report before its attempt is missing_in_report: the worker's
 	// setting, 0 or more, and its one carrier. Every run of a date,
@@ -165,7 +173,7 @@ func (s *Settlement) StageReport(ctx context.Context, in StageReportInput) (Stag
 
 func stagedLine(date string, l settlement.Line) store.SettlementLine {
 	return store.SettlementLine{Date: date, LineNo: l.No, BalanceTransactionID: l.BalanceTransactionID, Created: l.Created,
-		ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, Category: l.Category,
+		ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, Category: l.Category, RefundID: l.RefundID,
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: l.Currency}
 }
 
@@ -206,9 +214,12 @@ type MatchReportResult struct {
 
 // MatchReport matches the staged report of a date against the succeeded
 // attempts created that day, by charge id and then by merchant reference,
-// in batches, and records the run and its exceptions: a rerun replaces the
-// previous result. Every unknown charge is logged as an alert. The grace
-// period is the worker's, s.GraceDays.
+// and its refund lines against the succeeded refunds created that day, by
+// refund id, in batches, and records the run and its exceptions: a rerun
+// replaces the previous result. A charge for an attempt that did not
+// succeed with it is repaired (adopted by its order, or refunded) and
+// recorded as a repair. Every unknown charge and every late charge refunded
+// is logged as an alert. The grace period is the worker's, s.GraceDays.
 func (s *Settlement) MatchReport(ctx context.Context, in MatchReportInput) (MatchReportResult, error) {
 	day, err := settlement.ParseDate(in.Date)
 	if err != nil || in.RunID == "" {

@@ -29,9 +29,10 @@ import (
 	"chargeonce/store"
 )
 
-// BenchmarkSettlement downloads a report of n lines and matches it against
-// n succeeded attempts of the day, on each database. It reports the time of
-// one settlement and the peak of the live heap above what it was before,
+// BenchmarkSettlement downloads a report of n charge lines and n/10 refund
+// lines and matches it against n succeeded attempts and n/10 succeeded
+// refunds of the day, on each database. It reports the time of one
+// settlement and the peak of the live heap above what it was before,
 // sampled every millisecond: the report is streamed and matched in pages,
 // so the peak must not grow with n.
 //
@@ -77,11 +78,11 @@ func BenchmarkSettlement(b *testing.B) {
 					peak = max(peak, stop())
 					var res activities.MatchReportResult
 					require.NoError(b, val.Get(&res))
-					require.Equal(b, n, res.Matched)
+					require.Equal(b, n+n/refundEvery, res.Matched)
 					require.Zero(b, res.Exceptions)
 				}
 				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+				b.ReportMetric(float64(n+n/refundEvery)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 			})
 		}
 	}
@@ -133,8 +134,13 @@ func benchDatabase(b *testing.B, kind string) string {
 	return dsn
 }
 
+// refundEvery is how many of the benchmark's paid orders have one refund:
+// every tenth has a succeeded refund re_<i> of 1.00 TRY.
+const refundEvery = 10
+
 // seedPaidDay stores n paid orders of settleDay, each with its succeeded
-// attempt for charge ch_<i>, in bulk, behind the store's back.
+// attempt for charge ch_<i>, and the refunds of every refundEvery-th, in
+// bulk, behind the store's back.
 func seedPaidDay(b *testing.B, dsn string, n int) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn) // creates the schema
@@ -155,6 +161,12 @@ func seedPaidDay(b *testing.B, dsn string, n int) {
 			SELECT printf('00000000-0000-7000-8000-%012d', i), 1000 + i, 1000 + i, 'TRY', $2, 'bench-' || i,
 				'succeeded', printf('ch_%06d', i), 1, $3, $3, $3 FROM s`, n, strings.Repeat("a", 64), at)
 		require.NoError(b, err)
+		_, err = db.ExecContext(ctx, `WITH RECURSIVE s(i) AS (SELECT $2 UNION ALL SELECT i + $2 FROM s WHERE i + $2 <= $1)
+			INSERT INTO refunds (idempotency_key, order_id, charge_id, amount_minor, currency, reason, origin, merchant_reference,
+				status, provider_refund_id, workflow_started, created_at, settled_at)
+			SELECT printf('00000000-0000-7000-9000-%012d', i), 1000 + i, printf('ch_%06d', i), 100, 'TRY', '', 'merchant',
+				'bench-refund-' || i, 'succeeded', printf('re_%06d', i), 1, $3, $3 FROM s`, n, refundEvery, at)
+		require.NoError(b, err)
 		return
 	}
 	conn, err := pgx.Connect(ctx, dsn)
@@ -169,10 +181,16 @@ func seedPaidDay(b *testing.B, dsn string, n int) {
 		SELECT '00000000-0000-7000-8000-' || lpad(i::text, 12, '0'), 1000 + i, 1000 + i, 'TRY', $2, 'bench-' || i,
 			'succeeded', 'ch_' || lpad(i::text, 6, '0'), true, $3, $3, $3 FROM generate_series(1, $1::int) i`, n, strings.Repeat("a", 64), at)
 	require.NoError(b, err)
+	_, err = conn.Exec(ctx, `INSERT INTO refunds (idempotency_key, order_id, charge_id, amount_minor, currency, reason, origin,
+			merchant_reference, status, provider_refund_id, workflow_started, created_at, settled_at)
+		SELECT '00000000-0000-7000-9000-' || lpad(i::text, 12, '0'), 1000 + i, 'ch_' || lpad(i::text, 6, '0'), 100, 'TRY', '',
+			'merchant', 'bench-refund-' || i, 'succeeded', 're_' || lpad(i::text, 6, '0'), true, $3, $3
+		FROM generate_series($2::int, $1::int, $2::int) i`, n, refundEvery, at)
+	require.NoError(b, err)
 }
 
-// writeReport writes the honest report of the seeded day, in an order other
-// than the charge ids', as a provider's is.
+// writeReport writes the honest report of the seeded day, charges and
+// refunds, in an order other than the charge ids', as a provider's is.
 func writeReport(b *testing.B, n int) string {
 	path := filepath.Join(b.TempDir(), "report.csv")
 	f, err := os.Create(path)
@@ -188,6 +206,11 @@ func writeReport(b *testing.B, n int) string {
 		require.NoError(b, w.Write(settlement.Record{BalanceTransactionID: fmt.Sprintf("txn_%06d", i), CreatedUTC: noon.Format(time.RFC3339),
 			ChargeID: fmt.Sprintf("ch_%06d", i), MerchantReference: fmt.Sprint("bench-", i), ReportingCategory: "charge",
 			Gross: amount, Fee: "0.00", Net: amount, Currency: "TRY"}))
+		if i%refundEvery == 0 {
+			require.NoError(b, w.Write(settlement.Record{BalanceTransactionID: fmt.Sprintf("txn_re_%06d", i), CreatedUTC: noon.Format(time.RFC3339),
+				ChargeID: fmt.Sprintf("ch_%06d", i), MerchantReference: fmt.Sprint("bench-refund-", i), ReportingCategory: "refund",
+				Gross: "-1.00", Fee: "0.00", Net: "-1.00", Currency: "TRY", RefundID: fmt.Sprintf("re_%06d", i)}))
+		}
 	}
 	require.NoError(b, w.Flush())
 	require.NoError(b, buf.Flush())

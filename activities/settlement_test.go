@@ -19,6 +19,7 @@ import (
 	"chargeonce/activities/activitiestest"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/alert"
+	"chargeonce/provider"
 	"chargeonce/store"
 )
 
@@ -183,16 +184,16 @@ func TestMatchReport_FindsEachKindOfException(t *testing.T) {
 			c, err := b.env.Fake.PlantCharge(fakeprovider.PlantedCharge{Amount: 12000, Currency: "TRY", MerchantReference: "nobody", Status: fakeprovider.ChargeSucceeded})
 			require.NoError(t, err)
 			return c.ID, 0
-		}, chargeonce.ExceptionUnknownCharge, `The provider charged 120.00 TRY as ch_000003 (reference "nobody"), which no payment attempt made: find the customer and refund charge ch_000003.`},
-		{"a double charge", func(t *testing.T, b *books, intent chargeonce.PaymentIntent, _ string) (string, int64) {
+		}, chargeonce.ExceptionUnknownCharge, `The provider charged 120.00 TRY as ch_000003 (reference "nobody"), which no payment attempt made: find the customer and refund charge ch_000003 (POST /api/charges/ch_000003/refunds).`},
+		{"a double charge, refunded by the repair", func(t *testing.T, b *books, intent chargeonce.PaymentIntent, _ string) (string, int64) {
 			c, err := b.env.Fake.PlantCharge(fakeprovider.PlantedCharge{Amount: 54890, Currency: "TRY", MerchantReference: intent.MerchantReference, Status: fakeprovider.ChargeSucceeded})
 			require.NoError(t, err)
 			return c.ID, intent.OrderID
-		}, chargeonce.ExceptionUnknownCharge, "was charged twice"},
-		{"a charge for an abandoned attempt", func(t *testing.T, b *books, _ chargeonce.PaymentIntent, _ string) (string, int64) {
+		}, chargeonce.ExceptionLateChargeRefunded, "was paid by another charge, so charge ch_000003 of 548.90 TRY, for which attempt"},
+		{"a charge for an abandoned attempt, adopted by the repair", func(t *testing.T, b *books, _ chargeonce.PaymentIntent, _ string) (string, int64) {
 			abandoned, chargeID := b.pay(t, try(700), chargeonce.AttemptAbandoned)
 			return chargeID, abandoned.OrderID
-		}, chargeonce.ExceptionUnknownCharge, "settled abandoned, yet the provider charged 7.00 TRY"},
+		}, chargeonce.ExceptionLateChargeAdopted, "now is paid by charge ch_000003 of 7.00 TRY, although attempt"},
 		{"a line dropped", func(t *testing.T, b *books, intent chargeonce.PaymentIntent, chargeID string) (string, int64) {
 			b.alter(t, fakeprovider.Alteration{ChargeID: chargeID, Action: fakeprovider.AlterDrop})
 			return chargeID, intent.OrderID
@@ -232,7 +233,7 @@ func TestMatchReport_FindsEachKindOfException(t *testing.T) {
 			require.Equal(t, want, res.ByKind)
 			// An exception about the first payment leaves the second matched.
 			matched := 1
-			if tt.kind == chargeonce.ExceptionUnknownCharge || tt.kind == chargeonce.ExceptionDuplicateLine {
+			if tt.kind == chargeonce.ExceptionUnknownCharge || tt.kind == chargeonce.ExceptionDuplicateLine || tt.kind.Repair() {
 				matched = 2
 			}
 			require.Equal(t, matched, res.Matched)
@@ -244,8 +245,147 @@ func TestMatchReport_FindsEachKindOfException(t *testing.T) {
 			require.Contains(t, got[0].Detail, tt.detail)
 			require.Equal(t, tt.kind == chargeonce.ExceptionUnknownCharge, bytes.Contains(b.logs.Bytes(), []byte(`"alert":"`+string(alert.UnknownCharge)+`"`)),
 				"an unknown charge, and only that, raises the alert")
+			require.Equal(t, tt.kind == chargeonce.ExceptionLateChargeRefunded, bytes.Contains(b.logs.Bytes(), []byte(`"alert":"`+string(alert.LateChargeRefunded)+`"`)),
+				"a late charge refunded, and only that, raises its alert")
 		})
 	}
+}
+
+// The repairs change the books: an adopted charge pays its order, and a
+// refunded one has a pending refund of its whole amount, one however often
+// the settlement runs; a rerun matches the adopted charge.
+func TestMatchReport_RepairsLateChargesOnceAndMatchesThemAfterwards(t *testing.T) {
+	ctx := context.Background()
+	b := newBooks(t, fakeprovider.FeeRule{})
+	paid, _ := b.pay(t, try(54890), chargeonce.AttemptSucceeded)
+	second, err := b.env.Fake.PlantCharge(fakeprovider.PlantedCharge{Amount: 54890, Currency: "TRY", MerchantReference: paid.MerchantReference, Status: fakeprovider.ChargeSucceeded})
+	require.NoError(t, err)
+	abandoned, late := b.pay(t, try(700), chargeonce.AttemptAbandoned)
+
+	first := b.settle(t, "run-1", 2, afterGrace)
+	require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionLateChargeAdopted: 1, chargeonce.ExceptionLateChargeRefunded: 1}, first.ByKind)
+	order, _, err := b.env.Store.GetOrder(ctx, abandoned.OrderID)
+	require.NoError(t, err)
+	require.Equal(t, chargeonce.OrderPaid, order.Status)
+	require.Equal(t, late, order.ProviderPaymentID)
+	refunds, err := b.env.Store.OrderRefunds(ctx, paid.OrderID)
+	require.NoError(t, err)
+	require.Len(t, refunds, 1)
+	require.Equal(t, second.ID, refunds[0].ChargeID)
+	require.Equal(t, try(54890), refunds[0].Amount)
+	require.Equal(t, chargeonce.RefundLateCharge, refunds[0].Origin)
+	require.Equal(t, chargeonce.RefundPending, refunds[0].Status)
+
+	rerun := b.settle(t, "run-2", 2, afterGrace)
+	require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionLateChargeRefunded: 1}, rerun.ByKind)
+	require.Equal(t, 2, rerun.Matched, "the paying charge, and the adopted one")
+	refunds, err = b.env.Store.OrderRefunds(ctx, paid.OrderID)
+	require.NoError(t, err)
+	require.Len(t, refunds, 1, "one refund per late charge however often it is found")
+	require.Equal(t, refunds[0].Key, b.exceptions(t)[0].RefundKey)
+}
+
+// refund refunds minor units of a paid order at the provider, recorded as
+// succeeded, and returns it with the provider's refund id.
+func (b *books) refund(t *testing.T, orderID, minor int64) store.Refund {
+	t.Helper()
+	ctx := context.Background()
+	intent := b.env.NewRefund(t, orderID, minor, noon.Add(-time.Minute))
+	res := b.env.Client.Refund(ctx, provider.RefundRequestOf(intent))
+	require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+	changed, err := b.env.Store.SettleRefund(ctx, intent.Key, chargeonce.RefundSucceeded, res.Refund.ID, "", noon)
+	require.NoError(t, err)
+	require.True(t, changed)
+	return b.env.Refund(t, intent.Key)
+}
+
+func TestMatchReport_RefundLinesMatchSucceededRefundsAndNetTheTotals(t *testing.T) {
+	b := newBooks(t, fakeprovider.FeeRule{BasisPoints: 100})
+	first, _ := b.pay(t, try(54890), chargeonce.AttemptSucceeded)
+	second, _ := b.pay(t, try(1000), chargeonce.AttemptSucceeded)
+	b.refund(t, first.OrderID, 10000)
+	b.refund(t, first.OrderID, 890)
+	b.refund(t, second.OrderID, 0)
+
+	res := b.settle(t, "run-1", 2, afterGrace)
+
+	// The fee of 1% stays with the provider; refunds carry none.
+	require.Equal(t, activities.MatchReportResult{Status: store.SettlementFinal, Lines: 5, Matched: 5,
+		ByKind: map[chargeonce.ExceptionKind]int{},
+		Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 5, Gross: 54890 + 1000 - 10000 - 890 - 1000, Fee: 549 + 10,
+			Net: 54890 + 1000 - 549 - 10 - 10000 - 890 - 1000}},
+	}, res)
+}
+
+func TestMatchReport_FindsEachKindOfRefundException(t *testing.T) {
+	tests := []struct {
+		name string
+		// plant spoils a day with one refund, and returns the refund id
+		// the exception must name.
+		plant  func(t *testing.T, b *books, r store.Refund) string
+		kind   chargeonce.ExceptionKind
+		detail string
+	}{
+		{"a refund no refund intent made", func(t *testing.T, b *books, r store.Refund) string {
+			res := b.env.Client.Refund(context.Background(), provider.RefundRequest{Key: "0190a0a0-0000-7000-8000-000000000001",
+				ChargeID: r.ChargeID, Amount: 100, Currency: "TRY", MerchantReference: "dashboard"})
+			require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+			return res.Refund.ID
+		}, chargeonce.ExceptionUnknownRefund, `as refund re_000002 (reference "dashboard"), which no refund of ours made`},
+		{"a refund line dropped", func(t *testing.T, b *books, r store.Refund) string {
+			b.alter(t, fakeprovider.Alteration{RefundID: r.ProviderRefundID, Action: fakeprovider.AlterDrop})
+			return r.ProviderRefundID
+		}, chargeonce.ExceptionRefundMissingInReport, "but no settlement report of the 3 days since lists it"},
+		{"a refund amount changed", func(t *testing.T, b *books, r store.Refund) string {
+			b.alter(t, fakeprovider.Alteration{RefundID: r.ProviderRefundID, Action: fakeprovider.AlterChange, Gross: "-20.00"})
+			return r.ProviderRefundID
+		}, chargeonce.ExceptionRefundAmountMismatch, "The report returns 20.00 TRY for refund re_000001"},
+		{"a refund failed after success that we hold as succeeded", func(t *testing.T, b *books, r store.Refund) string {
+			_, err := b.env.Fake.SettleRefund(r.ProviderRefundID, fakeprovider.RefundFailed, "lost_or_stolen_card")
+			require.NoError(t, err)
+			return r.ProviderRefundID
+		}, chargeonce.ExceptionRefundAmountMismatch, "The provider reversed refund re_000001"},
+		{"a refund line duplicated", func(t *testing.T, b *books, r store.Refund) string {
+			b.alter(t, fakeprovider.Alteration{RefundID: r.ProviderRefundID, Action: fakeprovider.AlterDuplicate})
+			return r.ProviderRefundID
+		}, chargeonce.ExceptionDuplicateLine, "The report lists the refund of refund re_000001 again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBooks(t, fakeprovider.FeeRule{})
+			intent, _ := b.pay(t, try(54890), chargeonce.AttemptSucceeded)
+			r := b.refund(t, intent.OrderID, 1000)
+			wantRefund := tt.plant(t, b, r)
+
+			res := b.settle(t, "run-1", 2, afterGrace)
+
+			require.Equal(t, map[chargeonce.ExceptionKind]int{tt.kind: 1}, res.ByKind)
+			got := b.exceptions(t)
+			require.Len(t, got, 1)
+			require.Equal(t, wantRefund, got[0].RefundID)
+			require.Contains(t, got[0].Detail, tt.detail)
+		})
+	}
+}
+
+// A refund that failed after it succeeded, and that we hold as failed,
+// balances: its refund line and its reversal net to nothing.
+func TestMatchReport_ARefundFailedAfterSuccessBalances(t *testing.T) {
+	ctx := context.Background()
+	b := newBooks(t, fakeprovider.FeeRule{})
+	intent, _ := b.pay(t, try(54890), chargeonce.AttemptSucceeded)
+	r := b.refund(t, intent.OrderID, 1000)
+	_, err := b.env.Fake.SettleRefund(r.ProviderRefundID, fakeprovider.RefundFailed, "lost_or_stolen_card")
+	require.NoError(t, err)
+	changed, err := b.env.Store.SettleRefund(ctx, r.Key, chargeonce.RefundFailed, r.ProviderRefundID, "lost_or_stolen_card", noon)
+	require.NoError(t, err)
+	require.True(t, changed)
+
+	res := b.settle(t, "run-1", 2, afterGrace)
+
+	require.Empty(t, res.ByKind)
+	require.Equal(t, 2, res.Matched, "the charge, and the refund with its reversal")
+	require.Equal(t, []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 54890, Net: 54890}}, res.Totals)
 }
 
 func TestMatchReport_AnUnreportedChargeAwaitsItsGracePeriod(t *testing.T) {

@@ -33,6 +33,9 @@ type SettlementLine struct {
 	MerchantReference string
 	// Category is the reporting category, such as "charge" or "refund".
 	Category string
+	// RefundID is the provider's id of the refund a refund line returns
+	// money for; empty on a charge line, whose charge is ChargeID.
+	RefundID string
 	// Gross, Fee and Net are in minor units of Currency; a refund's are
 	// negative.
 	Gross, Fee, Net int64
@@ -44,9 +47,11 @@ type SettlementLine struct {
 }
 
 // LineCursor is where a page of SettlementLines starts: after this charge id
-// and line number. The zero value starts at the beginning.
+// and line number, or, for RefundLines, after this refund id and line
+// number. The zero value starts at the beginning.
 type LineCursor struct {
 	ChargeID string
+	RefundID string
 	LineNo   int
 }
 
@@ -70,6 +75,11 @@ type SettlementException struct {
 	ReportedCurrency string
 	ExpectedMinor    int64
 	ExpectedCurrency string
+	// RefundID is the provider's refund id and RefundKey our refund's key,
+	// when the exception is about a refund, or about the refund that
+	// repaired a late charge; empty otherwise.
+	RefundID  string
+	RefundKey string
 	// Detail is a sentence a person can act on.
 	Detail string
 }
@@ -104,13 +114,15 @@ type SettlementRun struct {
 	Status SettlementStatus
 	// Lines counts the report's lines, malformed ones included.
 	Lines int
-	// Matched counts the report's charges that match a succeeded attempt.
+	// Matched counts the report's charges that match a succeeded attempt
+	// or an adopted late charge, and its refunds that match a succeeded
+	// refund.
 	Matched int
-	// Awaiting counts the succeeded attempts of the date not in the report
-	// yet, within the grace period.
+	// Awaiting counts the succeeded attempts and refunds of the date not
+	// in the report yet, within the grace period.
 	Awaiting int
-	// Exceptions counts the exceptions; ByKind splits them by kind (read
-	// only: it is counted from the stored exceptions).
+	// Exceptions counts the exceptions, repairs included; ByKind splits
+	// them by kind (read only: it is counted from the stored exceptions).
 	Exceptions int
 	ByKind     map[chargeonce.ExceptionKind]int
 	// Totals are by currency, in currency order.
@@ -144,6 +156,28 @@ type SettlementStore interface {
 	// ReportedCharges returns which of at most MaxSettlementBatch charge ids
 	// are in the staged lines of the report dates from to to, inclusive.
 	ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error)
+	// RefundLines returns at most limit staged lines of the date that name
+	// a refund, after the cursor's RefundID and LineNo, by refund id (byte
+	// by byte) and then line number.
+	RefundLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
+	// SucceededRefunds returns at most limit succeeded refunds created in
+	// [from, to) whose provider refund id sorts after afterRefundID, by
+	// that id (byte by byte), without their Requests.
+	SucceededRefunds(ctx context.Context, from, to time.Time, afterRefundID string, limit int) ([]Refund, error)
+	// RefundsByProviderID returns the refunds, of any status, that hold
+	// one of at most MaxSettlementBatch provider refund ids, without
+	// Requests.
+	RefundsByProviderID(ctx context.Context, refundIDs []string) ([]Refund, error)
+	// RefundsByReference returns the refunds with one of at most
+	// MaxSettlementBatch merchant references, without Requests.
+	RefundsByReference(ctx context.Context, references []string) ([]Refund, error)
+	// ReportedRefunds returns which of at most MaxSettlementBatch refund
+	// ids are in the staged lines of the report dates from to to,
+	// inclusive.
+	ReportedRefunds(ctx context.Context, from, to string, refundIDs []string) ([]string, error)
+	// LateCharges returns what RecordLateCharge decided for at most
+	// MaxSettlementBatch charge ids; a charge it never saw is left out.
+	LateCharges(ctx context.Context, chargeIDs []string) ([]RecordedLateCharge, error)
 	// AddSettlementExceptions stores at most MaxSettlementBatch exceptions
 	// of a run that FinishSettlementRun has not finished yet; one already
 	// stored with the same run and Seq is replaced.
@@ -157,6 +191,19 @@ type SettlementStore interface {
 	// SettlementExceptions returns the first limit exceptions of the date's
 	// result, by Seq.
 	SettlementExceptions(ctx context.Context, date string, limit int) ([]SettlementException, error)
+}
+
+// RecordedLateCharge is what RecordLateCharge decided for one charge.
+type RecordedLateCharge struct {
+	ChargeID   string
+	AttemptKey string
+	OrderID    int64
+	Amount     chargeonce.Money
+	// Decision is LateChargeAdopted or LateChargeRefunded.
+	Decision LateChargeDecision
+	// RefundKey is the repair's refund, when the decision is refunded.
+	RefundKey string
+	FoundAt   time.Time
 }
 
 // validDate reports whether date is a calendar date spelled 2006-01-02.
@@ -210,7 +257,7 @@ func (s *db) ClearSettlementLines(ctx context.Context, date string) error {
 }
 
 const lineColumns = `report_date, line_no, balance_transaction_id, created_at, charge_id, merchant_reference,
-	reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw`
+	reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw, refund_id`
 
 func (s *db) AddSettlementLines(ctx context.Context, lines []SettlementLine) error {
 	if err := checkBatch("lines", len(lines)); err != nil {
@@ -231,15 +278,15 @@ func (s *db) AddSettlementLines(ctx context.Context, lines []SettlementLine) err
 				created = s.t(l.Created)
 			}
 			_, err := q.exec(ctx, `INSERT INTO settlement_lines (`+lineColumns+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 				ON CONFLICT (report_date, line_no) DO UPDATE SET
 				balance_transaction_id = excluded.balance_transaction_id, created_at = excluded.created_at,
 				charge_id = excluded.charge_id, merchant_reference = excluded.merchant_reference,
 				reporting_category = excluded.reporting_category, gross_minor = excluded.gross_minor,
 				fee_minor = excluded.fee_minor, net_minor = excluded.net_minor, currency = excluded.currency,
-				problem = excluded.problem, raw = excluded.raw`,
+				problem = excluded.problem, raw = excluded.raw, refund_id = excluded.refund_id`,
 				l.Date, l.LineNo, l.BalanceTransactionID, created, l.ChargeID, l.MerchantReference,
-				l.Category, l.Gross, l.Fee, l.Net, l.Currency, l.Problem, l.Raw)
+				l.Category, l.Gross, l.Fee, l.Net, l.Currency, l.Problem, l.Raw, l.RefundID)
 			if err != nil {
 				return err
 			}
@@ -258,7 +305,7 @@ func scanLine(r rows) (SettlementLine, error) {
 		created timestamp
 	)
 	err := r.Scan(&l.Date, &l.LineNo, &l.BalanceTransactionID, &created, &l.ChargeID, &l.MerchantReference,
-		&l.Category, &l.Gross, &l.Fee, &l.Net, &l.Currency, &l.Problem, &l.Raw)
+		&l.Category, &l.Gross, &l.Fee, &l.Net, &l.Currency, &l.Problem, &l.Raw, &l.RefundID)
 	l.Created = created.t
 	return l, err
 }
@@ -334,10 +381,20 @@ func (s *db) attemptsIn(ctx context.Context, column string, values []string) ([]
 }
 
 func (s *db) ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error) {
-	if err := errors.Join(validDate(from), validDate(to), checkBatch("charge ids", len(chargeIDs))); err != nil {
-		return nil, fmt.Errorf("store: reported charges: %w", err)
+	return s.reported(ctx, "charge_id", from, to, chargeIDs)
+}
+
+func (s *db) ReportedRefunds(ctx context.Context, from, to string, refundIDs []string) ([]string, error) {
+	return s.reported(ctx, "refund_id", from, to, refundIDs)
+}
+
+// reported returns which of ids the column of a good staged line of the
+// report dates from to to holds.
+func (s *db) reported(ctx context.Context, column, from, to string, ids []string) ([]string, error) {
+	if err := errors.Join(validDate(from), validDate(to), checkBatch("ids", len(ids))); err != nil {
+		return nil, fmt.Errorf("store: reported %s: %w", column, err)
 	}
-	if len(chargeIDs) == 0 {
+	if len(ids) == 0 {
 		return nil, nil
 	}
 	var found []string
@@ -346,19 +403,131 @@ func (s *db) ReportedCharges(ctx context.Context, from, to string, chargeIDs []s
 		found, err = queryAll(ctx, q, func(r rows) (string, error) {
 			var id string
 			return id, r.Scan(&id)
-		}, `SELECT DISTINCT charge_id FROM settlement_lines
-			WHERE report_date >= $1 AND report_date <= $2 AND problem = '' AND charge_id IN (`+inList(3, len(chargeIDs))+`)
-			ORDER BY charge_id`, append([]any{from, to}, anys(chargeIDs)...)...)
+		}, `SELECT DISTINCT `+column+` FROM settlement_lines
+			WHERE report_date >= $1 AND report_date <= $2 AND problem = '' AND `+column+` IN (`+inList(3, len(ids))+`)
+			ORDER BY `+column, append([]any{from, to}, anys(ids)...)...)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: reported charges: %w", err)
+		return nil, fmt.Errorf("store: reported %s: %w", column, err)
 	}
 	return found, nil
 }
 
+func (s *db) RefundLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error) {
+	if err := validDate(date); err != nil {
+		return nil, fmt.Errorf("store: refund lines: %w", err)
+	}
+	if limit <= 0 || limit > MaxSettlementBatch {
+		return nil, fmt.Errorf("store: refund lines: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
+	}
+	var lines []SettlementLine
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		refund := `refund_id` + s.d.byteOrder
+		lines, err = queryAll(ctx, q, scanLine, `SELECT `+lineColumns+` FROM settlement_lines
+			WHERE report_date = $1 AND refund_id <> '' AND (`+refund+` > $2 OR (refund_id = $2 AND line_no > $3))
+			ORDER BY `+refund+`, line_no LIMIT $4`, date, after.RefundID, after.LineNo, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: refund lines of %s: %w", date, err)
+	}
+	return lines, nil
+}
+
+func (s *db) SucceededRefunds(ctx context.Context, from, to time.Time, afterRefundID string, limit int) ([]Refund, error) {
+	if limit <= 0 || limit > MaxSettlementBatch {
+		return nil, fmt.Errorf("store: succeeded refunds: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
+	}
+	var refunds []Refund
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		id := `provider_refund_id` + s.d.byteOrder
+		refunds, err = queryAll(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds
+			WHERE status = 'succeeded' AND `+id+` > $1 AND created_at >= $2 AND created_at < $3
+			ORDER BY `+id+` LIMIT $4`, afterRefundID, s.t(from), s.t(to), limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: succeeded refunds: %w", err)
+	}
+	return refunds, nil
+}
+
+func (s *db) RefundsByProviderID(ctx context.Context, refundIDs []string) ([]Refund, error) {
+	return s.refundsIn(ctx, "provider_refund_id", refundIDs)
+}
+
+func (s *db) RefundsByReference(ctx context.Context, references []string) ([]Refund, error) {
+	return s.refundsIn(ctx, "merchant_reference", references)
+}
+
+// refundsIn reads the refunds whose column holds one of values.
+func (s *db) refundsIn(ctx context.Context, column string, values []string) ([]Refund, error) {
+	if err := checkBatch("values", len(values)); err != nil {
+		return nil, fmt.Errorf("store: refunds by %s: %w", column, err)
+	}
+	if len(values) == 0 {
+		return nil, nil
+	}
+	var refunds []Refund
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		refunds, err = queryAll(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds
+			WHERE `+column+` IN (`+inList(1, len(values))+`) ORDER BY created_at, idempotency_key`, anys(values)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: refunds by %s: %w", column, err)
+	}
+	return refunds, nil
+}
+
+func (s *db) LateCharges(ctx context.Context, chargeIDs []string) ([]RecordedLateCharge, error) {
+	if err := checkBatch("charge ids", len(chargeIDs)); err != nil {
+		return nil, fmt.Errorf("store: late charges: %w", err)
+	}
+	if len(chargeIDs) == 0 {
+		return nil, nil
+	}
+	var found []RecordedLateCharge
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		found, err = queryAll(ctx, q, scanLateCharge, `SELECT charge_id, attempt_key, order_id, amount_minor, currency,
+			decision, COALESCE(refund_key, ''), found_at FROM late_charges
+			WHERE charge_id IN (`+inList(1, len(chargeIDs))+`) ORDER BY charge_id`, anys(chargeIDs)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: late charges: %w", err)
+	}
+	return found, nil
+}
+
+func scanLateCharge(r rows) (RecordedLateCharge, error) {
+	var (
+		c                  RecordedLateCharge
+		minor              int64
+		currency, decision string
+		found              timestamp
+	)
+	if err := r.Scan(&c.ChargeID, &c.AttemptKey, &c.OrderID, &minor, &currency, &decision, &c.RefundKey, &found); err != nil {
+		return RecordedLateCharge{}, err
+	}
+	var err error
+	if c.Amount, err = chargeonce.NewMoney(minor, currency); err != nil {
+		return RecordedLateCharge{}, errCorrupt("late charge", c.ChargeID, err)
+	}
+	c.Decision = LateChargeDecision(decision)
+	if c.FoundAt, err = found.required("found_at"); err != nil {
+		return RecordedLateCharge{}, errCorrupt("late charge", c.ChargeID, err)
+	}
+	return c, nil
+}
+
 const exceptionColumns = `seq, kind, charge_id, merchant_reference, order_id, attempt_key, line_no,
-	reported_minor, reported_currency, expected_minor, expected_currency, detail`
+	reported_minor, reported_currency, expected_minor, expected_currency, detail, refund_id, refund_key`
 
 func (s *db) AddSettlementExceptions(ctx context.Context, date, runID string, exceptions []SettlementException) error {
 	if err := errors.Join(validDate(date), checkBatch("exceptions", len(exceptions))); err != nil {
@@ -377,15 +546,15 @@ func (s *db) AddSettlementExceptions(ctx context.Context, date, runID string, ex
 	err := s.txs.inTx(ctx, true, func(q querier) error {
 		for _, e := range exceptions {
 			_, err := q.exec(ctx, `INSERT INTO settlement_exceptions (report_date, run_id, `+exceptionColumns+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 				ON CONFLICT (report_date, run_id, seq) DO UPDATE SET
 				kind = excluded.kind, charge_id = excluded.charge_id, merchant_reference = excluded.merchant_reference,
 				order_id = excluded.order_id, attempt_key = excluded.attempt_key, line_no = excluded.line_no,
 				reported_minor = excluded.reported_minor, reported_currency = excluded.reported_currency,
 				expected_minor = excluded.expected_minor, expected_currency = excluded.expected_currency,
-				detail = excluded.detail`,
+				detail = excluded.detail, refund_id = excluded.refund_id, refund_key = excluded.refund_key`,
 				date, runID, e.Seq, string(e.Kind), e.ChargeID, e.MerchantReference, e.OrderID, e.AttemptKey, e.LineNo,
-				e.ReportedMinor, e.ReportedCurrency, e.ExpectedMinor, e.ExpectedCurrency, e.Detail)
+				e.ReportedMinor, e.ReportedCurrency, e.ExpectedMinor, e.ExpectedCurrency, e.Detail, e.RefundID, e.RefundKey)
 			if err != nil {
 				return err
 			}
@@ -529,7 +698,7 @@ func scanException(r rows) (SettlementException, error) {
 		kind string
 	)
 	err := r.Scan(&e.Seq, &kind, &e.ChargeID, &e.MerchantReference, &e.OrderID, &e.AttemptKey, &e.LineNo,
-		&e.ReportedMinor, &e.ReportedCurrency, &e.ExpectedMinor, &e.ExpectedCurrency, &e.Detail)
+		&e.ReportedMinor, &e.ReportedCurrency, &e.ExpectedMinor, &e.ExpectedCurrency, &e.Detail, &e.RefundID, &e.RefundKey)
 	e.Kind = chargeonce.ExceptionKind(kind)
 	return e, err
 }

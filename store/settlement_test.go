@@ -211,3 +211,105 @@ func TestStore_SettlementPagesOrderChargeIDsByteByByte(t *testing.T) {
 		require.Equal(t, want, gotAttempts)
 	})
 }
+
+// The refund lines of a day page by refund id, and the succeeded refunds of
+// the day by the provider's refund id; both are found by id and reference,
+// and the grace period's reports say which refunds they list.
+func TestStore_RefundLinesAndSucceededRefundsPageByRefundID(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		refundLine := func(no int, refundID, category string, gross int64) store.SettlementLine {
+			l := line(no, "ch_x", gross)
+			l.RefundID, l.Category, l.Created = refundID, category, stored(base)
+			return l
+		}
+		want := []store.SettlementLine{refundLine(4, "re_a", "refund", -100), refundLine(6, "re_a", "refund_failure", 100),
+			refundLine(2, "re_b", "refund", -200), refundLine(5, "re_c", "refund", -300)}
+		charge := line(3, "ch_x", 1000)
+		require.NoError(t, s.AddSettlementLines(ctx, []store.SettlementLine{want[3], charge, want[1], want[0], want[2]}))
+		var got []store.SettlementLine
+		after := store.LineCursor{}
+		for {
+			page, err := s.RefundLines(ctx, day, after, 3)
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			got = append(got, page...)
+			last := page[len(page)-1]
+			after = store.LineCursor{RefundID: last.RefundID, LineNo: last.LineNo}
+		}
+		require.Equal(t, want, got, "the charge line is no refund's")
+		reported, err := s.ReportedRefunds(ctx, day, day, []string{"re_c", "re_z", "re_a"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"re_a", "re_c"}, reported)
+
+		var keys []string
+		for _, id := range []string{"re_2", "re_10", "re_1"} {
+			o, _ := paidOrder(t, s)
+			f, _ := startRefund(t, s, newRefund(t, o.ID, 100, ""))
+			changed, err := s.SettleRefund(ctx, f.Key, chargeonce.RefundSucceeded, id, "", base)
+			require.NoError(t, err)
+			require.True(t, changed)
+			keys = append(keys, f.Key)
+		}
+		o, _ := paidOrder(t, s)
+		pending, _ := startRefund(t, s, newRefund(t, o.ID, 100, ""))
+		var ids []string
+		last := ""
+		for {
+			page, err := s.SucceededRefunds(ctx, base.Add(-time.Hour), base.Add(time.Hour), last, 2)
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			for _, f := range page {
+				ids = append(ids, f.ProviderRefundID)
+			}
+			last = page[len(page)-1].ProviderRefundID
+		}
+		require.Equal(t, []string{"re_1", "re_10", "re_2"}, ids, "byte by byte, and no pending refund")
+		none, err := s.SucceededRefunds(ctx, base.Add(time.Hour), base.Add(2*time.Hour), "", 10)
+		require.NoError(t, err)
+		require.Empty(t, none)
+
+		byID, err := s.RefundsByProviderID(ctx, []string{"re_10", "re_nope"})
+		require.NoError(t, err)
+		require.Len(t, byID, 1)
+		require.Equal(t, keys[1], byID[0].Key)
+		byRef, err := s.RefundsByReference(ctx, []string{pending.MerchantReference})
+		require.NoError(t, err)
+		require.Len(t, byRef, 1)
+		require.Equal(t, chargeonce.RefundPending, byRef[0].Status)
+	})
+}
+
+// LateCharges reads what RecordLateCharge decided, and an exception keeps
+// the refund it names.
+func TestStore_LateChargesAndRefundExceptionsReadBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		o, _ := paidOrder(t, s)
+		_, attempts := getOrder(t, s, o.ID)
+		decision, refund, err := s.RecordLateCharge(ctx, store.LateCharge{AttemptKey: attempts[0].Key, ChargeID: "ch_late",
+			Amount: o.Amount, RefundKey: newKey(t), ReferencePrefix: "bookstore", Now: base})
+		require.NoError(t, err)
+		require.Equal(t, store.LateChargeRefunded, decision)
+
+		late, err := s.LateCharges(ctx, []string{"ch_late", "ch_other"})
+		require.NoError(t, err)
+		require.Equal(t, []store.RecordedLateCharge{{ChargeID: "ch_late", AttemptKey: attempts[0].Key, OrderID: o.ID, Amount: o.Amount,
+			Decision: store.LateChargeRefunded, RefundKey: refund.Key, FoundAt: stored(base)}}, late)
+
+		e := store.SettlementException{Seq: 1, Kind: chargeonce.ExceptionLateChargeRefunded, ChargeID: "ch_late", OrderID: o.ID,
+			RefundKey: refund.Key, RefundID: "re_1", Detail: "refunded"}
+		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-1", []store.SettlementException{e}))
+		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Date: day, RunID: "run-1", Status: store.SettlementFinal,
+			Exceptions: 1, FinishedAt: base}))
+		got, err := s.SettlementExceptions(ctx, day, 10)
+		require.NoError(t, err)
+		require.Equal(t, []store.SettlementException{e}, got)
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +55,8 @@ func TestInvariant_CleanRunReportsNothing(t *testing.T) {
 
 	report := checkInvariants(t, s, s.store, time.Now(), paid, declinedThenPaid, untouched)
 	require.True(t, report.OK(), "%s", report)
-	require.Equal(t, invariant.Report{Orders: 3, Attempts: 3, Charges: 3, ChargeRequests: 3, Workflows: 3, Histories: 3}, report,
+	require.Equal(t, invariant.Report{Orders: 3, Attempts: 3, Charges: 3, ChargeRequests: 3, Workflows: 3, Histories: 3,
+		RefundsByStatus: map[chargeonce.RefundStatus]int{}, LateCharges: map[store.LateChargeDecision]int{}}, report,
 		"everything was looked at")
 	require.Contains(t, report.String(), "0 violations")
 
@@ -87,8 +89,27 @@ func TestInvariant_SecondChargeWithAnotherKeyIsADoubleCharge(t *testing.T) {
 	require.False(t, report.OK())
 	double := report.Of(invariant.NoDoubleCharge)
 	require.Len(t, double, 1, "%s", report)
-	require.Equal(t, invariant.Violation{Invariant: invariant.NoDoubleCharge, Order: id, Key: otherKey, ChargeID: second.ID,
-		Message: fmt.Sprintf("order charged 2 times: %s, %s", body.ProviderPaymentID, second.ID)}, double[0])
+	require.Equal(t, invariant.Violation{Invariant: invariant.NoDoubleCharge, Order: id, Key: otherKey, ChargeID: second.ID},
+		invariant.Violation{Invariant: double[0].Invariant, Order: double[0].Order, Key: double[0].Key, ChargeID: double[0].ChargeID})
+	require.Contains(t, double[0].Message, fmt.Sprintf("order keeps 2 net charges: %s, %s; no repair recorded for it", body.ProviderPaymentID, second.ID))
+
+	// Within the repair's window the second charge is not yet a double
+	// charge; refunded in whole at the provider it is none at all, but a
+	// refund that no refund intent of ours made is a violation of its own.
+	windowed, err := invariant.Check(t.Context(), invariant.Config{Store: s.store, Provider: invariant.InProcess{Provider: s.provider},
+		Temporal: s.temporal, Interval: checkInterval, RepairWindow: time.Hour}, []int64{id})
+	require.NoError(t, err)
+	require.Empty(t, windowed.Of(invariant.NoDoubleCharge), "%s", windowed)
+	refundKey := "0199aaaa-bbbb-7ccc-8ddd-ffffffffffff"
+	s.postRefundToProvider(t, refundKey, fmt.Sprintf(`{"charge": %q, "amount": 54890, "currency": "TRY", "merchant_reference": "by hand"}`, second.ID))
+	refunded := checkInvariants(t, s, s.store, time.Now(), id)
+	require.Empty(t, refunded.Of(invariant.NoDoubleCharge), "%s", refunded)
+	require.Empty(t, refunded.Of(invariant.NoOverRefund), "%s", refunded)
+	require.ElementsMatch(t, []invariant.Violation{
+		{Invariant: invariant.RefundsMatchIntents, Key: refundKey, ChargeID: second.ID, Message: "refund re_000001 under a key that belongs to no refund intent"},
+		{Invariant: invariant.RefundsMatchIntents, Key: refundKey, Message: "the provider received a refund under a key that belongs to no refund intent"},
+	}, refunded.Of(invariant.RefundsMatchIntents))
+	require.Equal(t, 1, refunded.Refunds)
 
 	require.ElementsMatch(t, []invariant.Violation{
 		{Invariant: invariant.ChargesMatchAttempts, Order: id, Key: otherKey, ChargeID: second.ID,
@@ -104,6 +125,19 @@ func TestInvariant_SecondChargeWithAnotherKeyIsADoubleCharge(t *testing.T) {
 	}, report.Of(invariant.OneKeyPerAttempt))
 	require.Empty(t, report.Of(invariant.AmountsAgree), "the amounts agree")
 	require.Contains(t, report.String(), "1 no double charge")
+}
+
+// postRefundToProvider refunds at the provider behind chargeonce's back.
+func (s *checkoutStack) postRefundToProvider(t *testing.T, key, body string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.providerURL+"/v1/refunds", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", `"`+key+`"`)
+	resp, err := testHTTP.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
 }
 
 // pastAttempt stores, in a database of its own that no sweep visits, an

@@ -686,7 +686,8 @@ func (r *run) expireKeys(ctx context.Context) {
 	}
 }
 
-// settle waits until no attempt is open, or the settle timeout passes.
+// settle waits until no attempt and no refund is open, or the settle
+// timeout passes.
 func (r *run) settle(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SettleTimeout)
 	defer cancel()
@@ -695,14 +696,20 @@ func (r *run) settle(ctx context.Context) error {
 	for {
 		open, oldest, err := r.stack.Store().OpenAttemptStats(ctx)
 		if err == nil && open == 0 {
-			r.cfg.Logger.Info("every attempt settled")
+			// A refund is never abandoned, so it settles only once the
+			// provider answers; the checker reports one still pending past
+			// the repair's deadline.
+			open, oldest, err = r.stack.Store().OpenRefundStats(ctx)
+		}
+		if err == nil && open == 0 {
+			r.cfg.Logger.Info("every attempt and refund settled")
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				// Reported by the checker as overdue attempts.
-				r.cfg.Logger.Warn("attempts still open at the settle timeout", "open", open, "oldest", oldest)
+				r.cfg.Logger.Warn("attempts or refunds still open at the settle timeout", "open", open, "oldest", oldest)
 				return nil
 			}
 			return ctx.Err()

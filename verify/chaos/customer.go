@@ -131,6 +131,7 @@ func (r *run) customer(ctx context.Context, i int) {
 		res = r.checkout(ctx, id, card)
 	}
 	r.follow(ctx, rng, id, card, res)
+	r.maybeRefund(ctx, rng, id, money)
 }
 
 // follow reacts to an answer as a customer would: retry with the same card
@@ -368,8 +369,23 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	return a
 }
 
-// post sends body, as JSON, to the API.
-func (r *run) post(ctx context.Context, path string, body any) (int, []byte, error) {
+// send posts body, as JSON, to the API under the Idempotency-Key key, and
+// reads the answer.
+func (r *run) send(ctx context.Context, path string, body any, key string) answer {
+	sent := time.Now()
+	status, data, err := r.post(ctx, path, body, key)
+	a := answer{status: status, sent: sent, answered: time.Now()}
+	if err != nil {
+		a.detail = err.Error()
+	} else if status >= http.StatusBadRequest {
+		a.problem, a.detail = refundProblem(data)
+	}
+	return a
+}
+
+// post sends body, as JSON, to the API, under the Idempotency-Key key
+// unless it is empty.
+func (r *run) post(ctx context.Context, path string, body any, key ...string) (int, []byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return 0, nil, err
@@ -380,6 +396,9 @@ func (r *run) post(ctx context.Context, path string, body any) (int, []byte, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+r.stack.APIKey())
+	for _, k := range key {
+		req.Header.Set("Idempotency-Key", k)
+	}
 	resp, err := r.http.Do(req)
 	if err != nil {
 		return 0, nil, err

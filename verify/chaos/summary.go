@@ -78,6 +78,8 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		Interval: r.cfg.Timing.Interval,
 		// The settlement of the run's days: honest books give no exception.
 		SettlementDates: settled,
+		// The workers sweep as often as they look up (workerSettings).
+		RepairWindow: invariant.RepairDeadline(r.cfg.Timing.AbandonAfter, r.cfg.Timing.Interval, r.cfg.Timing.Interval),
 	}, ids)
 	return s, err
 }

@@ -1,9 +1,11 @@
 // Package invariant checks the promises of chargeonce against what the
-// provider, the merchant database and Temporal hold after a run: no order
-// charged twice, charges and succeeded attempts one to one, one key per
-// attempt, no attempt left open, amounts that agree, workflows that neither
-// failed nor diverged from their history, no charge for an attempt that
-// processed nothing, and a settlement of the day without exceptions.
+// provider, the merchant database and Temporal hold after a run: one net
+// charge per order once late charges are repaired, charges and succeeded
+// attempts one to one, one key per attempt, no attempt left open, amounts
+// that agree, workflows that neither failed nor diverged from their
+// history, no charge for an attempt that processed nothing, a settlement of
+// the day without exceptions, no charge refunded beyond its amount, and
+// refunds and refund intents one to one.
 //
 // The checker reads; it never changes anything. It is what the end-to-end
 // tests, the fault-injection runs and the benchmark end with, so a run
@@ -30,17 +32,22 @@ import (
 // Invariant numbers a promise as docs/design.md numbers it. The first five
 // are about charges; the sixth covers the workflows that carry them out; the
 // seventh holds the customer's answer to "nothing was charged"; the eighth
-// holds the provider's books to the merchant's.
+// holds the provider's books to the merchant's; the ninth and tenth are
+// about refunds.
 type Invariant int
 
 // The invariants.
 const (
-	// NoDoubleCharge: no order has more than one successful charge at the
-	// provider.
+	// NoDoubleCharge: no order keeps more than one net charge at the
+	// provider (a successful charge less its succeeded refunds) beyond the
+	// repair's deadline: a late or second charge is refunded in whole by
+	// Config.RepairWindow after it was found, or after it was made when
+	// nothing has found it.
 	NoDoubleCharge Invariant = 1
 	// ChargesMatchAttempts: every successful charge belongs to exactly one
-	// attempt marked succeeded, and every succeeded attempt has exactly one
-	// successful charge, the one it records.
+	// attempt marked succeeded, or is a late charge that the repair adopted
+	// or refunds; every succeeded attempt has exactly one successful
+	// charge, the one it records; every paid order is paid by one of them.
 	ChargesMatchAttempts Invariant = 2
 	// OneKeyPerAttempt: every request for an attempt carries that attempt's
 	// key, each key belongs to one attempt, and one key is sent with one body.
@@ -79,6 +86,10 @@ func (i Invariant) String() string {
 		return "nothing charged when not processed"
 	case BooksBalance:
 		return "books balance"
+	case NoOverRefund:
+		return "no charge refunded beyond its amount"
+	case RefundsMatchIntents:
+		return "refunds match refund intents"
 	}
 	return "invariant " + strconv.Itoa(int(i))
 }
@@ -107,6 +118,12 @@ type Report struct {
 	HistoriesSkipped int
 	// Settlements counts the settlement runs read (Config.SettlementDates).
 	Settlements int
+	// Refunds and RefundRequests count what the provider holds; ours counts
+	// our refund intents by status, and LateCharges the repairs by
+	// decision.
+	Refunds, RefundRequests int
+	RefundsByStatus         map[chargeonce.RefundStatus]int
+	LateCharges             map[store.LateChargeDecision]int
 }
 
 // OK reports whether no invariant is broken.
@@ -127,8 +144,9 @@ func (r Report) Of(i Invariant) []Violation {
 // violation.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "checked %d orders, %d attempts, %d charges, %d charge requests, %d workflows (%d histories read, %d skipped): %d violations\n",
-		r.Orders, r.Attempts, r.Charges, r.ChargeRequests, r.Workflows, r.Histories, r.HistoriesSkipped, len(r.Violations))
+	fmt.Fprintf(&b, "checked %d orders, %d attempts, %d charges, %d charge requests, %d refunds (ours: %s), %d refund requests, late charges %s, %d workflows (%d histories read, %d skipped): %d violations\n",
+		r.Orders, r.Attempts, r.Charges, r.ChargeRequests, r.Refunds, counts(r.RefundsByStatus), r.RefundRequests, counts(r.LateCharges),
+		r.Workflows, r.Histories, r.HistoriesSkipped, len(r.Violations))
 	if r.OK() {
 		return b.String()
 	}
@@ -182,6 +200,20 @@ type Config struct {
 	// checked (invariant 8); Check reads them and runs none. Empty checks
 	// none.
 	SettlementDates []string
+	// RepairWindow is how long a late or second charge may stay unrefunded
+	// (invariant 1): RepairDeadline of the run's timing. Zero gives none.
+	RepairWindow time.Duration
+}
+
+// RepairDeadline is how long after a late or second charge is found its
+// refund may take to succeed: the refund sweep may take one sweepInterval
+// to start its workflow, whose last send is abandonAfter after the refund
+// was stored, and whose lookups learn the outcome within one more
+// reconciliation interval. A charge that nothing has found yet gets the
+// same time from its creation; the run's settlement finds it at the
+// latest.
+func RepairDeadline(abandonAfter, interval, sweepInterval time.Duration) time.Duration {
+	return sweepInterval + abandonAfter + interval
 }
 
 // Check verifies every invariant over the given orders, over every order
@@ -224,15 +256,25 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 		return Report{}, err
 	}
 	w.laterCharges = later.Charges
-	c := &checker{world: w, now: now, interval: cfg.Interval}
+	c := &checker{world: w, now: now, interval: cfg.Interval, repairWindow: cfg.RepairWindow}
 	c.report.Orders, c.report.Attempts = len(w.orders), len(w.attempts)
 	c.report.Charges, c.report.ChargeRequests = len(ps.Charges), len(w.requests)
+	c.report.Refunds, c.report.RefundRequests = len(ps.Refunds), len(w.refundRequests)
+	c.report.RefundsByStatus, c.report.LateCharges = map[chargeonce.RefundStatus]int{}, map[store.LateChargeDecision]int{}
+	for _, r := range w.ours {
+		c.report.RefundsByStatus[r.Status]++
+	}
+	for _, lc := range w.late {
+		c.report.LateCharges[lc.Decision]++
+	}
 	c.noDoubleCharge()
 	c.chargesMatchAttempts()
 	c.oneKeyPerAttempt()
 	c.noOverdueAttempt()
 	c.amountsAgree()
 	c.nothingChargedWhenNotProcessed()
+	c.noOverRefund()
+	c.refundsMatchIntents()
 	if err := c.booksBalance(ctx, cfg.Store, cfg.SettlementDates); err != nil {
 		return Report{}, err
 	}
@@ -265,6 +307,15 @@ type world struct {
 	requests []fakeprovider.RequestRecord
 	// laterCharges is the provider's charges read again after the store.
 	laterCharges []fakeprovider.Charge
+	// refunds are the provider's, refundRequests the refund requests it
+	// received; ours are our refund intents by key, of the orders read and
+	// of the provider's refunds.
+	refunds        []fakeprovider.Refund
+	refundRequests []fakeprovider.RequestRecord
+	ours           map[string]store.Refund
+	// late is what the repair decided, by charge id, for the provider's
+	// successful charges.
+	late map[string]store.RecordedLateCharge
 }
 
 // load reads the orders asked for and those the provider's charges and
@@ -275,10 +326,16 @@ func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderStat
 		attempts: map[string]store.Attempt{},
 		byOrder:  map[int64][]store.Attempt{},
 		charges:  ps.Charges,
+		refunds:  ps.Refunds,
+		ours:     map[string]store.Refund{},
+		late:     map[string]store.RecordedLateCharge{},
 	}
 	for _, r := range ps.Requests {
-		if r.IsCharge() {
+		switch {
+		case r.IsCharge():
 			w.requests = append(w.requests, r)
+		case r.IsRefund():
+			w.refundRequests = append(w.refundRequests, r)
 		}
 	}
 	want := map[int64]bool{}
@@ -325,15 +382,26 @@ func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderStat
 		for _, a := range attempts {
 			w.attempts[a.Key] = a
 		}
+		refunds, err := st.OrderRefunds(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("invariant: refunds of order %d: %w", id, err)
+		}
+		for _, r := range refunds {
+			w.ours[r.Key] = r
+		}
+	}
+	if err := w.loadRepairs(ctx, st); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
 
 type checker struct {
 	*world
-	now      time.Time
-	interval time.Duration
-	report   Report
+	now          time.Time
+	interval     time.Duration
+	repairWindow time.Duration
+	report       Report
 }
 
 func (c *checker) add(v Violation) { c.report.Violations = append(c.report.Violations, v) }
@@ -361,11 +429,14 @@ func succeededOf(charges []fakeprovider.Charge) []fakeprovider.Charge {
 	return out
 }
 
-// Invariant 1.
+// Invariant 1. Of an order's net charges, the one that pays it (its
+// provider_payment_id, or the oldest when it records none) is its own; every
+// other is a violation unless its repair is under way within the window.
 func (c *checker) noDoubleCharge() {
+	refunded := c.refundedAtProvider()
 	byOrder := map[int64][]fakeprovider.Charge{}
 	for _, ch := range c.succeeded() {
-		if id := orderOf(ch); id != 0 {
+		if id := orderOf(ch); id != 0 && refunded[ch.ID] < ch.Amount {
 			byOrder[id] = append(byOrder[id], ch)
 		}
 	}
@@ -374,21 +445,59 @@ func (c *checker) noDoubleCharge() {
 			continue
 		}
 		ids := make([]string, len(chs))
+		paying := 0
 		for i, ch := range chs {
 			ids[i] = ch.ID
+			if ch.ID == c.orders[id].ProviderPaymentID {
+				paying = i
+			}
 		}
-		for _, ch := range chs[1:] {
+		for i, ch := range chs {
+			if i == paying {
+				continue
+			}
+			repairing, state := c.repairing(ch)
+			if repairing {
+				continue
+			}
 			c.add(Violation{Invariant: NoDoubleCharge, Order: id, Key: ch.IdempotencyKey, ChargeID: ch.ID,
-				Message: fmt.Sprintf("order charged %d times: %s", len(chs), strings.Join(ids, ", "))})
+				Message: fmt.Sprintf("order keeps %d net charges: %s; %s", len(chs), strings.Join(ids, ", "), state)})
 		}
 	}
 }
 
 // Invariant 2.
 func (c *checker) chargesMatchAttempts() {
+	byRef := map[string]store.Attempt{}
+	for _, a := range c.attempts {
+		byRef[a.MerchantReference] = a
+	}
 	for _, ch := range c.succeeded() {
 		v := Violation{Invariant: ChargesMatchAttempts, Order: orderOf(ch), Key: ch.IdempotencyKey, ChargeID: ch.ID}
+		if lc, repaired := c.late[ch.ID]; repaired {
+			// Adopted, it must pay its order; refunded, invariant 1
+			// holds it to its window.
+			if lc.Decision == store.LateChargeAdopted && c.orders[lc.OrderID].ProviderPaymentID != ch.ID {
+				v.Message = fmt.Sprintf("late charge adopted by order %d, which is paid by %q", lc.OrderID, c.orders[lc.OrderID].ProviderPaymentID)
+				c.add(v)
+			}
+			continue
+		}
 		a, ok := c.attempts[ch.IdempotencyKey]
+		if !ok && ch.IdempotencyKey == "" {
+			// A charge that no request of ours made, such as one the
+			// provider finished late: its reference names the attempt.
+			a, ok = byRef[ch.MerchantReference]
+		}
+		if ok && a.Status != chargeonce.AttemptOpen && (a.Status != chargeonce.AttemptSucceeded || a.ProviderPaymentID != ch.ID) {
+			if repairing, state := c.repairing(ch); repairing {
+				continue
+			} else if a.Status != chargeonce.AttemptSucceeded {
+				v.Message = fmt.Sprintf("successful charge for an attempt marked %s; %s", a.Status, state)
+				c.add(v)
+				continue
+			}
+		}
 		switch {
 		case !ok:
 			v.Message = "successful charge under a key that belongs to no attempt"
@@ -425,7 +534,12 @@ func (c *checker) chargesMatchAttempts() {
 			v.Message = fmt.Sprintf("attempt records charge %q, the provider holds %q", a.ProviderPaymentID, chs[0].ID)
 		default:
 			o := c.orders[a.OrderID]
-			if o.Status == chargeonce.OrderPaid && o.ProviderPaymentID == a.ProviderPaymentID {
+			if o.Status.Paid() && o.ProviderPaymentID == a.ProviderPaymentID {
+				continue
+			}
+			if _, repaired := c.late[a.ProviderPaymentID]; repaired && o.Status.Paid() {
+				// It succeeded after another charge paid the order, and
+				// the repair refunds it.
 				continue
 			}
 			v.Message = fmt.Sprintf("attempt succeeded but its order is %s with charge %q", o.Status, o.ProviderPaymentID)
@@ -434,18 +548,21 @@ func (c *checker) chargesMatchAttempts() {
 	}
 	for _, id := range c.sortedOrders() {
 		o := c.orders[id]
-		if o.Status != chargeonce.OrderPaid {
+		if !o.Status.Paid() {
 			continue
 		}
 		n := 0
 		for _, a := range c.byOrder[id] {
-			if a.Status == chargeonce.AttemptSucceeded {
+			if a.Status == chargeonce.AttemptSucceeded && a.ProviderPaymentID == o.ProviderPaymentID {
 				n++
 			}
 		}
+		if lc, ok := c.late[o.ProviderPaymentID]; ok && lc.Decision == store.LateChargeAdopted && lc.OrderID == id {
+			n++
+		}
 		if n != 1 {
 			c.add(Violation{Invariant: ChargesMatchAttempts, Order: id, ChargeID: o.ProviderPaymentID,
-				Message: fmt.Sprintf("paid order has %d succeeded attempts", n)})
+				Message: fmt.Sprintf("paid order's charge is that of %d succeeded attempts and adopted late charges", n)})
 		}
 	}
 }
@@ -453,6 +570,10 @@ func (c *checker) chargesMatchAttempts() {
 // Invariant 3.
 func (c *checker) oneKeyPerAttempt() {
 	for _, ch := range c.charges {
+		if ch.IdempotencyKey == "" {
+			// No request made it, so it was sent under no key.
+			continue
+		}
 		_, _, refKey, err := chargeonce.ParseMerchantReference(ch.MerchantReference)
 		switch {
 		case err != nil:

@@ -12,10 +12,11 @@ import (
 	"chargeonce/fakeprovider"
 )
 
-// ProviderState is what the fake provider holds: every charge and every
-// request its API received.
+// ProviderState is what the fake provider holds: every charge, every refund
+// and every request its API received.
 type ProviderState struct {
 	Charges  []fakeprovider.Charge
+	Refunds  []fakeprovider.Refund
 	Requests []fakeprovider.RequestRecord
 }
 
@@ -27,16 +28,17 @@ type ProviderSource interface {
 // InProcess reads a provider that runs in this process.
 type InProcess struct{ Provider *fakeprovider.Provider }
 
-// ProviderState returns the provider's charges and requests.
+// ProviderState returns the provider's charges, refunds and requests.
 func (s InProcess) ProviderState(context.Context) (ProviderState, error) {
 	if s.Provider == nil {
 		return ProviderState{}, errors.New("invariant: no provider to read")
 	}
-	return ProviderState{Charges: s.Provider.Charges(), Requests: s.Provider.Requests()}, nil
+	return ProviderState{Charges: s.Provider.Charges(), Refunds: s.Provider.Refunds(), Requests: s.Provider.Requests()}, nil
 }
 
-// OverHTTP reads a provider through its admin API (GET /_admin/charges and
-// GET /_admin/requests), so that it may run in another process.
+// OverHTTP reads a provider through its admin API (GET /_admin/charges,
+// GET /_admin/refunds and GET /_admin/requests), so that it may run in
+// another process.
 type OverHTTP struct {
 	// BaseURL is the provider's base URL, such as http://127.0.0.1:8099.
 	BaseURL string
@@ -48,7 +50,7 @@ type OverHTTP struct {
 // logs a few hundred thousand requests; anything bigger is a runaway.
 const maxAdminBody = 512 << 20
 
-// ProviderState returns the provider's charges and requests.
+// ProviderState returns the provider's charges, refunds and requests.
 func (s OverHTTP) ProviderState(ctx context.Context) (ProviderState, error) {
 	if s.Client == nil {
 		return ProviderState{}, errors.New("invariant: an HTTP client with a timeout is required")
@@ -58,6 +60,9 @@ func (s OverHTTP) ProviderState(ctx context.Context) (ProviderState, error) {
 		return ProviderState{}, err
 	}
 	if err := s.get(ctx, "/_admin/charges", &st.Charges); err != nil {
+		return ProviderState{}, err
+	}
+	if err := s.get(ctx, "/_admin/refunds", &st.Refunds); err != nil {
 		return ProviderState{}, err
 	}
 	return st, nil
