@@ -96,9 +96,13 @@ const (
 )
 
 // oneOpenAttempt is a merchant database holding one order with one open
-// attempt under attemptKey, due to be abandoned in an hour.
+// attempt under attemptKey, due to be abandoned in an hour, and no refund.
 type oneOpenAttempt struct {
 	store.Store // nil: the checker reads nothing else here
+}
+
+func (oneOpenAttempt) OrderRefunds(context.Context, int64) ([]store.Refund, error) {
+	return nil, nil
 }
 
 func (oneOpenAttempt) GetOrder(_ context.Context, id int64) (store.Order, []store.Attempt, error) {
