@@ -356,39 +356,13 @@ func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows
 // update runs Update-With-Start for the intent under the published timing,
 // and turns its answer, or the lack of one, into a Result.
 func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, intent chargeonce.PaymentIntent) (Result, error) {
-	waitCtx, cancel := context.WithTimeout(ctx, s.budgetFor(timing))
-	defer cancel()
-
 	start := s.temporal.NewWithStartWorkflowOperation(s.startOptions(intent), workflows.PaymentWorkflow,
 		workflows.PaymentInput{Intent: intent, Timing: timing})
-
-	// The start is recorded as soon as the server accepts it, not when the
-	// charge answers, so that the sweep leaves this attempt alone even when
-	// the charge outlives the budget. Should this record be missed, the sweep
-	// starts the workflow again, which is harmless: the ID is the key.
-	startCtx, stopWatching := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if _, err := start.Get(startCtx); err == nil {
-			s.markStarted(ctx, log, intent.Key)
-		}
-	}()
-
-	handle, err := s.temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName:   chargeonce.UpdateCharge,
-			Args:         []any{workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
 	var payment workflows.PaymentResult
-	if err == nil {
-		err = handle.Get(waitCtx, &payment)
-	}
-	stopWatching()
-	<-watched
+	err := UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
+		UpdateName: chargeonce.UpdateCharge,
+		Args:       []any{workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash}},
+	}, &payment, func() { s.markStarted(ctx, log, intent.Key) })
 
 	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
@@ -407,6 +381,42 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 		log.Warn("no answer from the payment workflow, answering from the database", "error", err)
 		return s.result(ctx, log, intent, nil)
 	}
+}
+
+// UpdateWithStart starts the workflow of start, or joins it, sends it the
+// update and waits for the update's answer into answer (a pointer), all
+// within budget. It is the one way the checkout and the refunds reach their
+// workflows.
+//
+// started runs as soon as the server accepts the start, not when the update
+// answers, so that the outbox sweep leaves the row alone even when the
+// answer outlives the budget. Should it be missed, the sweep starts the
+// workflow again, which is harmless: the ID is the key. An error that is a
+// *serviceerror.WorkflowExecutionAlreadyStarted means that the workflow of
+// the ID has closed (REJECT_DUPLICATE), so the database holds its outcome.
+func UpdateWithStart(ctx context.Context, c client.Client, budget time.Duration, start client.WithStartWorkflowOperation,
+	update client.UpdateWorkflowOptions, answer any, started func()) error {
+	waitCtx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	startCtx, stopWatching := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if _, err := start.Get(startCtx); err == nil {
+			started()
+		}
+	}()
+	update.WaitForStage = client.WorkflowUpdateStageCompleted
+	handle, err := c.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions:          update,
+	})
+	if err == nil {
+		err = handle.Get(waitCtx, answer)
+	}
+	stopWatching()
+	<-watched
+	return err
 }
 
 // result builds the answer of a checkout from the order and the attempt as

@@ -320,34 +320,13 @@ func (s *Service) send(ctx context.Context, log *slog.Logger, timing workflows.T
 // update runs Update-With-Start of the refund's workflow and turns its
 // answer, or the lack of one, into a Result.
 func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, r store.Refund) (Result, error) {
-	waitCtx, cancel := context.WithTimeout(ctx, s.budgetFor(timing))
-	defer cancel()
 	start := s.temporal.NewWithStartWorkflowOperation(startOptions(r.Key), workflows.RefundWorkflow,
 		workflows.RefundInput{Intent: r.RefundIntent, Timing: timing})
-	// As in checkout: the start is recorded once the server accepts it, so
-	// that the sweep leaves the refund alone however long the send takes.
-	startCtx, stopWatching := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if _, err := start.Get(startCtx); err == nil {
-			s.markStarted(ctx, log, r.Key)
-		}
-	}()
-	handle, err := s.temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName:   chargeonce.UpdateRefund,
-			Args:         []any{workflows.RefundUpdate{Key: r.Key}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
 	var answer workflows.RefundResult
-	if err == nil {
-		err = handle.Get(waitCtx, &answer)
-	}
-	stopWatching()
-	<-watched
+	err := checkout.UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
+		UpdateName: chargeonce.UpdateRefund,
+		Args:       []any{workflows.RefundUpdate{Key: r.Key}},
+	}, &answer, func() { s.markStarted(ctx, log, r.Key) })
 
 	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
