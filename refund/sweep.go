@@ -40,7 +40,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("refund: sweep: %w", err))
 			continue
 		}
-		s.log.Info("refund sweep started the refund workflow of a refund whose start was lost", "refund", r.Key, "origin", r.Origin)
+		s.log.Info("refund sweep started the workflow of a refund that nothing had started: a lost start, or a repair's refund", "refund", r.Key, "origin", r.Origin)
 		started++
 	}
 	return started, errors.Join(errs...)
