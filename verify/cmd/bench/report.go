@@ -69,6 +69,21 @@ func (r *Report) add(row Row) {
 	r.Rows = append(r.Rows, row)
 }
 
+// addAfter adds row right after the row whose metric is after, so that a
+// figure stands beside the one it compares with; at the end when there is
+// no such row.
+func (r *Report) addAfter(after string, row Row) {
+	r.add(row)
+	last := len(r.Rows) - 1
+	for i := range r.Rows[:last] {
+		if r.Rows[i].Metric == after {
+			copy(r.Rows[i+2:], r.Rows[i+1:last])
+			r.Rows[i+1] = r.Rows[last]
+			return
+		}
+	}
+}
+
 func (r *Report) target(name string, measured, limit float64, above bool) {
 	met := measured <= limit
 	if above {
