@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,15 +74,15 @@ func (r *Report) add(row Row) {
 // figure stands beside the one it compares with; at the end when there is
 // no such row.
 func (r *Report) addAfter(after string, row Row) {
-	r.add(row)
-	last := len(r.Rows) - 1
-	for i := range r.Rows[:last] {
-		if r.Rows[i].Metric == after {
-			copy(r.Rows[i+2:], r.Rows[i+1:last])
-			r.Rows[i+1] = r.Rows[last]
-			return
-		}
+	i := slices.IndexFunc(r.Rows, func(x Row) bool { return x.Metric == after })
+	if i < 0 {
+		r.add(row)
+		return
 	}
+	tail := slices.Clone(r.Rows[i+1:])
+	r.Rows = r.Rows[:i+1]
+	r.add(row)
+	r.Rows = append(r.Rows, tail...)
 }
 
 func (r *Report) target(name string, measured, limit float64, above bool) {
