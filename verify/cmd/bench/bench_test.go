@@ -128,6 +128,25 @@ func TestReport_TargetDirection(t *testing.T) {
 	require.False(t, r.Targets[2].Met)
 }
 
+func TestReport_AddAfterPutsTheRowBesideItsReference(t *testing.T) {
+	var r Report
+	for _, m := range []string{"a", checkoutEventsMetric, "c"} {
+		r.add(Row{Metric: m})
+	}
+	r.addAfter(checkoutEventsMetric, Row{Metric: "events per succeeded refund", Unit: "events", Value: 9, Refs: []Ref{{Name: "paid checkout", Value: 6}}})
+	r.addAfter("no such row", Row{Metric: "last"})
+	var metrics []string
+	for _, row := range r.Rows {
+		metrics = append(metrics, row.Metric)
+	}
+	require.Equal(t, []string{"a", checkoutEventsMetric, "events per succeeded refund", "c", "last"}, metrics)
+	require.Equal(t, 1.5, r.Rows[2].Refs[0].Ratio, "the ratio is computed as by add")
+
+	var out bytes.Buffer
+	require.NoError(t, r.writeTable(&out))
+	require.Regexp(t, `(?m)^\s*`+checkoutEventsMetric+`\s.*\n\s*events per succeeded refund\s+9\.00\s+events\s+paid checkout 6\.00 \(1\.50x\)`, out.String())
+}
+
 func TestGate_HoldsUntilReleased(t *testing.T) {
 	var g gate
 	g.hold()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -67,6 +68,21 @@ func (r *Report) add(row Row) {
 		}
 	}
 	r.Rows = append(r.Rows, row)
+}
+
+// addAfter adds row right after the row whose metric is after, so that a
+// figure stands beside the one it compares with; at the end when there is
+// no such row.
+func (r *Report) addAfter(after string, row Row) {
+	i := slices.IndexFunc(r.Rows, func(x Row) bool { return x.Metric == after })
+	if i < 0 {
+		r.add(row)
+		return
+	}
+	tail := slices.Clone(r.Rows[i+1:])
+	r.Rows = r.Rows[:i+1]
+	r.add(row)
+	r.Rows = append(r.Rows, tail...)
 }
 
 func (r *Report) target(name string, measured, limit float64, above bool) {

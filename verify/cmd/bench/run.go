@@ -79,6 +79,12 @@ type bench struct {
 	checkoutKeys, bareKeys *keys
 	// warm is each system's throughput in the warm-up.
 	warm []float64
+	// serialCheckout is the checkouts' closed-loop phase at concurrency 1,
+	// the reference of the refunds' latency.
+	serialCheckout phase
+	// eventsPerCheckout and eventsPerBare are the mean history lengths,
+	// the references of a refund's.
+	eventsPerCheckout, eventsPerBare float64
 	// orders are the orders paid (or to be paid) since the last invariant
 	// check.
 	mu     sync.Mutex
@@ -129,6 +135,7 @@ func runBench(ctx context.Context, o options, log, progress *slog.Logger) (*Repo
 		b.throughputAndLatency,
 		// Before the unknown outcomes, whose attempts that never reached
 		// the provider go on reconciling in the background until the end.
+		b.refunds,
 		b.fakeProvider,
 		b.unknownOutcomes,
 	}
@@ -368,6 +375,9 @@ func (b *bench) throughputAndLatency(ctx context.Context, systems []system) erro
 				b.progress.Warn("failures", "system", s.name, "concurrency", c, "failed", p.failed, "error", p.firstErr)
 			}
 			results[si] = p
+			if si == 0 && c == 1 {
+				b.serialCheckout = p
+			}
 			if ci == 0 {
 				best[si] = 0 // the warm-up's rate only sized the first pool
 			}
@@ -422,7 +432,7 @@ func (b *bench) throughputAndLatency(ctx context.Context, systems []system) erro
 	}
 	b.latencyRows("provider 50ms", systems, results, fmt.Sprintf("fake provider (bare: its activity) takes 50ms; open loop at %.0f/s for all", rate))
 	overhead := func(p phase) float64 { return p.percentile(0.5) - ms(providerDelay) }
-	b.rep.add(Row{Section: "latency", Metric: "p50 overhead over provider 50ms", Unit: "ms",
+	b.rep.add(Row{Section: "latency", Metric: lastLatencyMetric, Unit: "ms",
 		Value: overhead(results[0]), Refs: refs(systems, results, overhead), Note: "p50 - 50ms"})
 	if err := b.checkInvariants(ctx, "provider latency"); err != nil {
 		return err
@@ -463,38 +473,44 @@ func (b *bench) latencyRows(label string, systems []system, results []phase, not
 // history reads, from the server, the events and state transitions of the
 // sampled paid checkouts and bare workflows.
 func (b *bench) history(ctx context.Context) error {
-	type cost struct{ events, transitions float64 }
-	read := func(ids []string) (cost, error) {
-		if len(ids) == 0 {
-			return cost{}, errors.New("no workflow to describe")
-		}
-		var sum cost
-		for _, id := range ids {
-			ev, tr, err := b.describeClosed(ctx, id)
-			if err != nil {
-				return cost{}, err
-			}
-			sum.events += float64(ev)
-			sum.transitions += float64(tr)
-		}
-		n := float64(len(ids))
-		return cost{sum.events / n, sum.transitions / n}, nil
-	}
-	ours, err := read(b.checkoutKeys.ids)
+	ours, err := b.meanHistory(ctx, b.checkoutKeys.ids)
 	if err != nil {
 		return fmt.Errorf("history of the checkouts: %w", err)
 	}
-	bare, err := read(b.bareKeys.ids)
+	bare, err := b.meanHistory(ctx, b.bareKeys.ids)
 	if err != nil {
 		return fmt.Errorf("history of the bare workflows: %w", err)
 	}
 	note := fmt.Sprintf("mean of %d paid checkouts and %d bare workflows, DescribeWorkflowExecution", len(b.checkoutKeys.ids), len(b.bareKeys.ids))
-	b.rep.add(Row{Section: "history", Metric: "events per paid checkout", Unit: "events", Value: ours.events,
+	b.rep.add(Row{Section: "history", Metric: checkoutEventsMetric, Unit: "events", Value: ours.events,
 		Refs: []Ref{{Name: "bare workflow", Value: bare.events}}, Note: note})
 	b.rep.add(Row{Section: "history", Metric: "state transitions per paid checkout", Unit: "transitions", Value: ours.transitions,
 		Refs: []Ref{{Name: "bare workflow", Value: bare.transitions}}})
 	b.rep.target("history events: checkout / bare workflow", ours.events/bare.events, 2, false)
+	b.eventsPerCheckout, b.eventsPerBare = ours.events, bare.events
 	return nil
+}
+
+// historyCost is the mean history of some workflows.
+type historyCost struct{ events, transitions float64 }
+
+// meanHistory waits until each of the workflows ids has closed and returns
+// their mean history length and state transition count.
+func (b *bench) meanHistory(ctx context.Context, ids []string) (historyCost, error) {
+	if len(ids) == 0 {
+		return historyCost{}, errors.New("no workflow to describe")
+	}
+	var sum historyCost
+	for _, id := range ids {
+		ev, tr, err := b.describeClosed(ctx, id)
+		if err != nil {
+			return historyCost{}, err
+		}
+		sum.events += float64(ev)
+		sum.transitions += float64(tr)
+	}
+	n := float64(len(ids))
+	return historyCost{sum.events / n, sum.transitions / n}, nil
 }
 
 // describeClosed waits until the workflow has closed and returns its history
