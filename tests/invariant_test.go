@@ -214,7 +214,7 @@ func TestInvariant_ChargeOfANotProcessedAttemptIsReportedAfterItsKeyExpired(t *t
 	require.Equal(t, []invariant.Violation{{Invariant: invariant.NothingChargedWhenNotProcessed, Order: a.OrderID, Key: a.Key, ChargeID: charge.ID,
 		Message: "attempt marked not_processed has a succeeded charge at the provider"}}, report.Of(invariant.NothingChargedWhenNotProcessed))
 	require.Equal(t, []invariant.Violation{{Invariant: invariant.ChargesMatchAttempts, Order: a.OrderID, Key: a.Key, ChargeID: charge.ID,
-		Message: "successful charge for an attempt marked not_processed"}}, report.Of(invariant.ChargesMatchAttempts))
+		Message: "successful charge for an attempt marked not_processed; no repair recorded for it 0s after it was made (window 0s)"}}, report.Of(invariant.ChargesMatchAttempts))
 	require.Len(t, report.Violations, 2, "%s", report)
 	require.Contains(t, report.String(), "7 nothing charged when not processed")
 }
