@@ -114,7 +114,7 @@ type Config struct {
 	ForgedEvents int
 	// LateCharges is how many late charges of each order of arrival the
 	// provider finishes after the customers are done, for attempts the
-	// run abandoned or did not process: before the customer pays again
+	// run abandoned: before the customer pays again
 	// (the order adopts the charge) and after a newer attempt paid the
 	// order (the charge is refunded). Fewer are planted when fewer such
 	// attempts exist.

@@ -17,7 +17,9 @@ import (
 
 // Late charges planted at the provider, as counted in Summary.Faults: each
 // is a succeeded charge, announced by its event, for an attempt the run had
-// abandoned or not processed.
+// abandoned. None is planted for a not processed attempt: its 503 told the
+// customer that nothing was charged, a promise the provider alone could
+// break and that the checker's invariant 7 holds absolutely.
 const (
 	// FaultLateBeforePaid is a late charge for an order nobody paid since:
 	// the order must adopt it.
@@ -27,8 +29,8 @@ const (
 	FaultLateAfterPaid = "late charge after the order was paid again"
 )
 
-// lateCandidate is an order of the run with an attempt that settled
-// without a charge, for which the provider can still finish one.
+// lateCandidate is an order of the run with an abandoned attempt, for which
+// the provider can still finish a charge.
 type lateCandidate struct {
 	order   store.Order
 	attempt store.Attempt
@@ -36,7 +38,7 @@ type lateCandidate struct {
 
 // plantLateCharges plays the provider finishing charges after they were
 // given up, once every attempt has settled: for up to LateCharges orders
-// still unpaid, a charge for the abandoned or not processed attempt arrives
+// still unpaid, a charge for the abandoned attempt arrives
 // before the customer pays again; for up to LateCharges others, it arrives
 // after the order was paid by a newer attempt (the run's own, or one the
 // customer makes now). It then waits until the repair has recorded each,
@@ -82,8 +84,8 @@ func (r *run) plantLateCharges(ctx context.Context) error {
 	return r.awaitRepairs(ctx, planted)
 }
 
-// lateCandidates sorts the run's orders with an abandoned or not processed
-// attempt into those unpaid and those paid by another attempt since.
+// lateCandidates sorts the run's orders with an abandoned attempt into
+// those unpaid and those paid by another attempt since.
 func (r *run) lateCandidates(ctx context.Context) (unpaid, paid []lateCandidate, err error) {
 	r.mu.Lock()
 	ids := append([]int64(nil), r.orders...)
@@ -95,7 +97,7 @@ func (r *run) lateCandidates(ctx context.Context) (unpaid, paid []lateCandidate,
 		}
 		var lost *store.Attempt
 		for i, a := range attempts {
-			if a.Status == chargeonce.AttemptAbandoned || a.Status == chargeonce.AttemptNotProcessed {
+			if a.Status == chargeonce.AttemptAbandoned {
 				lost = &attempts[i]
 			}
 		}
