@@ -672,14 +672,15 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	// Late charges are planted for attempts already settled, so that each
-	// is repaired against the order's final payment.
-	if err := r.settle(ctx); err != nil {
+	// is repaired against the order's final payment; refunds still pending
+	// do not matter to them.
+	if err := r.settle(ctx, false); err != nil {
 		return err
 	}
 	if err := r.plantLateCharges(ctx); err != nil {
 		return err
 	}
-	return r.settle(ctx)
+	return r.settle(ctx, true)
 }
 
 // expireKeys plays the provider's retention policy: once a second it
@@ -705,23 +706,23 @@ func (r *run) expireKeys(ctx context.Context) {
 	}
 }
 
-// settle waits until no attempt and no refund is open, or the settle
-// timeout passes.
-func (r *run) settle(ctx context.Context) error {
+// settle waits until no attempt, and with refunds no refund either, is
+// open, or the settle timeout passes.
+func (r *run) settle(ctx context.Context, refunds bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SettleTimeout)
 	defer cancel()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		open, oldest, err := r.stack.Store().OpenAttemptStats(ctx)
-		if err == nil && open == 0 {
+		if err == nil && open == 0 && refunds {
 			// A refund is never abandoned, so it settles only once the
 			// provider answers; the checker reports one still pending past
 			// the repair's deadline.
 			open, oldest, err = r.stack.Store().OpenRefundStats(ctx)
 		}
 		if err == nil && open == 0 {
-			r.cfg.Logger.Info("every attempt and refund settled")
+			r.cfg.Logger.Info("settled", "refunds_too", refunds)
 			return nil
 		}
 		select {
