@@ -18,6 +18,7 @@ import (
 	"chargeonce"
 	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
+	"chargeonce/store"
 	"chargeonce/verify/chaos"
 	"chargeonce/verify/invariant"
 )
@@ -66,6 +67,20 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	require.Positive(t, sum.Attempts[chargeonce.AttemptNotProcessed], "some attempts were not processed")
 	require.Equal(t, sum.Checkouts, sum.Report.Orders)
 	require.Equal(t, sum.Report.Workflows, sum.Report.Histories, "every workflow history was read")
+	requireLateChargesRepaired(t, sum)
+}
+
+// requireLateChargesRepaired fails the test unless late charges were
+// planted in both orders of arrival and the repair recorded at least as
+// many decisions of each kind: adopted before the customer paid again,
+// refunded after. With no violation, each refund left one net charge.
+func requireLateChargesRepaired(t *testing.T, sum chaos.Summary) {
+	t.Helper()
+	before, after := sum.Faults[chaos.FaultLateBeforePaid], sum.Faults[chaos.FaultLateAfterPaid]
+	require.Positive(t, before, "late charges planted before the customer paid again")
+	require.Positive(t, after, "late charges planted after the order was paid again")
+	require.GreaterOrEqual(t, sum.Report.LateCharges[store.LateChargeAdopted], before, "adopted late charges")
+	require.GreaterOrEqual(t, sum.Report.LateCharges[store.LateChargeRefunded], after, "refunded late charges")
 }
 
 // postgresURLEnv names the variable with a PostgreSQL URL whose role may

@@ -112,6 +112,13 @@ type Config struct {
 	WebhookSwitches int
 	// ForgedEvents is how many forged events are posted to the API.
 	ForgedEvents int
+	// LateCharges is how many late charges of each order of arrival the
+	// provider finishes after the customers are done, for attempts the
+	// run abandoned: before the customer pays again
+	// (the order adopts the charge) and after a newer attempt paid the
+	// order (the charge is refunded). Fewer are planted when fewer such
+	// attempts exist.
+	LateCharges int
 	// DatabaseURL, a postgres:// URL, runs the merchant database on
 	// PostgreSQL: the run creates a fresh database there with the URL's
 	// role, which needs CREATEDB, and drops it at the end. Empty means a
@@ -155,8 +162,9 @@ type Config struct {
 
 // DefaultConfig is the CI-sized run on SQLite: 200 checkouts by 12
 // customers, 3 worker kills, 1 Temporal restart, 12 provider mode switches,
-// 5% lost starts, 20 late retries, 10 webhook chaos switches and 8 forged
-// events. A count set to zero turns its fault off.
+// 5% lost starts, 20 late retries, 10 webhook chaos switches, 8 forged
+// events and 3 late charges of each order of arrival. A count set to zero
+// turns its fault off.
 func DefaultConfig() Config {
 	return Config{
 		Checkouts:      200,
@@ -169,6 +177,7 @@ func DefaultConfig() Config {
 		// The provider's events are on in every run; these vary them.
 		WebhookSwitches: 10,
 		ForgedEvents:    8,
+		LateCharges:     3,
 	}
 }
 
@@ -203,7 +212,7 @@ func (c Config) Validate() error {
 	case c.Checkouts < 1 || c.Clients < 1:
 		return fmt.Errorf("chaos: checkouts (%d) and clients (%d) must be positive; DefaultConfig sizes a CI run", c.Checkouts, c.Clients)
 	case c.WorkerKills < 0 || c.ServerRestarts < 0 || c.ModeSwitches < 0 || c.LateRetries < 0 || c.PostgresRestarts < 0 || c.APIKills < 0 ||
-		c.WebhookSwitches < 0 || c.ForgedEvents < 0:
+		c.WebhookSwitches < 0 || c.ForgedEvents < 0 || c.LateCharges < 0:
 		return errors.New("chaos: fault counts must not be negative")
 	case c.DatabaseURL != "" && !isPostgresURL(c.DatabaseURL):
 		return errors.New("chaos: the database URL must start with postgres:// or postgresql://; leave it empty to run on SQLite")
@@ -310,6 +319,8 @@ func (s Summary) String() string {
 	row("requests with a key past retention", s.LateRequests)
 	row("orders paid / placed / pending", fmt.Sprintf("%d / %d / %d",
 		s.Orders[chargeonce.OrderPaid], s.Orders[chargeonce.OrderPlaced], s.Orders[chargeonce.OrderPaymentPending]))
+	row("late charges adopted / refunded", fmt.Sprintf("%d / %d",
+		s.Report.LateCharges[store.LateChargeAdopted], s.Report.LateCharges[store.LateChargeRefunded]))
 	row("attempts succeeded / declined / abandoned / not processed / failed / open", fmt.Sprintf("%d / %d / %d / %d / %d / %d",
 		s.Attempts[chargeonce.AttemptSucceeded], s.Attempts[chargeonce.AttemptDeclined], s.Attempts[chargeonce.AttemptAbandoned],
 		s.Attempts[chargeonce.AttemptNotProcessed], s.Attempts[chargeonce.AttemptFailed], s.Attempts[chargeonce.AttemptOpen]))
@@ -613,8 +624,8 @@ func (r *run) unexpectedf(format string, args ...any) {
 	r.mu.Unlock()
 }
 
-// execute drives the customers and the faults, then the late retries, and
-// waits for every attempt to settle.
+// execute drives the customers and the faults, then the late retries and
+// the late charges, and waits for every attempt and refund to settle.
 func (r *run) execute(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -660,7 +671,16 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.lateRetries(ctx); err != nil {
 		return err
 	}
-	return r.settle(ctx)
+	// Late charges are planted for attempts already settled, so that each
+	// is repaired against the order's final payment; refunds still pending
+	// do not matter to them.
+	if err := r.settle(ctx, false); err != nil {
+		return err
+	}
+	if err := r.plantLateCharges(ctx); err != nil {
+		return err
+	}
+	return r.settle(ctx, true)
 }
 
 // expireKeys plays the provider's retention policy: once a second it
@@ -686,23 +706,23 @@ func (r *run) expireKeys(ctx context.Context) {
 	}
 }
 
-// settle waits until no attempt and no refund is open, or the settle
-// timeout passes.
-func (r *run) settle(ctx context.Context) error {
+// settle waits until no attempt, and with refunds no refund either, is
+// open, or the settle timeout passes.
+func (r *run) settle(ctx context.Context, refunds bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SettleTimeout)
 	defer cancel()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		open, oldest, err := r.stack.Store().OpenAttemptStats(ctx)
-		if err == nil && open == 0 {
+		if err == nil && open == 0 && refunds {
 			// A refund is never abandoned, so it settles only once the
 			// provider answers; the checker reports one still pending past
 			// the repair's deadline.
 			open, oldest, err = r.stack.Store().OpenRefundStats(ctx)
 		}
 		if err == nil && open == 0 {
-			r.cfg.Logger.Info("every attempt and refund settled")
+			r.cfg.Logger.Info("settled", "refunds_too", refunds)
 			return nil
 		}
 		select {

@@ -1,10 +1,7 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -150,22 +147,5 @@ func (r *run) setMode(ctx context.Context, m fakeprovider.Mode) error {
 
 // putAdmin PUTs v as JSON to the provider's admin API at path.
 func (r *run) putAdmin(ctx context.Context, path string, v any) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.stack.ProviderURL()+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(resp.Status)
-	}
-	return nil
+	return r.admin(ctx, http.MethodPut, path, v, nil)
 }

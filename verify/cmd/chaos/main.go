@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Float64Var(&cfg.LostStarts, "lost-starts", cfg.LostStarts, "share of checkouts whose workflow start is lost after the key is stored")
 	fs.IntVar(&cfg.LateRetries, "late-retries", cfg.LateRetries, "orders retried after their key's retention")
 	fs.IntVar(&cfg.WebhookSwitches, "webhook-switches", cfg.WebhookSwitches, "times the webhook chaos of the provider's events changes (delay, drops, duplicates, reordering)")
+	fs.IntVar(&cfg.LateCharges, "late-charges", cfg.LateCharges, "late charges of each order of arrival planted for abandoned attempts: before the customer pays again (adopted) and after (refunded)")
 	fs.IntVar(&cfg.ForgedEvents, "forged-events", cfg.ForgedEvents, "forged events posted to the API, each of which must be refused")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL `URL` whose role (with CREATEDB) hosts a fresh merchant database for the run (default: SQLite in the data directory)")
 	fs.IntVar(&cfg.PostgresRestarts, "postgres-restarts", 1, "times the PostgreSQL server is restarted; only with --database-url")
