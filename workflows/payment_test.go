@@ -395,7 +395,7 @@ func TestPaymentWorkflow_ATimeoutAmong500sKeepsTheOutcomeUnknown(t *testing.T) {
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
 	started := activitiesStarted(wenv)
-	retry := &updateCallbacks{t: t}
+	retry := &chargeUpdate{t: t}
 	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {
 		sentBefore = len(env.ChargeKeys())
@@ -526,15 +526,16 @@ func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) 
 	require.NotNil(t, env.Attempt(t, intent.Key).LastCheckedAt)
 }
 
-// updateCallbacks collects the outcome of one charge update.
-type updateCallbacks struct {
+// updateCallbacks collects the outcome of one update whose answer is a T:
+// a charge update's PaymentResult, a refund update's RefundResult.
+type updateCallbacks[T any] struct {
 	t        *testing.T
 	rejected error
-	result   *workflows.PaymentResult
+	result   *T
 	err      error
 }
 
-func (u *updateCallbacks) callbacks() *testsuite.TestUpdateCallback {
+func (u *updateCallbacks[T]) callbacks() *testsuite.TestUpdateCallback {
 	return &testsuite.TestUpdateCallback{
 		OnAccept: func() {},
 		OnReject: func(err error) { u.rejected = err },
@@ -543,22 +544,23 @@ func (u *updateCallbacks) callbacks() *testsuite.TestUpdateCallback {
 			if err != nil {
 				return
 			}
-			res, ok := v.(workflows.PaymentResult)
+			res, ok := v.(T)
 			if !ok {
-				var decoded workflows.PaymentResult
-				require.NoError(u.t, v.(converter.EncodedValue).Get(&decoded))
-				res = decoded
+				require.NoError(u.t, v.(converter.EncodedValue).Get(&res))
 			}
 			u.result = &res
 		},
 	}
 }
 
+// chargeUpdate is the caller of a "charge" update and what it got.
+type chargeUpdate = updateCallbacks[workflows.PaymentResult]
+
 func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
 	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
-	first, second := &updateCallbacks{t: t}, &updateCallbacks{t: t}
+	first, second := &chargeUpdate{t: t}, &chargeUpdate{t: t}
 	var sentBefore int
 	var statusBefore workflows.Status
 	wenv.RegisterDelayedCallback(func() {
@@ -579,7 +581,7 @@ func TestPaymentWorkflow_CustomerRetryResendsTheStoredKey(t *testing.T) {
 	require.Len(t, charges, 1)
 	want := workflows.PaymentResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: charges[0].ID, Message: res.Message}
 	require.Equal(t, want, res)
-	for _, u := range []*updateCallbacks{first, second} {
+	for _, u := range []*chargeUpdate{first, second} {
 		require.NoError(t, u.rejected)
 		require.NoError(t, u.err)
 		require.Equal(t, want, *u.result)
@@ -743,7 +745,7 @@ func TestPaymentWorkflow_ChargeUpdateOfAnotherCardIsRefused(t *testing.T) {
 	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
-	wrongCard, rightCard := &updateCallbacks{t: t}, &updateCallbacks{t: t}
+	wrongCard, rightCard := &chargeUpdate{t: t}, &chargeUpdate{t: t}
 	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {
 		sentBefore = len(env.ChargeKeys())
@@ -778,7 +780,7 @@ func TestPaymentWorkflow_NoChargeIsSentTooCloseToTheAbandonDeadline(t *testing.T
 	// The last moment a charge may go out: abandon deadline minus the charge
 	// budget minus the time the provider is given to finish (MinAge).
 	lastSend := timing.AbandonAfter - timing.ChargeBudget - timing.MinAge
-	late := &updateCallbacks{t: t}
+	late := &chargeUpdate{t: t}
 	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {
 		sentBefore = len(env.ChargeKeys())
@@ -940,7 +942,7 @@ func TestPaymentWorkflow_ALegacyHashInputStillTellsTheCardByItsToken(t *testing.
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	intent.CardHash, intent.CardHashKeyed = chargeonce.LegacyCardHash("tok_visa"), false
 	wenv := newWorkflowEnv(t, env, createdAt)
-	wrongCard, rightCard := &updateCallbacks{t: t}, &updateCallbacks{t: t}
+	wrongCard, rightCard := &chargeUpdate{t: t}, &chargeUpdate{t: t}
 	wenv.RegisterDelayedCallback(func() {
 		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
 		wenv.UpdateWorkflow(chargeonce.UpdateCharge, "wrong-card", wrongCard.callbacks(), workflows.ChargeRequest{CardToken: "tok_mastercard", CardHash: activitiestest.CardHasher.Hash("tok_mastercard")})

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -44,30 +43,7 @@ func runRefund(t *testing.T, wenv *testsuite.TestWorkflowEnvironment, in workflo
 }
 
 // refundUpdate is the caller of a "refund" update and what it got.
-type refundUpdate struct {
-	t        *testing.T
-	rejected error
-	result   *workflows.RefundResult
-	err      error
-}
-
-func (u *refundUpdate) callbacks() *testsuite.TestUpdateCallback {
-	return &testsuite.TestUpdateCallback{
-		OnAccept: func() {},
-		OnReject: func(err error) { u.rejected = err },
-		OnComplete: func(v any, err error) {
-			u.err = err
-			if err != nil {
-				return
-			}
-			res, ok := v.(workflows.RefundResult)
-			if !ok {
-				require.NoError(u.t, v.(converter.EncodedValue).Get(&res))
-			}
-			u.result = &res
-		},
-	}
-}
+type refundUpdate = updateCallbacks[workflows.RefundResult]
 
 // requireRefundKeys checks that every refund request carried the refund's
 // key, and that there were n of them.
