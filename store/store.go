@@ -218,6 +218,8 @@ type Store interface {
 	SettlementStore
 	// RefundStore keeps the refunds.
 	RefundStore
+	// EventStore keeps the merchant's endpoints and the event outbox.
+	EventStore
 	// Store keeps the checkout API's keys.
 	apikey.Store
 	// AttemptByReference returns the attempt with this merchant reference,

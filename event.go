@@ -1,0 +1,50 @@
+package chargeonce
+
+// EventType names a signed event that chargeonce sends to the merchant's
+// endpoints when a payment attempt or a refund reaches an outcome. An
+// event is written in the same database transaction as the change it
+// reports, so a change is never committed without its event.
+type EventType string
+
+// The event types. Each is sent once per change; a receiver orders what
+// arrives out of order by the event's per-order sequence number.
+const (
+	// EventPaymentSucceeded: an attempt's charge went through and the
+	// order is paid (also when a late charge is adopted).
+	EventPaymentSucceeded EventType = "payment.succeeded"
+	// EventPaymentDeclined: the provider declined the card; nothing was
+	// charged, and the order may be paid with another card.
+	EventPaymentDeclined EventType = "payment.declined"
+	// EventPaymentAbandoned: the attempt's outcome stayed unknown past its
+	// deadline; a charge found later is adopted or refunded.
+	EventPaymentAbandoned EventType = "payment.abandoned"
+	// EventPaymentNotProcessed: no request of the attempt can have been
+	// processed, so nothing was charged.
+	EventPaymentNotProcessed EventType = "payment.not_processed"
+	// EventRefundSucceeded: the money went back to the card.
+	EventRefundSucceeded EventType = "refund.succeeded"
+	// EventRefundFailed: the provider refused the refund, or failed it
+	// after it had succeeded.
+	EventRefundFailed EventType = "refund.failed"
+	// EventRefundNotProcessed: no request of the refund can have been
+	// processed, so nothing was refunded.
+	EventRefundNotProcessed EventType = "refund.not_processed"
+)
+
+// EventTypes returns every event type, in the order the docs list them.
+func EventTypes() []EventType {
+	return []EventType{
+		EventPaymentSucceeded, EventPaymentDeclined, EventPaymentAbandoned, EventPaymentNotProcessed,
+		EventRefundSucceeded, EventRefundFailed, EventRefundNotProcessed,
+	}
+}
+
+// Valid reports whether t is one of the event types.
+func (t EventType) Valid() bool {
+	for _, known := range EventTypes() {
+		if t == known {
+			return true
+		}
+	}
+	return false
+}
