@@ -24,10 +24,7 @@ const MaxDeliveriesLimit = 1000
 // answer; a transport error is far shorter.
 const maxDeliveryErrorLength = 1000
 
-var (
-	endpointIDPattern = regexp.MustCompile(`^we_[0-9a-f]{32}$`)
-	eventIDPattern    = regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
-)
+var endpointIDPattern = regexp.MustCompile(`^we_[0-9a-f]{32}$`)
 
 // NewEndpointID returns a fresh endpoint id: we_ and 32 random hex digits.
 func NewEndpointID() string { return "we_" + randomHex() }
