@@ -228,3 +228,16 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	require.Equal(t, 1, got.Awaiting)
 	require.Empty(t, got.ExceptionCounts)
 }
+
+func TestRun_BadEventRetriesAreAUsageErrorNamingTheFlag(t *testing.T) {
+	for args, want := range map[string]string{
+		"--event-retries=1m,30s": "--event-retries: retry 2 waits 30s, less than retry 1's 1m0s; waits never shrink",
+		"--event-retries=soon":   `--event-retries: retry 1, "soon", is not a duration such as 30s or 2m`,
+		"--event-poll=0s":        "--event-poll must be positive",
+	} {
+		var stdout, stderr, report bytes.Buffer
+		err := run(context.Background(), []string{args}, noEnv, &stdout, &stderr)
+		require.Equal(t, 2, cli.ExitCode(&report, "worker", err), args)
+		require.Contains(t, report.String(), want, args)
+	}
+}
