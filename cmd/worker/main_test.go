@@ -110,7 +110,7 @@ func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
 	return st, listen
 }
 
-func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
+func TestRun_MetricsShowTheAlertAndEventCountersAtZero(t *testing.T) {
 	_, listen := startWorker(t)
 
 	resp, err := http.Get("http://" + listen + "/metrics")
@@ -121,6 +121,10 @@ func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	// Before any alert, so that the alert rules see 0 rather than nothing.
 	require.Contains(t, string(body), alert.MetricName+`{alert="`+string(alert.ContractViolation)+`"} 0`)
+	// The events' dispatcher runs in the worker, and its gauges read the
+	// outbox.
+	require.Contains(t, string(body), `chargeonce_event_deliveries_total{result="given_up"} 0`)
+	require.Contains(t, string(body), "chargeonce_event_deliveries_pending 0")
 }
 
 // The codec on --listen decrypts nothing for a caller without the token,
