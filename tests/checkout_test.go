@@ -521,6 +521,10 @@ type checkoutStackConfig struct {
 	// EventRetries is the merchant events' retry schedule; nil means the
 	// default.
 	EventRetries []time.Duration
+	// Receiver is the dev receiver's address, whose lines go to
+	// ReceiverOut; empty runs none.
+	Receiver    string
+	ReceiverOut io.Writer
 }
 
 // checkoutResponse is one answer of the checkout API.
@@ -728,6 +732,8 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		ProviderEvents: cfg.ProviderEvents,
 		DataDir:        cfg.DataDir,
 		EventRetries:   cfg.EventRetries,
+		Receiver:       cfg.Receiver,
+		ReceiverOut:    cfg.ReceiverOut,
 		Logger:         logger,
 	})
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"chargeonce/api/wire"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/syncbuf"
 )
 
 // eventsRetries is the dispatcher's retry schedule in these tests: short
@@ -27,6 +29,10 @@ var eventsRetries = []time.Duration{time.Second, 2 * time.Second, 3 * time.Secon
 	5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second,
 	5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second,
 	10 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second}
+
+// latencyOrders is how many more orders are paid once every endpoint is
+// up, so that the p99 of commit to delivery is not merely the maximum.
+const latencyOrders = 100
 
 // receipt is one POST that a test receiver took.
 type receipt struct {
@@ -220,6 +226,10 @@ func TestEvents_AReceiverDownThenFailingThenBackGetsEveryEvent(t *testing.T) {
 	phase.status = http.StatusNoContent
 	phase.Unlock()
 	orders = append(orders, s.eventOrders(t)...)
+	// More payments, for the figure of commit to delivery.
+	for range latencyOrders {
+		orders = append(orders, s.paidOrder(t, "10.00"))
+	}
 
 	// Every order's events, as the API lists them, reach both endpoints.
 	want := map[string]wire.Event{}
@@ -230,7 +240,7 @@ func TestEvents_AReceiverDownThenFailingThenBackGetsEveryEvent(t *testing.T) {
 			want[e.ID] = e
 		}
 	}
-	require.Len(t, want, 3*(1+1+2+3), "per round: paid; declined; not processed and paid; paid and two refunds")
+	require.Len(t, want, 3*(1+1+2+3)+latencyOrders, "per round: paid; declined; not processed and paid; paid and two refunds")
 	for _, m := range []*merchantReceiver{flakyReceiver, upReceiver} {
 		require.Eventually(t, func() bool { return len(m.delivered()) == len(want) }, 2*time.Minute, 100*time.Millisecond)
 	}
@@ -307,4 +317,35 @@ func TestEvents_AReceiverDownThenFailingThenBackGetsEveryEvent(t *testing.T) {
 	slices.Sort(latencies)
 	t.Logf("commit to delivery, %d events at an endpoint that is up: p50 %v, p99 %v, max %v",
 		len(latencies), latencies[len(latencies)/2], latencies[(len(latencies)*99+99)/100-1], latencies[len(latencies)-1])
+}
+
+// TestEvents_TheDevReceiverPrintsEachVerifiedEventAndIsRegisteredOnce: the
+// dev stack registers its receiver as an endpoint on first start, reuses
+// it when restarted on the same data directory, and the receiver prints a
+// line per event it verified.
+func TestEvents_TheDevReceiverPrintsEachVerifiedEventAndIsRegisteredOnce(t *testing.T) {
+	t.Parallel()
+	dataDir, addr := t.TempDir(), unusedAddress(t)
+	var endpoint string
+	for start := range 2 {
+		out := &syncbuf.Buffer{}
+		s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget, DataDir: dataDir, Receiver: addr, ReceiverOut: out})
+		require.Equal(t, "http://"+addr+"/events", s.stack.ReceiverURL())
+		var list wire.EndpointList
+		s.getJSON(t, "/api/webhook-endpoints", &list)
+		require.Len(t, list.Endpoints, 1, "start %d: one endpoint, however often the stack starts", start+1)
+		require.Equal(t, s.stack.ReceiverURL(), list.Endpoints[0].URL)
+		if endpoint == "" {
+			endpoint = list.Endpoints[0].ID
+		}
+		require.Equal(t, endpoint, s.stack.ReceiverEndpoint())
+
+		id := s.paidOrder(t, "548.90")
+		events := s.orderEvents(t, id)
+		require.Len(t, events, 1)
+		want := fmt.Sprintf("event payment.succeeded order=%d seq=1 status=paid %s\n", id, events[0].ID)
+		require.Eventually(t, func() bool { return strings.Contains(out.String(), want) }, 30*time.Second, 50*time.Millisecond)
+		require.NotContains(t, out.String(), "refused")
+		require.NoError(t, s.stack.Close(t.Context()))
+	}
 }

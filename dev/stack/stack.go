@@ -132,10 +132,10 @@ type Config struct {
 	CardHashKey string
 	// Logger receives the logs of every part.
 	Logger *slog.Logger
-	// ReceiverAddress is the host:port of the dev receiver
+	// Receiver is the host:port of the dev receiver
 	// (dev/receiver), a stand-in for the merchant's backend that is
 	// registered as an event endpoint; empty runs none.
-	ReceiverAddress string
+	Receiver string
 	// ReceiverOut takes the receiver's line per event; nil discards them.
 	ReceiverOut io.Writer
 }
@@ -227,8 +227,8 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	apiURL := "http://" + apiLn.Addr().String()
 	var receiverLn net.Listener
-	if cfg.ReceiverAddress != "" {
-		if receiverLn, err = serve.Listen(cfg.ReceiverAddress, FlagReceiver); err != nil {
+	if cfg.Receiver != "" {
+		if receiverLn, err = serve.Listen(cfg.Receiver, FlagReceiver); err != nil {
 			return err
 		}
 		s.closers = append(s.closers, func(context.Context) error { return closeListener(receiverLn) })
