@@ -34,6 +34,9 @@ var eventsRetries = []time.Duration{time.Second, 2 * time.Second, 3 * time.Secon
 // up, so that the p99 of commit to delivery is not merely the maximum.
 const latencyOrders = 100
 
+// latencyCustomers pay those orders at once.
+const latencyCustomers = 4
+
 // receipt is one POST that a test receiver took.
 type receipt struct {
 	id     string
@@ -226,10 +229,26 @@ func TestEvents_AReceiverDownThenFailingThenBackGetsEveryEvent(t *testing.T) {
 	phase.status = http.StatusNoContent
 	phase.Unlock()
 	orders = append(orders, s.eventOrders(t)...)
-	// More payments, for the figure of commit to delivery.
-	for range latencyOrders {
-		orders = append(orders, s.paidOrder(t, "10.00"))
+	// More payments, for the figure of commit to delivery, by a few
+	// customers at once.
+	extra := make([]int64, latencyOrders)
+	for i := range extra {
+		extra[i] = s.createOrder(t, "10.00", "TRY")
 	}
+	statuses := make([]int, len(extra))
+	var customers sync.WaitGroup
+	for c := range latencyCustomers {
+		customers.Go(func() {
+			for i := c; i < len(extra); i += latencyCustomers {
+				statuses[i] = s.checkoutNoFatal(extra[i], "tok_visa").status
+			}
+		})
+	}
+	customers.Wait()
+	for i, status := range statuses {
+		require.Equal(t, http.StatusOK, status, "order %d", extra[i])
+	}
+	orders = append(orders, extra...)
 
 	// Every order's events, as the API lists them, reach both endpoints.
 	want := map[string]wire.Event{}
@@ -266,26 +285,31 @@ func TestEvents_AReceiverDownThenFailingThenBackGetsEveryEvent(t *testing.T) {
 	}
 	require.NotZero(t, retried)
 
-	// The flaky endpoint's log shows the outage, the 500s and the end.
-	var log wire.DeliveryList
-	s.getJSON(t, "/api/webhook-endpoints/"+flaky.ID+"/deliveries?limit=1000", &log)
+	// The flaky endpoint's log shows the outage, the 500s and the end, once
+	// the dispatcher has recorded the last answers.
 	results := map[string]int{}
-	for _, d := range log.Deliveries {
-		switch {
-		case d.Result == "failed" && d.HTTPStatus == nil:
-			require.NotNil(t, d.Error)
-			results["refused"]++
-		case d.Result == "failed":
-			require.Equal(t, http.StatusInternalServerError, *d.HTTPStatus)
-			results["500"]++
-		default:
-			require.Equal(t, "delivered", d.Result)
-			results["delivered"]++
+	require.Eventually(t, func() bool {
+		var log wire.DeliveryList
+		s.getJSON(t, "/api/webhook-endpoints/"+flaky.ID+"/deliveries?limit=1000", &log)
+		require.Less(t, len(log.Deliveries), 1000, "the whole log is read")
+		clear(results)
+		for _, d := range log.Deliveries {
+			switch {
+			case d.Result == "failed" && d.HTTPStatus == nil:
+				require.NotNil(t, d.Error)
+				results["refused"]++
+			case d.Result == "failed":
+				require.Equal(t, http.StatusInternalServerError, *d.HTTPStatus)
+				results["500"]++
+			default:
+				require.Equal(t, "delivered", d.Result)
+				results["delivered"]++
+			}
 		}
-	}
+		return results["delivered"] == len(want)
+	}, 30*time.Second, 100*time.Millisecond)
 	require.NotZero(t, results["refused"])
 	require.Equal(t, retried, results["500"])
-	require.Equal(t, len(want), results["delivered"])
 	var shown wire.Endpoint
 	s.getJSON(t, "/api/webhook-endpoints/"+flaky.ID, &shown)
 	require.Nil(t, shown.FailingSince, "nothing is undelivered")
@@ -293,8 +317,10 @@ func TestEvents_AReceiverDownThenFailingThenBackGetsEveryEvent(t *testing.T) {
 	// The 410 endpoint got one event, and was disabled by it.
 	goneReceived, _ := goneReceiver.receipts()
 	require.Len(t, goneReceived, 1)
-	s.getJSON(t, "/api/webhook-endpoints/"+gone.ID, &shown)
-	require.Equal(t, "disabled", shown.Status)
+	require.Eventually(t, func() bool {
+		s.getJSON(t, "/api/webhook-endpoints/"+gone.ID, &shown)
+		return shown.Status == "disabled"
+	}, 30*time.Second, 100*time.Millisecond)
 	require.Equal(t, "the endpoint answered 410 Gone", *shown.DisabledReason)
 	// Enabled again and replayed, the event arrives with its own id.
 	goneStatus.Store(http.StatusOK)
