@@ -26,16 +26,11 @@ const maxDeliveryErrorLength = 1000
 
 var endpointIDPattern = regexp.MustCompile(`^we_[0-9a-f]{32}$`)
 
-// NewEndpointID returns a fresh endpoint id: we_ and 32 random hex digits.
-func NewEndpointID() string { return "we_" + randomHex() }
-
 // newEventID returns a fresh event id: evt_ and 32 random hex digits.
-func newEventID() string { return "evt_" + randomHex() }
-
-func randomHex() string {
+func newEventID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return hex.EncodeToString(b)
+	return "evt_" + hex.EncodeToString(b)
 }
 
 // The columns of an endpoint (alias e), of an event (alias ev) and of a
