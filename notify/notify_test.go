@@ -112,7 +112,7 @@ func (f *fixture) runWith(t *testing.T, reg prometheus.Registerer, schedule []ti
 
 func (f *fixture) endpoint(t *testing.T, url string) (store.Endpoint, webhook.Secret) {
 	secret := webhook.NewSecret()
-	e, err := f.s.CreateEndpoint(context.Background(), store.NewEndpoint{ID: store.NewEndpointID(), URL: url, Secret: secret, Now: time.Now()})
+	e, err := f.s.CreateEndpoint(context.Background(), store.NewEndpoint{ID: chargeonce.NewEndpointID(), URL: url, Secret: secret, Now: time.Now()})
 	require.NoError(t, err)
 	parsed, err := webhook.ParseSecret(secret)
 	require.NoError(t, err)

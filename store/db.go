@@ -477,15 +477,23 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		if next == chargeonce.OrderPaid {
 			orderPaymentID = providerPaymentID
 		}
-		if _, err = q.exec(ctx,
-			`UPDATE orders SET status = $2, provider_payment_id = COALESCE($3, provider_payment_id), updated_at = $4
-			WHERE id = $1 AND status = 'payment_pending'`,
-			a.orderID, string(next), orderPaymentID, s.t(settledAt)); err != nil {
+		// One statement moves a payment_pending order on and numbers the
+		// event (see appendEvent); an order that is no longer
+		// payment_pending keeps its status, and tells it in the event.
+		n, err := queryOne(ctx, q, scanNumbered,
+			`UPDATE orders SET
+				status = CASE WHEN status = 'payment_pending' THEN $2 ELSE status END,
+				provider_payment_id = CASE WHEN status = 'payment_pending' THEN COALESCE($3, provider_payment_id) ELSE provider_payment_id END,
+				updated_at = CASE WHEN status = 'payment_pending' THEN $4 ELSE updated_at END,
+				event_sequence = event_sequence + 1
+			WHERE id = $1 RETURNING event_sequence, status`,
+			a.orderID, string(next), orderPaymentID, s.t(settledAt))
+		if err != nil {
 			return err
 		}
 		typ, _ := paymentEventType(status)
-		return s.appendEvent(ctx, q, newEvent{typ: typ, orderID: a.orderID, attemptKey: key, amount: a.amount,
-			providerID: providerPaymentID, status: string(status), at: settledAt})
+		return s.insertEvent(ctx, q, newEvent{typ: typ, orderID: a.orderID, attemptKey: key, amount: a.amount,
+			providerID: providerPaymentID, status: string(status), at: settledAt}, n)
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: settle attempt %s as %s: %w", key, status, err)

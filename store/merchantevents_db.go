@@ -26,16 +26,11 @@ const maxDeliveryErrorLength = 1000
 
 var endpointIDPattern = regexp.MustCompile(`^we_[0-9a-f]{32}$`)
 
-// NewEndpointID returns a fresh endpoint id: we_ and 32 random hex digits.
-func NewEndpointID() string { return "we_" + randomHex() }
-
 // newEventID returns a fresh event id: evt_ and 32 random hex digits.
-func newEventID() string { return "evt_" + randomHex() }
-
-func randomHex() string {
+func newEventID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return hex.EncodeToString(b)
+	return "evt_" + hex.EncodeToString(b)
 }
 
 // The columns of an endpoint (alias e), of an event (alias ev) and of a
@@ -355,23 +350,36 @@ type newEvent struct {
 	at                    time.Time
 }
 
-// appendEvent writes e, numbered next in its order's sequence, and queues
-// it for every enabled endpoint that wants its type. It runs last in the
-// transaction of the change, so that the order's status it reads is the
-// one the change leaves. Bumping the order's event_sequence takes the
-// order's row lock until the commit, so that numbers have no gaps.
+// numbered is an event's number in its order, and the order's status
+// once the change is made: what bumping orders.event_sequence returns.
+type numbered struct {
+	sequence int64
+	status   string
+}
+
+func scanNumbered(r rows) (numbered, error) {
+	var n numbered
+	return n, r.Scan(&n.sequence, &n.status)
+}
+
+// appendEvent numbers e next in its order's sequence, then writes it
+// (insertEvent). It runs last in the transaction of the change, so that
+// the order's status it reads is the one the change leaves. Bumping the
+// order's event_sequence takes the order's row lock until the commit, so
+// that numbers have no gaps. A change that updates the order anyway bumps
+// it in that statement and calls insertEvent itself, one statement fewer.
 func (s *db) appendEvent(ctx context.Context, q querier, e newEvent) error {
-	type numbered struct {
-		sequence int64
-		status   string
-	}
-	n, err := queryOne(ctx, q, func(r rows) (numbered, error) {
-		var n numbered
-		return n, r.Scan(&n.sequence, &n.status)
-	}, `UPDATE orders SET event_sequence = event_sequence + 1 WHERE id = $1 RETURNING event_sequence, status`, e.orderID)
+	n, err := queryOne(ctx, q, scanNumbered,
+		`UPDATE orders SET event_sequence = event_sequence + 1 WHERE id = $1 RETURNING event_sequence, status`, e.orderID)
 	if err != nil {
 		return fmt.Errorf("number the %s event: %w", e.typ, err)
 	}
+	return s.insertEvent(ctx, q, e, n)
+}
+
+// insertEvent writes e with its number and queues it for every enabled
+// endpoint that wants its type.
+func (s *db) insertEvent(ctx context.Context, q querier, e newEvent, n numbered) error {
 	id, at := newEventID(), s.t(e.at)
 	if _, err := q.exec(ctx,
 		`INSERT INTO merchant_events (id, order_id, sequence, type, attempt_key, refund_key, amount_minor, currency,

@@ -20,7 +20,7 @@ const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 func newEndpoint(t *testing.T, s store.Store, types ...chargeonce.EventType) store.Endpoint {
 	t.Helper()
 	e, err := s.CreateEndpoint(context.Background(), store.NewEndpoint{
-		ID: store.NewEndpointID(), URL: "https://shop.example/events", EventTypes: types,
+		ID: chargeonce.NewEndpointID(), URL: "https://shop.example/events", EventTypes: types,
 		Description: "the shop's backend", Secret: secret, Now: base,
 	})
 	require.NoError(t, err)
@@ -117,11 +117,11 @@ func TestStore_EndpointsRoundTripDisableAndRotate(t *testing.T) {
 		require.Empty(t, retired.PreviousSecret, "a previous secret that expires now signs nothing")
 		require.Nil(t, retired.PreviousSecretExpiresAt)
 
-		_, err = s.GetEndpoint(ctx, store.NewEndpointID())
+		_, err = s.GetEndpoint(ctx, chargeonce.NewEndpointID())
 		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = s.SetEndpointDisabled(ctx, store.NewEndpointID(), true, "gone", base)
+		_, err = s.SetEndpointDisabled(ctx, chargeonce.NewEndpointID(), true, "gone", base)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = s.RotateEndpointSecret(ctx, store.NewEndpointID(), next, base, base)
+		_, err = s.RotateEndpointSecret(ctx, chargeonce.NewEndpointID(), next, base, base)
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
@@ -130,7 +130,7 @@ func TestStore_BadEndpointInputIsRefusedAndChangesNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		s := openStore(t, dsn)
-		good := store.NewEndpoint{ID: store.NewEndpointID(), URL: "https://shop.example/events", Secret: secret, Now: base}
+		good := store.NewEndpoint{ID: chargeonce.NewEndpointID(), URL: "https://shop.example/events", Secret: secret, Now: base}
 		for name, change := range map[string]func(*store.NewEndpoint){
 			"bad id":           func(n *store.NewEndpoint) { n.ID = "we_1" },
 			"no url":           func(n *store.NewEndpoint) { n.URL = "" },
@@ -430,7 +430,7 @@ func TestStore_TriesMoveADeliveryOn(t *testing.T) {
 		log, err = s.Deliveries(ctx, e.ID, 1)
 		require.NoError(t, err)
 		require.Len(t, log, 1)
-		_, err = s.Deliveries(ctx, store.NewEndpointID(), 1)
+		_, err = s.Deliveries(ctx, chargeonce.NewEndpointID(), 1)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = s.Deliveries(ctx, e.ID, 0)
 		require.Error(t, err)
@@ -542,14 +542,14 @@ func TestStore_ReplayMakesAnEventDueAgain(t *testing.T) {
 			"an endpoint made after the event gets it on a replay")
 
 		require.ErrorIs(t, s.ReplayEvent(ctx, "evt_00000000000000000000000000000000", e.ID, replayAt), store.ErrNotFound)
-		require.ErrorIs(t, s.ReplayEvent(ctx, due[0].Event.ID, store.NewEndpointID(), replayAt), store.ErrNotFound)
+		require.ErrorIs(t, s.ReplayEvent(ctx, due[0].Event.ID, chargeonce.NewEndpointID(), replayAt), store.ErrNotFound)
 	})
 }
 
 // benchEndpoint registers an endpoint that wants every event.
 func benchEndpoint(b *testing.B, s store.Store) {
 	_, err := s.CreateEndpoint(context.Background(), store.NewEndpoint{
-		ID: store.NewEndpointID(), URL: "https://shop.example/events", Secret: secret, Now: base,
+		ID: chargeonce.NewEndpointID(), URL: "https://shop.example/events", Secret: secret, Now: base,
 	})
 	require.NoError(b, err)
 }

@@ -553,8 +553,11 @@ func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (Lat
 		// The customer's money was taken for this order: the merchant
 		// delivers. The attempt keeps its status; late_charges says why
 		// the order is paid.
-		if _, err := q.exec(ctx, `UPDATE orders SET status = 'paid', provider_payment_id = $2, updated_at = $3 WHERE id = $1`,
-			orderID, c.ChargeID, s.t(c.Now)); err != nil {
+		n, err := queryOne(ctx, q, scanNumbered, `UPDATE orders SET status = 'paid', provider_payment_id = $2, updated_at = $3,
+				event_sequence = event_sequence + 1
+			WHERE id = $1 RETURNING event_sequence, status`,
+			orderID, c.ChargeID, s.t(c.Now))
+		if err != nil {
 			return "", nil, err
 		}
 		if _, err := q.exec(ctx,
@@ -565,8 +568,8 @@ func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (Lat
 		}
 		// To the merchant, the attempt whose charge paid the order
 		// succeeded, whatever status it settled with before.
-		err := s.appendEvent(ctx, q, newEvent{typ: chargeonce.EventPaymentSucceeded, orderID: orderID, attemptKey: c.AttemptKey,
-			amount: c.Amount, providerID: c.ChargeID, status: string(chargeonce.AttemptSucceeded), at: c.Now})
+		err = s.insertEvent(ctx, q, newEvent{typ: chargeonce.EventPaymentSucceeded, orderID: orderID, attemptKey: c.AttemptKey,
+			amount: c.Amount, providerID: c.ChargeID, status: string(chargeonce.AttemptSucceeded), at: c.Now}, n)
 		return LateChargeAdopted, nil, err
 	}
 	// Paid by another charge, or not the order's amount: the whole charge
