@@ -1,8 +1,9 @@
 // Package api serves the checkout HTTP API (docs/checkout-api.md): creating
 // orders, checking them out, refunding them, reading them with their
-// payment attempts, refunds and provider request log, and the operational
-// endpoints /healthz and /metrics, and its OpenAPI document at
-// /openapi.json (docs/openapi.json, the one owner of its wire format).
+// payment attempts, refunds, provider request log and events, managing the
+// merchant's event endpoints, the operational endpoints /healthz and
+// /metrics, and its OpenAPI document at /openapi.json (docs/openapi.json,
+// the one owner of its wire format).
 //
 // Every request but /healthz, /openapi.json and the provider's signed
 // events needs an API key (internal/apikey) as a bearer token, and each route a scope of it.
@@ -98,6 +99,7 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("POST /api/orders", s.require(apikey.ScopeCheckout, s.createOrder))
 	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.require(apikey.ScopeCheckout, s.checkoutOrder))
 	s.mux.HandleFunc("GET /api/orders/{id}", s.require(apikey.ScopeCheckout, s.getOrder))
+	s.mux.HandleFunc("GET /api/orders/{id}/events", s.require(apikey.ScopeCheckout, s.orderEvents))
 	if cfg.Refunds != nil {
 		s.mux.HandleFunc("POST /api/orders/{id}/refunds", s.require(apikey.ScopeRefund, s.refundOrder))
 		s.mux.HandleFunc("POST /api/charges/{id}/refunds", s.require(apikey.ScopeOperator, s.refundCharge))
@@ -105,6 +107,14 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("GET /api/refunds/{id}", s.require(apikey.ScopeRefund, s.getRefund))
 	s.mux.HandleFunc("GET /api/settlements/{date}", s.require(apikey.ScopeOperator, s.getSettlement))
 	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.require(apikey.ScopeOperator, s.runSettlement))
+	s.mux.HandleFunc("POST /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.createEndpoint))
+	s.mux.HandleFunc("GET /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.listEndpoints))
+	s.mux.HandleFunc("GET /api/webhook-endpoints/{id}", s.require(apikey.ScopeOperator, s.getEndpoint))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/disable", s.require(apikey.ScopeOperator, s.setEndpointDisabled(true)))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/enable", s.require(apikey.ScopeOperator, s.setEndpointDisabled(false)))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/rotate-secret", s.require(apikey.ScopeOperator, s.rotateEndpointSecret))
+	s.mux.HandleFunc("GET /api/webhook-endpoints/{id}/deliveries", s.require(apikey.ScopeOperator, s.listDeliveries))
+	s.mux.HandleFunc("POST /api/events/{id}/replay", s.require(apikey.ScopeOperator, s.replayEvent))
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
 	s.mux.HandleFunc("GET /metrics", s.require(apikey.ScopeOperator, metrics.Handler(cfg.Metrics).ServeHTTP))

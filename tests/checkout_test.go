@@ -519,6 +519,13 @@ type checkoutStackConfig struct {
 	// DataDir keeps Temporal's state on disk, so that it can be
 	// restarted; empty runs it in memory.
 	DataDir string
+	// EventRetries is the merchant events' retry schedule; nil means the
+	// default.
+	EventRetries []time.Duration
+	// Receiver is the dev receiver's address, whose lines go to
+	// ReceiverOut; empty runs none.
+	Receiver    string
+	ReceiverOut io.Writer
 }
 
 // checkoutResponse is one answer of the checkout API.
@@ -743,6 +750,9 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		ProviderAPI:    cfg.API,
 		ProviderEvents: cfg.ProviderEvents,
 		DataDir:        cfg.DataDir,
+		EventRetries:   cfg.EventRetries,
+		Receiver:       cfg.Receiver,
+		ReceiverOut:    cfg.ReceiverOut,
 		Logger:         logger,
 	})
 	require.NoError(t, err)
