@@ -148,7 +148,7 @@ func TestEventEndpoints_BadRequestsAre400AndChangeNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := endpointsSnapshot(t, a)
-			status, header, data := a.send(t, tc.method, tc.path, "application/json", tc.body)
+			status, header, data := a.sendInvalid(t, tc.method, tc.path, "application/json", tc.body)
 			p := requireProblem(t, http.StatusBadRequest, status, header, data)
 			require.Equal(t, string(wire.ProblemInvalidRequest), p.Type)
 			require.Contains(t, p.Detail, tc.want)
