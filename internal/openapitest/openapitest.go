@@ -21,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -131,7 +132,13 @@ func (c *checker) check(x *exchange, resp *http.Response, respBody []byte) []str
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var msgs []string
-	if _, err := c.router.FindRoute(x.request()); err != nil {
+	// The router would match "//api/orders" to /api/orders, but a path has
+	// one spelling: any other names no operation of the document.
+	_, err := c.router.FindRoute(x.request())
+	if p := x.req.URL.Path; err == nil && path.Clean(p) != p {
+		err = fmt.Errorf("%s is not written in its one form, %s", p, path.Clean(p))
+	}
+	if err != nil {
 		if !x.responsesOnly {
 			msgs = append(msgs, "request: "+err.Error()+": the document has no such operation")
 		}
