@@ -101,7 +101,9 @@ func (c *Client) BaseURL() string { return c.base }
 // OrderID where they apply), with the headers that say what to do next.
 //
 // Branch on Type, which names what went wrong (wire.ProblemCardDeclined,
-// wire.ProblemProviderUnavailable, …); Title and Detail are for people.
+// wire.ProblemProviderUnavailable, …); Title and Detail are for people. Every
+// problem of the API has a Type; an empty one is RFC 9457's "about:blank",
+// which says no more than the status.
 type Problem struct {
 	wire.Problem
 	// RetryAfter is how long the API asks the client to wait before it
@@ -249,9 +251,6 @@ func readProblem(resp *http.Response, data []byte, answerErr func(error) *Answer
 	if err := decodeJSON(resp.Header, data, "application/problem+json", &p.Problem); err != nil {
 		return answerErr(err)
 	}
-	if p.Type == "" {
-		return answerErr(errors.New("the problem has no type"))
-	}
 	// The status line is what happened; a body that says otherwise is not
 	// trusted over it.
 	p.Status = resp.StatusCode
@@ -263,12 +262,10 @@ func readProblem(resp *http.Response, data []byte, answerErr func(error) *Answer
 	return p
 }
 
-// decodeJSON decodes data into out when the Content-Type is want (or
-// application/json, which a problem may come as too).
+// decodeJSON decodes data into out when the Content-Type is want.
 func decodeJSON(h http.Header, data []byte, want string, out any) error {
-	ct := h.Get("Content-Type")
-	media, _, err := mime.ParseMediaType(ct)
-	if err != nil || (media != want && media != "application/json") {
+	media, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || media != want {
 		return fmt.Errorf("the content type is not %s", want)
 	}
 	if err := json.Unmarshal(data, out); err != nil {

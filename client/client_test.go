@@ -159,7 +159,8 @@ func TestClient_AnAnswerThatIsNotTheAPIsIsAnAnswerError(t *testing.T) {
 		want        string
 	}{
 		{"an HTML error page", http.StatusBadGateway, "text/html", "<h1>Bad Gateway</h1>", "the content type is not application/problem+json"},
-		{"a problem without a type", http.StatusBadRequest, "application/problem+json", `{"title": "no"}`, "the problem has no type"},
+		{"a JSON error that is not a problem", http.StatusBadRequest, "application/json", `{"message": "no"}`, "the content type is not application/problem+json"},
+		{"a problem that is not JSON", http.StatusInternalServerError, "application/problem+json", "oops", "decode the body"},
 		{"a success that is not JSON", http.StatusOK, "application/json", "{", "decode the body"},
 		{"a success of another content type", http.StatusOK, "text/plain", "ok", "the content type is not application/json"},
 		{"a body over the limit", http.StatusOK, "application/json", `"` + strings.Repeat("x", client.MaxAnswerBytes) + `"`, "larger than"},
