@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/internal/apikey"
+	"chargeonce/store"
 )
 
 func TestClient_RegistersListsRotatesAndDisablesAnEndpoint(t *testing.T) {
@@ -78,4 +81,45 @@ func TestClient_RefusedEndpointsAndUnknownEventsAreProblems(t *testing.T) {
 
 	_, err = a.client(t, apikey.ScopeCheckout).Endpoints(ctx)
 	requireProblem(t, err, http.StatusForbidden, wire.ProblemForbidden)
+}
+
+// paidOrder stores an order paid by one attempt, as the payment worker
+// would, which writes its payment.succeeded event, and returns the event's
+// id.
+func paidOrder(t *testing.T, a *testAPI) string {
+	t.Helper()
+	ctx := context.Background()
+	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
+	require.NoError(t, err)
+	attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
+		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
+		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
+	})
+	require.NoError(t, err)
+	changed, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
+	require.NoError(t, err)
+	require.True(t, changed)
+	events, err := a.store.OrderEvents(ctx, order.ID)
+	require.NoError(t, err)
+	require.Len(t, events, 1)
+	return events[0].ID
+}
+
+func TestClient_ReplaysAnEventUnlessTheEndpointIsDisabled(t *testing.T) {
+	ctx := context.Background()
+	a := startAPI(t, true)
+	api := a.client(t, apikey.ScopeOperator)
+	e, err := api.CreateEndpoint(ctx, wire.CreateEndpointRequest{URL: "http://127.0.0.1:9/events"})
+	require.NoError(t, err)
+	event := paidOrder(t, a)
+
+	replay, err := api.ReplayEvent(ctx, event, e.ID)
+	require.NoError(t, err)
+	require.Equal(t, event, replay.EventID)
+	require.Equal(t, e.ID, replay.EndpointID)
+
+	_, err = api.DisableEndpoint(ctx, e.ID)
+	require.NoError(t, err)
+	_, err = api.ReplayEvent(ctx, event, e.ID)
+	requireProblem(t, err, http.StatusConflict, wire.ProblemEndpointDisabled)
 }
