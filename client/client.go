@@ -12,9 +12,11 @@
 //	api := client.New("https://pay.example.com", os.Getenv("CHARGEONCE_API_KEY"))
 //	order, err := api.CreateOrder(ctx, "548.90", "TRY", "order 1001")
 //	...
-//	paid, err := api.Checkout(ctx, order.ID, "tok_visa")
+//	res, err := api.Checkout(ctx, order.ID, "tok_visa")
 //	var p *client.Problem
 //	if errors.As(err, &p) && p.Type == wire.ProblemCardDeclined { ... }
+//
+// Example shows the whole branch on a checkout's answer.
 //
 // The client retries nothing by itself: whether a request may be sent
 // again is the API's contract (a checkout of the same order, or a refund
