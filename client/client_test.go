@@ -51,9 +51,10 @@ func TestClient_CreatesAndReadsAnOrder(t *testing.T) {
 
 func TestClient_RefusedInputIsAProblemAndCreatesNothing(t *testing.T) {
 	ctx := context.Background()
-	api := startAPI(t, true).client(t, apikey.ScopeCheckout)
+	a := startAPI(t, true)
+	api := a.client(t, apikey.ScopeCheckout)
 
-	_, err := api.CreateOrder(ctx, "548.9O", "TRY", "")
+	_, err := a.badInputClient(t, apikey.ScopeCheckout).CreateOrder(ctx, "548.9O", "TRY", "")
 	p := requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
 	require.Contains(t, p.Detail, "amount")
 	require.Contains(t, p.Error(), "(HTTP 400)")
@@ -86,7 +87,8 @@ func TestClient_CheckoutThatChargedNothingCarriesRetryAfter(t *testing.T) {
 // again.
 func TestClient_RefundGeneratesAnIdempotencyKeyAndReturnsIt(t *testing.T) {
 	ctx := context.Background()
-	api := startAPI(t, true).client(t, apikey.ScopeCheckout, apikey.ScopeRefund)
+	a := startAPI(t, true)
+	api := a.client(t, apikey.ScopeCheckout, apikey.ScopeRefund)
 	o, err := api.CreateOrder(ctx, "10.00", "TRY", "")
 	require.NoError(t, err)
 
@@ -98,14 +100,15 @@ func TestClient_RefundGeneratesAnIdempotencyKeyAndReturnsIt(t *testing.T) {
 	require.Equal(t, uuid.Version(7), key.Version())
 
 	// The caller's key is the one sent: the API refuses this one by name.
-	res, err = api.RefundOrder(ctx, o.ID, "not a key", wire.RefundRequest{})
+	res, err = a.badInputClient(t, apikey.ScopeRefund).RefundOrder(ctx, o.ID, "not a key", wire.RefundRequest{})
 	requireProblem(t, err, http.StatusBadRequest, wire.ProblemIdempotencyKeyRequired)
 	require.Equal(t, "not a key", res.IdempotencyKey)
 }
 
 func TestClient_UnknownRefundsChargesAndSettlementsAreProblems(t *testing.T) {
 	ctx := context.Background()
-	api := startAPI(t, true).client(t)
+	a := startAPI(t, true)
+	api := a.client(t)
 
 	_, err := api.GetRefund(ctx, "01a1d96c-e23d-77bf-801e-9df969c1d378")
 	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
@@ -116,7 +119,7 @@ func TestClient_UnknownRefundsChargesAndSettlementsAreProblems(t *testing.T) {
 	_, err = api.GetSettlement(ctx, time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly))
 	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
 
-	_, err = api.RunSettlement(ctx, "2026-13-01")
+	_, err = a.badInputClient(t, apikey.ScopeOperator).RunSettlement(ctx, "2026-13-01")
 	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
 }
 
@@ -125,13 +128,13 @@ func TestClient_AKeyOutsideTheRoutesScopeIsForbidden(t *testing.T) {
 	_, err := a.client(t, apikey.ScopeCheckout).GetSettlement(context.Background(), "2026-03-14")
 	requireProblem(t, err, http.StatusForbidden, wire.ProblemForbidden)
 
-	_, err = client.New(a.url, "").GetOrder(context.Background(), 1)
+	_, err = client.New(a.url, "", client.WithHTTPClient(checkedHTTP(t, false))).GetOrder(context.Background(), 1)
 	requireProblem(t, err, http.StatusUnauthorized, wire.ProblemAPIKeyRequired)
 }
 
 func TestClient_HealthNeedsNoKey(t *testing.T) {
 	a := startAPI(t, true)
-	h, err := client.New(a.url+"/", "").Health(context.Background())
+	h, err := client.New(a.url+"/", "", client.WithHTTPClient(checkedHTTP(t, false))).Health(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, wire.Health{Status: "ok"}, h)
 }

@@ -20,6 +20,11 @@ import (
 // receiver verifies signatures. Bad input is a *Problem of type
 // wire.ProblemInvalidRequest, and registers nothing.
 func (c *Client) CreateEndpoint(ctx context.Context, req wire.CreateEndpointRequest) (wire.Endpoint, error) {
+	// All types are asked for with an empty list: the field is an array,
+	// never null.
+	if req.EventTypes == nil {
+		req.EventTypes = []string{}
+	}
 	var e wire.Endpoint
 	_, err := c.call(ctx, http.MethodPost, "/api/webhook-endpoints", req, nil, &e)
 	return e, err

@@ -57,11 +57,11 @@ func TestClient_RegistersListsRotatesAndDisablesAnEndpoint(t *testing.T) {
 func TestClient_RefusedEndpointsAndUnknownEventsAreProblems(t *testing.T) {
 	ctx := context.Background()
 	a := startAPI(t, true)
-	api := a.client(t, apikey.ScopeOperator)
+	api, bad := a.client(t, apikey.ScopeOperator), a.badInputClient(t, apikey.ScopeOperator)
 
 	_, err := api.CreateEndpoint(ctx, wire.CreateEndpointRequest{URL: "http://shop.example/events"})
 	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
-	_, err = api.CreateEndpoint(ctx, wire.CreateEndpointRequest{URL: "https://shop.example/events", EventTypes: []string{"payment.charged"}})
+	_, err = bad.CreateEndpoint(ctx, wire.CreateEndpointRequest{URL: "https://shop.example/events", EventTypes: []string{"payment.charged"}})
 	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
 	listed, err := api.Endpoints(ctx)
 	require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestClient_RefusedEndpointsAndUnknownEventsAreProblems(t *testing.T) {
 
 	e, err := api.CreateEndpoint(ctx, wire.CreateEndpointRequest{URL: "http://127.0.0.1:9/events"})
 	require.NoError(t, err)
-	_, err = api.Deliveries(ctx, e.ID, 1001)
+	_, err = bad.Deliveries(ctx, e.ID, 1001)
 	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
 	_, err = api.ReplayEvent(ctx, "evt_00000000000000000000000000000000", e.ID)
 	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)

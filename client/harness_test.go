@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,13 +18,15 @@ import (
 	"chargeonce/client"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/backend"
+	"chargeonce/internal/openapitest"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
 
 // testAPI is the real API, as api.Build wires it, over a real SQLite store,
 // with a Temporal client that is never dialled: everything these tests
-// send is answered before a workflow would be started.
+// send is answered before a workflow would be started. The clients of its
+// tests check every exchange against docs/openapi.json.
 type testAPI struct {
 	url   string
 	store store.Store
@@ -88,7 +91,35 @@ func (a *testAPI) key(t tb, scopes ...apikey.Scope) string {
 }
 
 // client is a client of the API with a key of these scopes (every scope
-// when none is given).
+// when none is given). In a test, each of its requests and answers is
+// checked against docs/openapi.json (openapitest.Transport).
 func (a *testAPI) client(t tb, scopes ...apikey.Scope) *client.Client {
-	return client.New(a.url, a.key(t, scopes...), client.WithHTTPClient(&http.Client{Timeout: time.Minute}))
+	return client.New(a.url, a.key(t, scopes...), client.WithHTTPClient(checkedHTTP(t, false)))
+}
+
+// badInputClient is client for requests that the document forbids on
+// purpose: their answers alone are checked.
+func (a *testAPI) badInputClient(t tb, scopes ...apikey.Scope) *client.Client {
+	return client.New(a.url, a.key(t, scopes...), client.WithHTTPClient(checkedHTTP(t, true)))
+}
+
+// checkedHTTP is an HTTP client whose exchanges a test checks against the
+// document, their answers alone when responsesOnly; an example's are not.
+func checkedHTTP(t tb, responsesOnly bool) *http.Client {
+	rt := http.DefaultTransport
+	if tt, ok := t.(testing.TB); ok {
+		rt = openapitest.Transport(tt, rt)
+	}
+	if responsesOnly {
+		rt = markResponsesOnly{rt}
+	}
+	return &http.Client{Timeout: time.Minute, Transport: rt}
+}
+
+// markResponsesOnly marks each request as one whose answer alone is
+// checked (openapitest.ResponsesOnly).
+type markResponsesOnly struct{ next http.RoundTripper }
+
+func (m markResponsesOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	return m.next.RoundTrip(openapitest.ResponsesOnly(req.Clone(req.Context())))
 }
