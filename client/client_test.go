@@ -128,7 +128,7 @@ func TestClient_AKeyOutsideTheRoutesScopeIsForbidden(t *testing.T) {
 	_, err := a.client(t, apikey.ScopeCheckout).GetSettlement(context.Background(), "2026-03-14")
 	requireProblem(t, err, http.StatusForbidden, wire.ProblemForbidden)
 
-	_, err = client.New(a.url, "", client.WithHTTPClient(checkedHTTP(t, false))).GetOrder(context.Background(), 1)
+	_, err = client.New(a.url, "", client.WithHTTPClient(checkedHTTP(t, true))).GetOrder(context.Background(), 1)
 	requireProblem(t, err, http.StatusUnauthorized, wire.ProblemAPIKeyRequired)
 }
 
