@@ -35,7 +35,6 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
-	t.Parallel() // see runChaos
 	_, sum := runChaos(t, 8*time.Minute, func(cfg *chaos.Config) { cfg.Seed = 7 })
 
 	requireEveryPromiseKept(t, sum)
@@ -96,9 +95,6 @@ func TestChaos_PostgreSQLRestartBreaksNoPromise(t *testing.T) {
 	if dsn == "" {
 		t.Skipf("PostgreSQL chaos run skipped: set %s (run .ci/postgres.sh as root to get one)", postgresURLEnv)
 	}
-	// No other test of the package uses this PostgreSQL server, which the
-	// run restarts.
-	t.Parallel() // see runChaos
 	began := time.Now()
 	_, sum := runChaos(t, 6*time.Minute, func(cfg *chaos.Config) {
 		cfg.Seed, cfg.DatabaseURL = 11, dsn
@@ -184,10 +180,7 @@ func requireEveryPromiseKept(t *testing.T, sum chaos.Summary) {
 
 // runChaos runs a chaos run on the embedded stack, with the shared worker
 // binary and the default configuration as edit changes it, within
-// timeout, and logs its summary. A run spends much of its time waiting (the
-// customers' pauses, the provider's slow modes, restarts, retention), so
-// the tests that make one run in parallel with the package's other long
-// tests; what they check is counted, never timed.
+// timeout, and logs its summary.
 func runChaos(t *testing.T, timeout time.Duration, edit func(*chaos.Config)) (chaos.Config, chaos.Summary) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -35,10 +35,6 @@ func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	// Its processes wait on each other and on the faults; it runs beside
-	// the package's other long tests. The cluster takes ports below the
-	// ephemeral range, where no other test binds.
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// PostgreSQL runs as the postgres user, who cannot enter t.TempDir().

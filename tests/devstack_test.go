@@ -206,9 +206,6 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the dev binary twice")
 	}
-	// Starting dev and rendering the Web UI mostly wait; dev binds ports
-	// the kernel picks, so it runs beside the package's other long tests.
-	t.Parallel()
 	bin := buildBinary(t, "chargeonce/dev")
 	dataDir := filepath.Join(t.TempDir(), "data") // dev creates it
 	dev := startDev(t, bin, dataDir)

@@ -19,7 +19,6 @@ func TestChaos_StripeDialectKeepsEveryPromise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
-	t.Parallel() // see runChaos
 	cfg, sum := runChaos(t, 6*time.Minute, func(cfg *chaos.Config) {
 		cfg.Seed, cfg.ProviderAPI = 16, dialect.Stripe
 		cfg.Checkouts, cfg.WorkerKills, cfg.ServerRestarts = 100, 2, 0
