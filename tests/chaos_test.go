@@ -178,17 +178,15 @@ func requireEveryPromiseKept(t *testing.T, sum chaos.Summary) {
 	require.True(t, sum.OK())
 }
 
-// runChaos runs a chaos run on the embedded stack, with the worker binary
-// built for it and the default configuration as edit changes it, within
+// runChaos runs a chaos run on the embedded stack, with the shared worker
+// binary and the default configuration as edit changes it, within
 // timeout, and logs its summary.
 func runChaos(t *testing.T, timeout time.Duration, edit func(*chaos.Config)) (chaos.Config, chaos.Summary) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	bin, err := chaos.BuildWorker(ctx, t.TempDir())
-	require.NoError(t, err)
 	cfg := chaos.DefaultConfig()
-	cfg.WorkerBinary, cfg.DataDir = bin, t.TempDir()
+	cfg.WorkerBinary, cfg.DataDir = buildBinary(t, chaos.WorkerPackage), t.TempDir()
 	cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
 	edit(&cfg)
 	sum, err := chaos.Run(ctx, cfg)

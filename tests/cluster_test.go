@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"chargeonce/dev/cluster"
+	"chargeonce/internal/ownerfile"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/verify/chaos"
 )
@@ -40,6 +41,8 @@ func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
 	dir, err := os.MkdirTemp("", "chargeonce-cluster-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+
+	placeClusterBinaries(t, dir)
 
 	cfg := chaos.DefaultConfig()
 	cfg.Seed = 13
@@ -92,5 +95,19 @@ func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
 			cl.Close()
 		}
 		require.Equal(t, tc.gets, err == nil, "%s: %v", name, err)
+	}
+}
+
+// placeClusterBinaries copies the shared builds of the cluster's commands to
+// where a cluster on dataDir builds them, so that its build links nothing
+// that another test has linked already.
+func placeClusterBinaries(t *testing.T, dataDir string) {
+	t.Helper()
+	bin := cluster.Layout{Dir: dataDir}.Bin()
+	require.NoError(t, os.MkdirAll(bin, ownerfile.DirMode))
+	for _, part := range cluster.Parts(cluster.DefaultPorts(), cluster.Layout{}, cluster.Secrets{}) {
+		if part.Package != "" {
+			copyBinary(t, buildBinaryAs(t, part.Package, part.Binary), filepath.Join(bin, part.Binary))
+		}
 	}
 }

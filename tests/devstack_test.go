@@ -32,6 +32,7 @@ import (
 	"chargeonce/internal/codec"
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
+	"chargeonce/worker"
 	"chargeonce/workflows"
 )
 
@@ -271,6 +272,7 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	t.Run("Web UI lists the workflow", func(t *testing.T) {
 		checkWebUIListsTheWorkflow(t, dev, id, key, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 	})
+	t.Run("Web UI lists the daily settlement schedule", func(t *testing.T) { checkWebUIListsTheSettlementSchedule(t, dev) })
 	t.Run("codec answers only its token's holder", func(t *testing.T) { checkCodecNeedsItsToken(t, dev, dataDir) })
 	t.Run("files are the owner's alone", func(t *testing.T) { checkFilesAreTheOwners(t, dataDir) })
 }
@@ -345,9 +347,6 @@ func checkHistoryIsEncrypted(t *testing.T, dev *devProcess, dataDir, key string)
 	require.Equal(t, key, input.Intent.Key)
 }
 
-// checkWebUIListsTheWorkflow loads the Web UI's workflow list, filtered by
-// order, and the workflow's history page in headless Chromium, and reads the
-// rendered pages.
 // webUIRenderer returns a function that renders a page of the Web UI in a
 // headless chromium and returns its DOM, or skips the test without one.
 func webUIRenderer(t *testing.T) func(page string) string {
@@ -367,6 +366,9 @@ func webUIRenderer(t *testing.T) func(page string) string {
 	}
 }
 
+// checkWebUIListsTheWorkflow loads the Web UI's workflow list, filtered by
+// order, and the workflow's history page in headless Chromium, and reads the
+// rendered pages.
 func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, runID string) {
 	t.Helper()
 	render := webUIRenderer(t)
@@ -387,4 +389,16 @@ func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, run
 	// encrypted.
 	history := render(fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history", dev.ui, temporalserver.DefaultNamespace, key, runID))
 	require.Contains(t, history, cardToken, "the Web UI decodes the input through the codec endpoint")
+}
+
+// checkWebUIListsTheSettlementSchedule requires the Web UI's Schedules page
+// to list the daily settlement schedule, which the dev stack's worker
+// creates.
+func checkWebUIListsTheSettlementSchedule(t *testing.T, dev *devProcess) {
+	t.Helper()
+	render := webUIRenderer(t)
+	page := dev.ui + "/namespaces/" + temporalserver.DefaultNamespace + "/schedules"
+	require.Eventually(t, func() bool {
+		return strings.Contains(render(page), worker.SettlementScheduleID)
+	}, time.Minute, time.Second, "%s lists %s", page, worker.SettlementScheduleID)
 }

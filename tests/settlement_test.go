@@ -16,7 +16,6 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 
-	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/store"
@@ -214,16 +213,4 @@ func TestInvariant_SettlementOfTheDayFindsEveryPlantedAnomaly(t *testing.T) {
 		// day is in, reports it.
 		" 2",
 	}, found)
-}
-
-// The dev stack's worker creates the daily schedule, and the Web UI's
-// Schedules page lists it.
-func TestDev_WebUISchedulesPageShowsTheDailySettlement(t *testing.T) {
-	render := webUIRenderer(t)
-	dev := startDev(t, buildBinary(t, "chargeonce/dev"), t.TempDir())
-	page := dev.ui + "/namespaces/" + temporalserver.DefaultNamespace + "/schedules"
-	require.Eventually(t, func() bool {
-		return strings.Contains(render(page), worker.SettlementScheduleID)
-	}, time.Minute, time.Second, "%s lists %s", page, worker.SettlementScheduleID)
-	dev.stop(t)
 }

@@ -2,8 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -13,16 +11,6 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
 )
-
-// buildBinary builds a command of this module into a temporary directory
-// and returns the binary's path.
-func buildBinary(t *testing.T, pkg string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-	require.NoError(t, err, "go build %s: %s", pkg, out)
-	return bin
-}
 
 // runStarterBinary runs the starter against the stack's API, with its key
 // in the environment, and returns its exit code, stdout and stderr.

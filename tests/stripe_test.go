@@ -68,10 +68,14 @@ func TestStripe_DeclineIsA402AndTheOrderCanBePaidAgain(t *testing.T) {
 func TestStripe_SlowProviderIsInFlightThenReplayed(t *testing.T) {
 	// The article's 5 s provider at half scale: the first request times
 	// out, the retry finds the key in use (409), the next gets the stored
-	// PaymentIntent replayed.
+	// PaymentIntent replayed. The sequence takes about 3 s; the budgets are
+	// the default configuration's, so that a loaded machine still sees it
+	// end within them, and the test ends when it does.
+	timing := articleTiming()
+	timing.ChargeBudget = 10 * time.Second
 	s := startCheckoutStack(t, checkoutStackConfig{
-		Timing: articleTiming(),
-		Budget: articleBudget,
+		Timing: timing,
+		Budget: 12 * time.Second,
 		Mode:   fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2500 * time.Millisecond},
 		API:    dialect.Stripe,
 	})
