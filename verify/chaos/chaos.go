@@ -720,6 +720,9 @@ func (r *run) settle(ctx context.Context, refunds bool) error {
 			// provider answers; the checker reports one still pending past
 			// the repair's deadline.
 			open, oldest, err = r.stack.Store().OpenRefundStats(ctx)
+			if err == nil && open > 0 {
+				open, err = r.settleableRefunds(ctx)
+			}
 		}
 		if err == nil && open == 0 {
 			r.cfg.Logger.Info("settled", "refunds_too", refunds)
@@ -736,6 +739,42 @@ func (r *run) settle(ctx context.Context, refunds bool) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// settleableRefunds counts the pending refunds that can still settle: the
+// ones the provider created, which a lookup or its event settles, and the
+// ones still inside their send window. A refund the provider never created
+// by its last send time is never sent again, so it stays pending by design
+// (it raises refund_unknown at its key's horizon): waiting for it would
+// only wait out the settle timeout.
+func (r *run) settleableRefunds(ctx context.Context) (int, error) {
+	requests, err := r.stack.ProviderRequests(ctx)
+	if err != nil {
+		return 0, err
+	}
+	created := map[string]bool{}
+	for _, req := range requests {
+		if req.RefundID != "" {
+			created[req.Key] = true
+		}
+	}
+	lastSend := time.Now().Add(-r.cfg.Timing.AbandonAfter)
+	r.mu.Lock()
+	orders := slices.Clone(r.orders)
+	r.mu.Unlock()
+	settleable := 0
+	for _, id := range orders {
+		refunds, err := r.stack.Store().OrderRefunds(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		for _, f := range refunds {
+			if f.Status == chargeonce.RefundPending && (created[f.Key] || f.CreatedAt.After(lastSend)) {
+				settleable++
+			}
+		}
+	}
+	return settleable, nil
 }
 
 func sortedInts(m map[int]int) []int {
