@@ -31,12 +31,13 @@ import (
 //     references, times, dates, message ids and durations with a fraction
 //     (measured ones) are compared as their shapes, since they differ on
 //     every run; every other character counts.
-//   - ```sh blocks are shown, not run. They hold what a test cannot run
-//     here: the long-running servers themselves (`go run ./dev`, the
-//     cluster, docker compose), Stripe with real keys, Temporal Cloud, the
-//     benchmarks and chaos runs (tests of their own), and commands against a
-//     database or Temporal of the reader's. A transcript, a line starting
-//     with "$ ", is allowed in console blocks only.
+//   - ```sh blocks are shown, not run. They hold what this test cannot run
+//     on its one stack: the long-running servers themselves (`go run ./dev`
+//     and its Stripe-dialect twin, the cluster, docker compose), Stripe with
+//     real keys, Temporal Cloud, the benchmarks and chaos runs (tests of
+//     their own), `make test` itself, and commands against a database or
+//     Temporal of the reader's. A transcript, a line starting with "$ ", is
+//     allowed in console blocks only.
 //
 // The walkthrough's stack is the one the README's scenarios start: the
 // flags of its `go run ./dev …` line. Its first checkout, shown before that
@@ -227,6 +228,10 @@ func TestReadme_RunsAsWritten(t *testing.T) {
 	require.NotEmpty(t, doc.devArgs, "no `go run ./dev …` line in a sh block of %q", readmeDevSection)
 	require.NotEmpty(t, doc.blocks)
 
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "the README's commands need %s (.ci/run installs it)", tool)
+	}
 	devBin := buildBinary(t, "chargeonce/dev")
 	starterBin := buildBinary(t, "chargeonce/starter")
 	work := t.TempDir()
