@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"chargeonce/client"
 )
 
 // Exit codes. Scripts branch on them, so each outcome has its own.
@@ -107,6 +111,23 @@ type options struct {
 	api    string
 	apiKey string
 	json   bool
+	// keyless is set when neither the flag, the environment nor the dev
+	// stack's file gave a key, so requests go without one.
+	keyless bool
+}
+
+// errorText is err's message, where the API's 401 to a request sent
+// without a key says where the starter looks for one.
+func errorText(err error, opts options) string {
+	msg := err.Error()
+	var p *client.Problem
+	if opts.keyless && errors.As(err, &p) && p.Status == http.StatusUnauthorized {
+		// The wrappers of p wrote its message when they were made.
+		bare := p.Error()
+		p.Detail += " (give one with --api-key or " + envAPIKey + ", or run where go run ./dev keeps " + devKeyFile + ")"
+		msg = strings.Replace(msg, bare, p.Error(), 1)
+	}
+	return msg
 }
 
 // run is the whole program; main only wires it to the process.
@@ -118,6 +139,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	var (
 		code int
 		err  error
+		// opts are the flags every command takes, as the command parsed
+		// them.
+		opts options
 	)
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -128,15 +152,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			err = usagef(`"order" takes the subcommand "create"`)
 			break
 		}
-		code, err = orderCreateCommand(ctx, args[2:], stdout, stderr, getenv)
+		code, err = orderCreateCommand(ctx, &opts, args[2:], stdout, stderr, getenv)
 	case "checkout":
-		code, err = checkoutCommand(ctx, args[1:], stdout, stderr, getenv)
+		code, err = checkoutCommand(ctx, &opts, args[1:], stdout, stderr, getenv)
 	case "status":
-		code, err = statusCommand(ctx, args[1:], stdout, stderr, getenv)
+		code, err = statusCommand(ctx, &opts, args[1:], stdout, stderr, getenv)
 	case "settlement":
-		code, err = settlementCommand(ctx, args[1:], stdout, stderr, getenv)
+		code, err = settlementCommand(ctx, &opts, args[1:], stdout, stderr, getenv)
 	case "refund":
-		code, err = refundCommand(ctx, args[1:], stdout, stderr, getenv)
+		code, err = refundCommand(ctx, &opts, args[1:], stdout, stderr, getenv)
 	default:
 		err = usagef("unknown command %q", args[0])
 	}
@@ -148,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintf(stderr, "starter: %v\nRun \"starter --help\" for usage.\n", err)
 		return exitUsage
 	case err != nil:
-		fmt.Fprintf(stderr, "starter: %v\n", err)
+		fmt.Fprintf(stderr, "starter: %s\n", errorText(err, opts))
 		return exitOther
 	}
 	return code
@@ -167,7 +191,7 @@ func newFlagSet(name string, stderr io.Writer, opts *options) *flag.FlagSet {
 
 // parseFlags parses args, refuses positional arguments, and builds the API
 // client from --api or the environment.
-func parseFlags(fs *flag.FlagSet, args []string, opts *options, getenv func(string) string) (*apiClient, error) {
+func parseFlags(fs *flag.FlagSet, args []string, opts *options, getenv func(string) string) (*client.Client, error) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -191,7 +215,8 @@ func parseFlags(fs *flag.FlagSet, args []string, opts *options, getenv func(stri
 	if err != nil {
 		return nil, err
 	}
-	return newAPIClient(strings.TrimRight(base, "/"), key), nil
+	opts.keyless = key == ""
+	return client.New(base, key), nil
 }
 
 // apiKey finds the API key: the flag, else the environment, else the dev
@@ -235,22 +260,21 @@ func checkAPIAddress(base string) error {
 	return nil
 }
 
-func orderCreateCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
-	var opts options
-	fs := newFlagSet("order create", stderr, &opts)
+func orderCreateCommand(ctx context.Context, opts *options, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+	fs := newFlagSet("order create", stderr, opts)
 	amount := fs.String("amount", "", "the order total as a decimal, such as 548.90 (required)")
 	currency := fs.String("currency", "", "ISO 4217 currency code, such as TRY (required)")
 	description := fs.String("description", "", "shown on the provider's dashboard")
-	api, err := parseFlags(fs, args, &opts, getenv)
+	api, err := parseFlags(fs, args, opts, getenv)
 	if err != nil {
 		return 0, err
 	}
 	if *amount == "" || *currency == "" {
 		return 0, usagef("order create needs --amount and --currency")
 	}
-	o, err := api.createOrder(ctx, *amount, *currency, *description)
+	o, err := api.CreateOrder(ctx, *amount, *currency, *description)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("create order: %w", err)
 	}
 	if opts.json {
 		return exitPaid, writeJSONLine(stdout, o)
@@ -259,20 +283,19 @@ func orderCreateCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	return exitPaid, nil
 }
 
-func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
-	var opts options
-	fs := newFlagSet("status", stderr, &opts)
+func statusCommand(ctx context.Context, opts *options, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+	fs := newFlagSet("status", stderr, opts)
 	id := fs.Int64("order", 0, "the order number (required)")
-	api, err := parseFlags(fs, args, &opts, getenv)
+	api, err := parseFlags(fs, args, opts, getenv)
 	if err != nil {
 		return 0, err
 	}
 	if *id <= 0 {
 		return 0, usagef("status needs --order with a positive order number")
 	}
-	o, err := api.getOrder(ctx, *id)
+	o, err := api.GetOrder(ctx, *id)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("order %d: %w", *id, err)
 	}
 	if opts.json {
 		return exitPaid, writeJSONLine(stdout, o)
@@ -281,9 +304,8 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	return exitPaid, nil
 }
 
-func checkoutCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
-	var opts options
-	fs := newFlagSet("checkout", stderr, &opts)
+func checkoutCommand(ctx context.Context, opts *options, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+	fs := newFlagSet("checkout", stderr, opts)
 	id := fs.Int64("order", 0, "the order to pay; or give --amount and --currency to create one")
 	amount := fs.String("amount", "", "create an order with this total first, such as 548.90")
 	currency := fs.String("currency", "", "the currency of --amount, such as TRY")
@@ -291,7 +313,7 @@ func checkoutCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	card := fs.String("card", "", "the card token, such as tok_visa (required)")
 	wait := fs.Bool("wait", false, "after a 202, keep asking until the order settles")
 	waitTimeout := fs.Duration("wait-timeout", 2*time.Minute, "how long --wait keeps asking")
-	api, err := parseFlags(fs, args, &opts, getenv)
+	api, err := parseFlags(fs, args, opts, getenv)
 	if err != nil {
 		return 0, err
 	}
@@ -310,9 +332,9 @@ func checkoutCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	out := &timeline{w: stdout, quiet: opts.json}
 	if creating {
-		o, err := api.createOrder(ctx, *amount, *currency, *description)
+		o, err := api.CreateOrder(ctx, *amount, *currency, *description)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("create order: %w", err)
 		}
 		*id = o.ID
 		out.printf("order %d created: %s %s\n", o.ID, o.Total, o.Currency)
@@ -331,4 +353,14 @@ func checkoutCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 	}
 	return res.exitCode(), nil
+}
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

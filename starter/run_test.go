@@ -98,7 +98,7 @@ func TestRun_DefaultAddressIsLocalhost8080(t *testing.T) {
 	fs := newFlagSet("status", &bytes.Buffer{}, &opts)
 	api, err := parseFlags(fs, nil, &opts, func(string) string { return "" })
 	require.NoError(t, err)
-	require.Equal(t, "http://localhost:8080", api.base)
+	require.Equal(t, "http://localhost:8080", api.BaseURL())
 }
 
 // TestRun_NothingChargedExits6 checks out against an API that answers as

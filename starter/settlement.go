@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,31 +20,14 @@ func amountText(a *wire.Amount) string {
 	return a.Amount + " " + a.Currency
 }
 
-func (c *apiClient) settlement(ctx context.Context, date string, run bool) (wire.Settlement, int, error) {
-	method, path, body := http.MethodGet, "/api/settlements/"+date, any(nil)
-	if run {
-		method, path, body = http.MethodPost, path+"/run", wire.SettlementRunRequest{}
-	}
-	r, err := c.do(ctx, method, path, body)
-	if err != nil {
-		return wire.Settlement{}, 0, err
-	}
-	if r.status == http.StatusAccepted {
-		return wire.Settlement{}, r.status, nil
-	}
-	s, err := decode[wire.Settlement](r, method+" "+path)
-	return s, r.status, err
-}
-
 // settlementCommand serves "settlement run" and "settlement show".
-func settlementCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
+func settlementCommand(ctx context.Context, opts *options, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
 	if len(args) == 0 || (args[0] != "run" && args[0] != "show") {
 		return 0, usagef(`"settlement" takes the subcommand "run" or "show"`)
 	}
-	var opts options
-	fs := newFlagSet("settlement "+args[0], stderr, &opts)
+	fs := newFlagSet("settlement "+args[0], stderr, opts)
 	date := fs.String("date", "", "the report date, such as 2026-03-14 (UTC; required)")
-	api, err := parseFlags(fs, args[1:], &opts, getenv)
+	api, err := parseFlags(fs, args[1:], opts, getenv)
 	if err != nil {
 		return 0, err
 	}
@@ -56,13 +38,19 @@ func settlementCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if _, err := settlement.ParseSettlementDate(*date, time.Now()); err != nil {
 		return 0, usagef("settlement %s: --date %v", args[0], err)
 	}
-	s, status, err := api.settlement(ctx, *date, args[0] == "run")
-	if err != nil {
+	var s wire.Settlement
+	if args[0] == "run" {
+		run, err := api.RunSettlement(ctx, *date)
+		if err != nil {
+			return 0, err
+		}
+		if run.Running != nil {
+			fmt.Fprintf(stdout, "the settlement of %s is still running; see it with: starter settlement show --date %s\n", *date, *date)
+			return exitPending, nil
+		}
+		s = *run.Settlement
+	} else if s, err = api.GetSettlement(ctx, *date); err != nil {
 		return 0, err
-	}
-	if status == http.StatusAccepted {
-		fmt.Fprintf(stdout, "the settlement of %s is still running; see it with: starter settlement show --date %s\n", *date, *date)
-		return exitPending, nil
 	}
 	if opts.json {
 		return exitPaid, writeJSONLine(stdout, s)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"chargeonce/api/wire"
+	"chargeonce/client"
 )
 
 // pollInterval is how often the order is read while a checkout waits.
@@ -100,7 +101,7 @@ func describe(r wire.ProviderRequest, words requestWords) string {
 
 // checkoutRun is one "starter checkout".
 type checkoutRun struct {
-	api     *apiClient
+	api     *client.Client
 	out     *timeline
 	orderID int64
 	card    string
@@ -140,22 +141,21 @@ func (r checkoutResult) exitCode() int {
 
 // posted is the answer of the checkout POST.
 type posted struct {
-	status int
-	answer wire.CheckoutAnswer
-	err    error
+	client.CheckoutResult
+	err error
 }
 
 func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
-	before, err := c.api.getOrder(ctx, c.orderID)
+	before, err := c.api.GetOrder(ctx, c.orderID)
 	if err != nil {
-		return checkoutResult{}, err
+		return checkoutResult{}, fmt.Errorf("order %d: %w", c.orderID, err)
 	}
 	c.out.baseline(before)
 
 	done := make(chan posted, 1)
 	go func() {
-		status, answer, err := c.api.checkout(ctx, c.orderID, c.card)
-		done <- posted{status, answer, err}
+		res, err := c.api.Checkout(ctx, c.orderID, c.card)
+		done <- posted{res, err}
 	}()
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
@@ -170,51 +170,51 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 	}
 	after := c.poll(ctx)
 
-	res := checkoutResult{OrderID: c.orderID, HTTPStatus: p.status, IdempotencyKey: p.answer.IdempotencyKey}
-	var apiErr *apiError
+	res := checkoutResult{OrderID: c.orderID, HTTPStatus: p.HTTPStatus, IdempotencyKey: p.IdempotencyKey}
+	var problem *client.Problem
 	switch {
-	case errors.As(p.err, &apiErr):
-		res.HTTPStatus = apiErr.status
-		res.Detail = apiErr.problem.Title
-		switch apiErr.status {
+	case errors.As(p.err, &problem):
+		res.HTTPStatus = problem.Status
+		res.Detail = problem.Title
+		switch problem.Status {
 		case http.StatusPaymentRequired:
-			res.Outcome, res.DeclineCode = "declined", apiErr.problem.DeclineCode
+			res.Outcome, res.DeclineCode = "declined", problem.DeclineCode
 			c.out.printf("declined %s\n", res.DeclineCode)
 		case http.StatusConflict:
 			res.Outcome = "conflict"
-			c.out.printf("conflict: %s\n", apiErr.problem.Title)
+			c.out.printf("conflict: %s\n", problem.Title)
 		case http.StatusServiceUnavailable:
-			if apiErr.problem.Type != wire.ProblemProviderUnavailable {
-				return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, apiErr)
+			if problem.Type != wire.ProblemProviderUnavailable {
+				return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, problem)
 			}
 			res.Outcome = "not_processed"
 			when := "later"
-			if apiErr.retryAfter != "" {
-				when = "in " + apiErr.retryAfter + "s"
+			if problem.RetryAfter > 0 {
+				when = fmt.Sprintf("in %ds", int(problem.RetryAfter.Seconds()))
 			}
-			c.out.printf("not charged: %s Pay again %s; the next checkout is a new attempt with a new key\n", apiErr.problem.Title, when)
+			c.out.printf("not charged: %s Pay again %s; the next checkout is a new attempt with a new key\n", problem.Title, when)
 		default:
-			return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, apiErr)
+			return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, problem)
 		}
 	case p.err != nil:
 		return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, p.err)
-	case p.status == http.StatusOK:
+	case p.HTTPStatus == http.StatusOK:
 		res.Outcome = "paid"
-		res.ProviderPaymentID = deref(p.answer.ProviderPaymentID)
+		res.ProviderPaymentID = deref(p.ProviderPaymentID)
 		if before.Status == "paid" {
 			c.out.printf("already paid %s; nothing charged\n", res.ProviderPaymentID)
 		} else {
 			c.out.printf("paid %s\n", res.ProviderPaymentID)
 		}
-	case p.status == http.StatusAccepted:
+	case p.HTTPStatus == http.StatusAccepted:
 		res.Outcome = "pending"
-		c.out.printf("pending: the outcome is not known yet (key %s); do not pay again\n", p.answer.IdempotencyKey)
+		c.out.printf("pending: the outcome is not known yet (key %s); do not pay again\n", p.IdempotencyKey)
 		if c.waitTimeout > 0 {
 			return c.waitSettled(ctx, res)
 		}
 		c.out.printf("ask again with: starter status --order %d\n", c.orderID)
 	default:
-		return checkoutResult{}, fmt.Errorf("checkout of order %d: unexpected HTTP %d", c.orderID, p.status)
+		return checkoutResult{}, fmt.Errorf("checkout of order %d: unexpected HTTP %d", c.orderID, p.HTTPStatus)
 	}
 	res.OrderStatus = after.Status
 	res.Timeline = c.out.lines
@@ -226,7 +226,7 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 func (c *checkoutRun) poll(ctx context.Context) wire.Order {
 	ctx, cancel := context.WithTimeout(ctx, pollInterval*10)
 	defer cancel()
-	o, err := c.api.getOrder(ctx, c.orderID)
+	o, err := c.api.GetOrder(ctx, c.orderID)
 	if err == nil {
 		c.out.show(o)
 	}

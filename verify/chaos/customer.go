@@ -1,21 +1,18 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/client"
 	"chargeonce/store"
 )
 
@@ -326,19 +323,13 @@ func (r *run) createOrder(ctx context.Context, m chargeonce.Money) (int64, error
 }
 
 func (r *run) createOrderOnce(ctx context.Context, m chargeonce.Money) (int64, error) {
-	amount, currency := m.Decimal(), m.Currency
-	status, data, err := r.post(ctx, "/api/orders", wire.CreateOrderRequest{Amount: &amount, Currency: &currency, Description: "chaos order"})
-	if err != nil {
-		return 0, err
-	}
-	if status != http.StatusCreated {
-		return 0, fmt.Errorf("answered %d: %s", status, data)
-	}
-	var o wire.Order
-	if err := json.Unmarshal(data, &o); err != nil {
-		return 0, fmt.Errorf("decode order: %w", err)
-	}
-	return o.ID, nil
+	o, err := r.api().CreateOrder(ctx, m.Decimal(), m.Currency, "chaos order")
+	return o.ID, err
+}
+
+// api is a client of one of the stack's APIs, the next one each time.
+func (r *run) api() *client.Client {
+	return client.New(r.stack.APIURL(), r.stack.APIKey(), client.WithHTTPClient(r.http))
 }
 
 // checkout sends one checkout through the API and counts its answer.
@@ -347,87 +338,35 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	r.requests++
 	r.mu.Unlock()
 	sent := time.Now()
-	status, data, err := r.post(ctx, "/api/orders/"+strconv.FormatInt(id, 10)+"/checkout", wire.CheckoutRequest{CardToken: card})
-	answered := time.Now()
+	res, err := r.api().Checkout(ctx, id, card)
+	a := newAnswer(res.HTTPStatus, err, sent)
+	a.key = res.IdempotencyKey
 	r.mu.Lock()
-	r.answers[status]++
+	r.answers[a.status]++
 	r.mu.Unlock()
-	if err != nil {
-		return answer{detail: err.Error(), sent: sent, answered: answered}
-	}
-	a := answer{status: status, sent: sent, answered: answered}
-	// An answer that is not the JSON promised leaves its status to judge.
-	if status >= http.StatusBadRequest {
-		var p wire.Problem
-		_ = json.Unmarshal(data, &p)
-		a.problem, a.detail = p.Type, strings.TrimSpace(p.Title+" "+p.Detail)
-	} else {
-		var c wire.CheckoutAnswer
-		_ = json.Unmarshal(data, &c)
-		a.key = c.IdempotencyKey
-	}
 	return a
 }
 
-// send posts body, as JSON, to the API under the Idempotency-Key key, and
-// reads the answer.
-func (r *run) send(ctx context.Context, path string, body any, key string) answer {
-	sent := time.Now()
-	status, data, err := r.post(ctx, path, body, key)
+// newAnswer is the answer of a request sent at sent and answered now with
+// status, or with err: a problem, an answer that is not the API's (its
+// status is still judged), or none (status 0).
+func newAnswer(status int, err error, sent time.Time) answer {
 	a := answer{status: status, sent: sent, answered: time.Now()}
-	if err != nil {
-		a.detail = err.Error()
-	} else if status >= http.StatusBadRequest {
-		a.problem, a.detail = refundProblem(data)
+	if err == nil {
+		return a
+	}
+	a.status, a.detail = client.HTTPStatus(err), err.Error()
+	var p *client.Problem
+	if errors.As(err, &p) {
+		a.problem, a.detail = p.Type, strings.TrimSpace(p.Title+" "+p.Detail)
 	}
 	return a
-}
-
-// post sends body, as JSON, to the API, under the Idempotency-Key key
-// unless it is empty.
-func (r *run) post(ctx context.Context, path string, body any, key ...string) (int, []byte, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.stack.APIURL()+path, bytes.NewReader(b))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+r.stack.APIKey())
-	for _, k := range key {
-		req.Header.Set("Idempotency-Key", k)
-	}
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody))
-	return resp.StatusCode, data, err
 }
 
 // orderStatus reads the order's status through the API.
 func (r *run) orderStatus(ctx context.Context, id int64) (chargeonce.OrderStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.stack.APIURL()+"/api/orders/"+strconv.FormatInt(id, 10), nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.stack.APIKey())
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("answered %s", resp.Status)
-	}
-	var o wire.Order
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBody)).Decode(&o); err != nil {
-		return "", fmt.Errorf("decode order: %w", err)
-	}
-	return chargeonce.OrderStatus(o.Status), nil
+	o, err := r.api().GetOrder(ctx, id)
+	return chargeonce.OrderStatus(o.Status), err
 }
 
 // lateRetries retries the oldest orders with their last card once their

@@ -2,12 +2,12 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -65,7 +65,9 @@ func (r *run) maybeRefund(ctx context.Context, rng *rand.Rand, id int64, paid ch
 
 // refund sends one refund request and judges its answer.
 func (r *run) refund(ctx context.Context, id int64, key string, body wire.RefundRequest) {
-	res := r.send(ctx, "/api/orders/"+strconv.FormatInt(id, 10)+"/refunds", body, key)
+	sent := time.Now()
+	ref, err := r.api().RefundOrder(ctx, id, key, body)
+	res := newAnswer(ref.HTTPStatus, err, sent)
 	r.count(r.behave, "refund answered "+strconv.Itoa(res.status))
 	switch {
 	case res.status == http.StatusOK, res.status == http.StatusCreated, res.status == http.StatusAccepted:
@@ -75,11 +77,4 @@ func (r *run) refund(ctx context.Context, id int64, key string, body wire.Refund
 	default:
 		r.unexpectedf("order %d: refund answered %d: %s", id, res.status, res.detail)
 	}
-}
-
-// refundProblem reads the problem type of a refund answer.
-func refundProblem(data []byte) (wire.ProblemType, string) {
-	var p wire.Problem
-	_ = json.Unmarshal(data, &p)
-	return p.Type, strings.TrimSpace(p.Title + " " + p.Detail)
 }

@@ -19,7 +19,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"chargeonce/api/wire"
+	apiclient "chargeonce/client"
 	"chargeonce/dev/cluster"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/codec"
@@ -208,26 +208,21 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 // prepareCheckout creates n orders through the APIs and returns the
 // operation that pays order i through one API or the other.
 func (b *clusterBench) prepareCheckout(ctx context.Context, n int, _ time.Duration) (op, error) {
-	amount, currency := b.amount, "TRY"
-	create, err := json.Marshal(wire.CreateOrderRequest{Amount: &amount, Currency: &currency, Description: "bench order"})
-	if err != nil {
-		return nil, err
-	}
-	pay, err := json.Marshal(wire.CheckoutRequest{CardToken: cardToken})
-	if err != nil {
-		return nil, err
-	}
 	ids := make([]int64, n)
 	for i := range ids {
-		var o wire.Order
-		if err := b.post(ctx, "/api/orders", string(create), http.StatusCreated, &o); err != nil {
+		o, err := b.api().CreateOrder(ctx, b.amount, "TRY", "bench order")
+		if err != nil {
 			return nil, fmt.Errorf("create order: %w", err)
 		}
 		ids[i] = o.ID
 	}
 	b.orders = append(b.orders, ids...)
 	return func(ctx context.Context, i int) error {
-		return b.post(ctx, "/api/orders/"+strconv.FormatInt(ids[i], 10)+"/checkout", string(pay), http.StatusOK, nil)
+		res, err := b.api().Checkout(ctx, ids[i], cardToken)
+		if err == nil && res.HTTPStatus != http.StatusOK {
+			err = fmt.Errorf("checkout of order %d answered %d, not paid at once", ids[i], res.HTTPStatus)
+		}
+		return err
 	}, nil
 }
 
@@ -240,23 +235,19 @@ func (b *clusterBench) prepareBare(_ context.Context, _ int, delay time.Duration
 	}, nil
 }
 
-// post sends body to the next API and decodes a want answer into out.
-func (b *clusterBench) post(ctx context.Context, path, body string, want int, out any) error {
+// api is a client of the next API.
+func (b *clusterBench) api() *apiclient.Client {
 	apis := b.c.APIURLs()
-	base := apis[int(b.next.Add(1))%len(apis)]
-	return b.send(ctx, http.MethodPost, base+path, body, b.c.APIKey(), want, out)
+	return apiclient.New(apis[int(b.next.Add(1))%len(apis)], b.c.APIKey(), apiclient.WithHTTPClient(b.http))
 }
 
-// send makes one request, with the API key when key is not empty.
-func (b *clusterBench) send(ctx context.Context, method, target, body, key string, want int, out any) error {
+// send makes one request of the fake provider's admin API.
+func (b *clusterBench) send(ctx context.Context, method, target, body string, want int) error {
 	req, err := http.NewRequestWithContext(ctx, method, target, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
 	resp, err := b.http.Do(req)
 	if err != nil {
 		return err
@@ -268,9 +259,6 @@ func (b *clusterBench) send(ctx context.Context, method, target, body, key strin
 	}
 	if resp.StatusCode != want {
 		return fmt.Errorf("%s %s answered %d: %s", method, target, resp.StatusCode, bytes.TrimSpace(data))
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
 	}
 	return nil
 }
@@ -284,7 +272,7 @@ func (b *clusterBench) setProviderDelay(ctx context.Context, delay time.Duration
 	if err != nil {
 		return err
 	}
-	return b.send(ctx, http.MethodPut, b.c.ProviderURL()+"/_admin/mode", string(body), "", http.StatusOK, nil)
+	return b.send(ctx, http.MethodPut, b.c.ProviderURL()+"/_admin/mode", string(body), http.StatusOK)
 }
 
 // check runs the invariant checker on every order of the run.
