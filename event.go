@@ -1,5 +1,10 @@
 package chargeonce
 
+import (
+	"crypto/rand"
+	"encoding/hex"
+)
+
 // EventType names a signed event that chargeonce sends to the merchant's
 // endpoints when a payment attempt or a refund reaches an outcome. An
 // event is written in the same database transaction as the change it
@@ -47,4 +52,14 @@ func (t EventType) Valid() bool {
 		}
 	}
 	return false
+}
+
+// EndpointIDPrefix starts every endpoint's id: we_ and 32 hex digits.
+const EndpointIDPrefix = "we_"
+
+// NewEndpointID returns a fresh random endpoint id.
+func NewEndpointID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return EndpointIDPrefix + hex.EncodeToString(b)
 }

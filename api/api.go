@@ -1,7 +1,8 @@
 // Package api serves the checkout HTTP API (docs/checkout-api.md): creating
 // orders, checking them out, refunding them, reading them with their
-// payment attempts, refunds and provider request log, and the operational
-// endpoints /healthz and /metrics.
+// payment attempts, refunds, provider request log and events, managing the
+// merchant's event endpoints, and the operational endpoints /healthz and
+// /metrics.
 //
 // Every request but /healthz and the provider's signed events needs an API
 // key (internal/apikey) as a bearer token, and each route a scope of it.
@@ -100,6 +101,14 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("GET /api/refunds/{id}", s.require(apikey.ScopeRefund, s.getRefund))
 	s.mux.HandleFunc("GET /api/settlements/{date}", s.require(apikey.ScopeOperator, s.getSettlement))
 	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.require(apikey.ScopeOperator, s.runSettlement))
+	s.mux.HandleFunc("POST /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.createEndpoint))
+	s.mux.HandleFunc("GET /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.listEndpoints))
+	s.mux.HandleFunc("GET /api/webhook-endpoints/{id}", s.require(apikey.ScopeOperator, s.getEndpoint))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/disable", s.require(apikey.ScopeOperator, s.setEndpointDisabled(true)))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/enable", s.require(apikey.ScopeOperator, s.setEndpointDisabled(false)))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/rotate-secret", s.require(apikey.ScopeOperator, s.rotateEndpointSecret))
+	s.mux.HandleFunc("GET /api/webhook-endpoints/{id}/deliveries", s.require(apikey.ScopeOperator, s.listDeliveries))
+	s.mux.HandleFunc("POST /api/events/{id}/replay", s.require(apikey.ScopeOperator, s.replayEvent))
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET /metrics", s.require(apikey.ScopeOperator, metrics.Handler(cfg.Metrics).ServeHTTP))
 	if len(cfg.WebhookSecrets) > 0 {

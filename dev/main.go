@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	cfg.Logger = logger
+	cfg.ReceiverOut = stdout
 
 	started := time.Now()
 	s, err := stack.Start(ctx, cfg)
@@ -78,6 +79,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default 30s)")
 	fs.BoolVar(&cfg.ProviderEvents, "provider-events", true, "the fake provider posts a signed event per finished charge to the API, as a real provider does; false leaves unknown outcomes to lookups and retries")
+	fs.StringVar(&cfg.ReceiverAddress, stack.FlagReceiver, "127.0.0.1:8097", "`address` of the dev receiver, which is registered as an event endpoint and prints each signed event it verifies; empty runs none")
 	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current); default: a key file in the data directory")
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)

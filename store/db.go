@@ -26,6 +26,10 @@ type dialect struct {
 	// transaction ends, so that the refunds of one charge are decided one
 	// at a time whichever order, if any, they come through.
 	lockCharge string
+	// skipLocked ends the SELECT of ClaimDeliveries: it locks the rows it
+	// picks and passes over those that a concurrent claim locked, so that
+	// two dispatchers claim different deliveries instead of waiting.
+	skipLocked string
 	// timeArg turns a time, already truncated to the microsecond and in UTC,
 	// into the value stored in a time column.
 	timeArg func(time.Time) any
@@ -445,9 +449,15 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 	}
 	var changed bool
 	err := s.txs.inTx(ctx, true, func(q querier) error {
-		orderID, err := queryOne(ctx, q, scanInt64,
-			`UPDATE payment_attempts SET status = $2, provider_payment_id = $3, settled_at = $4
-			WHERE idempotency_key = $1 AND status = 'open' RETURNING order_id`,
+		type settled struct {
+			orderID int64
+			amount  chargeonce.Money
+		}
+		a, err := queryOne(ctx, q, func(r rows) (settled, error) {
+			var a settled
+			return a, r.Scan(&a.orderID, &a.amount.Minor, &a.amount.Currency)
+		}, `UPDATE payment_attempts SET status = $2, provider_payment_id = $3, settled_at = $4
+			WHERE idempotency_key = $1 AND status = 'open' RETURNING order_id, amount_minor, currency`,
 			key, string(status), nullIfEmpty(providerPaymentID), s.t(settledAt))
 		if errors.Is(err, ErrNotFound) {
 			// Either already terminal, which is an answer, or unknown.
@@ -460,17 +470,22 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		changed = true
 		next := chargeonce.OrderStatusAfter(status)
 		if next == chargeonce.OrderPaymentPending {
+			// Failed: a human reviews it before the merchant hears of it.
 			return nil
 		}
 		var orderPaymentID any
 		if next == chargeonce.OrderPaid {
 			orderPaymentID = providerPaymentID
 		}
-		_, err = q.exec(ctx,
+		if _, err = q.exec(ctx,
 			`UPDATE orders SET status = $2, provider_payment_id = COALESCE($3, provider_payment_id), updated_at = $4
 			WHERE id = $1 AND status = 'payment_pending'`,
-			orderID, string(next), orderPaymentID, s.t(settledAt))
-		return err
+			a.orderID, string(next), orderPaymentID, s.t(settledAt)); err != nil {
+			return err
+		}
+		typ, _ := paymentEventType(status)
+		return s.appendEvent(ctx, q, newEvent{typ: typ, orderID: a.orderID, attemptKey: key, amount: a.amount,
+			providerID: providerPaymentID, status: string(status), at: settledAt})
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: settle attempt %s as %s: %w", key, status, err)

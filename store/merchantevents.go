@@ -86,6 +86,9 @@ type DueDelivery struct {
 	Endpoint Endpoint
 	// Attempt is the number of this try, from 1.
 	Attempt int
+	// FailedInRound is how many tries failed since the event was queued at
+	// the endpoint or last replayed there: the retry schedule's step.
+	FailedInRound int
 	// FirstFailedAt is when its first try failed; nil before any did.
 	FirstFailedAt *time.Time
 }

@@ -34,6 +34,7 @@ var postgresDialect = dialect{
 	// two-key form, apart from migrationLockID's): charge ids that hash
 	// alike only take turns.
 	lockCharge: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, hashtext($1))`, chargeLockSpace),
+	skipLocked: ` FOR UPDATE OF d SKIP LOCKED`,
 	timeArg:    func(t time.Time) any { return t },
 	byteOrder:  ` COLLATE "C"`,
 	uniqueViolation: func(err error) bool {

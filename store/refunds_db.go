@@ -398,16 +398,17 @@ func (s *db) SettleRefund(ctx context.Context, key string, status chargeonce.Ref
 		// The only moves: out of pending, and from succeeded to failed. A
 		// later failure keeps the time the refund first settled.
 		type moved struct {
-			orderID  int64
-			chargeID string
+			orderID              int64
+			chargeID, providerID string
+			amount               chargeonce.Money
 		}
 		m, err := queryOne(ctx, q, func(r rows) (moved, error) {
 			var m moved
-			return m, r.Scan(&m.orderID, &m.chargeID)
+			return m, r.Scan(&m.orderID, &m.chargeID, &m.providerID, &m.amount.Minor, &m.amount.Currency)
 		}, `UPDATE refunds SET status = $2, provider_refund_id = COALESCE($3, provider_refund_id), failure_reason = $4,
 				settled_at = COALESCE(settled_at, $5)
 			WHERE idempotency_key = $1 AND (status = 'pending' OR (status = 'succeeded' AND $2 = 'failed'))
-			RETURNING COALESCE(order_id, 0), charge_id`,
+			RETURNING COALESCE(order_id, 0), charge_id, COALESCE(provider_refund_id, ''), amount_minor, currency`,
 			key, string(status), nullIfEmpty(providerRefundID), failureReason, s.t(at))
 		if errors.Is(err, ErrNotFound) {
 			// Either settled already, which is an answer, or unknown.
@@ -419,9 +420,15 @@ func (s *db) SettleRefund(ctx context.Context, key string, status chargeonce.Ref
 		}
 		changed = true
 		if m.orderID == 0 {
+			// A charge of no order: no merchant's order to tell.
 			return nil
 		}
-		return s.setOrderStatusAfterRefunds(ctx, q, m.orderID, m.chargeID, at)
+		if err := s.setOrderStatusAfterRefunds(ctx, q, m.orderID, m.chargeID, at); err != nil {
+			return err
+		}
+		return s.appendEvent(ctx, q, newEvent{typ: refundEventType(status), orderID: m.orderID, refundKey: key,
+			amount: m.amount, providerID: m.providerID, chargeID: m.chargeID, status: string(status),
+			failure: failureReason, at: at})
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: settle refund %s as %s: %w", key, status, err)
@@ -550,10 +557,16 @@ func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (Lat
 			orderID, c.ChargeID, s.t(c.Now)); err != nil {
 			return "", nil, err
 		}
-		_, err := q.exec(ctx,
+		if _, err := q.exec(ctx,
 			`INSERT INTO late_charges (charge_id, attempt_key, order_id, amount_minor, currency, decision, refund_key, found_at)
 			VALUES ($1, $2, $3, $4, $5, 'adopted', NULL, $6)`,
-			c.ChargeID, c.AttemptKey, orderID, c.Amount.Minor, c.Amount.Currency, s.t(c.Now))
+			c.ChargeID, c.AttemptKey, orderID, c.Amount.Minor, c.Amount.Currency, s.t(c.Now)); err != nil {
+			return "", nil, err
+		}
+		// To the merchant, the attempt whose charge paid the order
+		// succeeded, whatever status it settled with before.
+		err := s.appendEvent(ctx, q, newEvent{typ: chargeonce.EventPaymentSucceeded, orderID: orderID, attemptKey: c.AttemptKey,
+			amount: c.Amount, providerID: c.ChargeID, status: string(chargeonce.AttemptSucceeded), at: c.Now})
 		return LateChargeAdopted, nil, err
 	}
 	// Paid by another charge, or not the order's amount: the whole charge

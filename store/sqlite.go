@@ -37,7 +37,9 @@ var sqliteDialect = dialect{
 	migrationLock: "",
 	lockOrder:     "",
 	lockCharge:    "",
-	timeArg:       func(t time.Time) any { return t.UnixMicro() },
+	// One writer at a time: a claim's SELECT and UPDATE run alone.
+	skipLocked: "",
+	timeArg:    func(t time.Time) any { return t.UnixMicro() },
 	// SQLite compares text byte by byte (BINARY) unless told otherwise.
 	byteOrder: "",
 	uniqueViolation: func(err error) bool {

@@ -202,6 +202,9 @@ const (
 	// ProblemNothingRefunded: no refund request can have been processed;
 	// the same request may be sent again.
 	ProblemNothingRefunded ProblemType = "urn:chargeonce:problem:nothing-refunded"
+	// ProblemEndpointDisabled: an event cannot be replayed to a disabled
+	// endpoint; enable it first.
+	ProblemEndpointDisabled ProblemType = "urn:chargeonce:problem:endpoint-disabled"
 )
 
 // problemTypes is the one map from each problem type to its HTTP status and
@@ -230,6 +233,7 @@ var problemTypes = map[ProblemType]struct {
 	ProblemNotRefundable:          {http.StatusConflict, "There is nothing to refund."},
 	ProblemRefundExceedsCharge:    {http.StatusUnprocessableEntity, "The refund exceeds what the charge can still refund."},
 	ProblemNothingRefunded:        {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was refunded."},
+	ProblemEndpointDisabled:       {http.StatusConflict, "The endpoint is disabled."},
 }
 
 // Problem is an error answer of the API, an RFC 9457 problem details object

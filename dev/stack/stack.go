@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 	"chargeonce"
 	"chargeonce/api"
 	"chargeonce/checkout"
+	"chargeonce/dev/receiver"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/alert"
@@ -124,6 +126,12 @@ type Config struct {
 	CardHashKey string
 	// Logger receives the logs of every part.
 	Logger *slog.Logger
+	// ReceiverAddress is the host:port of the dev receiver
+	// (dev/receiver), a stand-in for the merchant's backend that is
+	// registered as an event endpoint; empty runs none.
+	ReceiverAddress string
+	// ReceiverOut takes the receiver's line per event; nil discards them.
+	ReceiverOut io.Writer
 }
 
 // Flag names that move each port; a busy port's error names them.
@@ -132,6 +140,7 @@ const (
 	FlagUIPort       = "ui-port"
 	FlagProviderPort = "provider-port"
 	FlagAPIPort      = "api-port"
+	FlagReceiver     = "receiver"
 )
 
 // Stack is a running local stack. Close it once.
@@ -159,7 +168,11 @@ type Stack struct {
 	// refunds is the API's refund service.
 	refunds *refund.Service
 	apiS    *serve.Server
-	closers []func(context.Context) error
+	// receiverS serves the dev receiver, registered as receiverEndpoint;
+	// nil when there is none.
+	receiverS        *serve.Server
+	receiverEndpoint string
+	closers          []func(context.Context) error
 }
 
 // Start starts every part, in dependency order. On error, the parts already
@@ -207,6 +220,13 @@ func (s *Stack) start(ctx context.Context) error {
 		return err
 	}
 	apiURL := "http://" + apiLn.Addr().String()
+	var receiverLn net.Listener
+	if cfg.ReceiverAddress != "" {
+		if receiverLn, err = serve.Listen(cfg.ReceiverAddress, FlagReceiver); err != nil {
+			return err
+		}
+		s.closers = append(s.closers, func(context.Context) error { return closeListener(receiverLn) })
+	}
 
 	keyring, err := s.keyring()
 	if err != nil {
@@ -272,7 +292,68 @@ func (s *Stack) start(ctx context.Context) error {
 	codecHandler := http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, token, origins...))
 	s.apiS = serve.Start(apiLn, withCodec(codecHandler, handler))
 	s.closers = append(s.closers, s.apiS.Shutdown)
+	if receiverLn != nil {
+		return s.startReceiver(ctx, receiverLn)
+	}
 	return nil
+}
+
+// receiverDescription names the endpoints of the dev receiver.
+const receiverDescription = "dev stack receiver"
+
+// startReceiver serves the dev receiver on ln and registers it as an event
+// endpoint for every type. A data directory keeps its endpoints across
+// restarts, so an endpoint of the same URL is reused, as it was left
+// (enabled or disabled through the API): one per address, not one per start.
+func (s *Stack) startReceiver(ctx context.Context, ln net.Listener) error {
+	url := "http://" + ln.Addr().String() + receiver.Path
+	st := s.conn.Store
+	endpoints, err := st.Endpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("stack: dev receiver: %w", err)
+	}
+	for _, e := range endpoints {
+		if e.URL == url {
+			s.receiverEndpoint = e.ID
+			break
+		}
+	}
+	if s.receiverEndpoint == "" {
+		e, err := st.CreateEndpoint(ctx, store.NewEndpoint{ID: chargeonce.NewEndpointID(), URL: url,
+			Description: receiverDescription, Secret: webhook.NewSecret(), Now: time.Now()})
+		if err != nil {
+			return fmt.Errorf("stack: dev receiver: register %s: %w", url, err)
+		}
+		s.receiverEndpoint = e.ID
+	}
+	id := s.receiverEndpoint
+	out := s.cfg.ReceiverOut
+	if out == nil {
+		out = io.Discard
+	}
+	h, err := receiver.New(receiver.Config{Out: out, Secrets: func(ctx context.Context) ([]webhook.Secret, error) {
+		e, err := st.GetEndpoint(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return endpointSecrets(e, time.Now())
+	}})
+	if err != nil {
+		return fmt.Errorf("stack: %w", err)
+	}
+	s.receiverS = serve.Start(ln, h)
+	s.closers = append(s.closers, s.receiverS.Shutdown)
+	return nil
+}
+
+// endpointSecrets are the secrets that sign the endpoint's events at now:
+// its secret, and the previous one until it expires.
+func endpointSecrets(e store.Endpoint, now time.Time) ([]webhook.Secret, error) {
+	live := []string{e.Secret}
+	if e.PreviousSecret != "" && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
+		live = append(live, e.PreviousSecret)
+	}
+	return webhook.ParseSecrets(live)
 }
 
 // loadOrCreateAPIKey keeps a key with every scope in the data directory's
@@ -341,13 +422,16 @@ func (s *Stack) listen(port int, flag string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.closers = append(s.closers, func(context.Context) error {
-		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			return err
-		}
-		return nil
-	})
+	s.closers = append(s.closers, func(context.Context) error { return closeListener(ln) })
 	return ln, nil
+}
+
+// closeListener closes a listener that a server may have closed already.
+func closeListener(ln net.Listener) error {
+	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 func (s *Stack) keyring() (*codec.Keyring, error) {
@@ -599,6 +683,19 @@ func (s *Stack) WebhookSecretFile() string { return filepath.Join(s.dataDir(), W
 
 // WebhookSecretCreated reports whether Start generated the webhook secret.
 func (s *Stack) WebhookSecretCreated() bool { return s.secretCreated }
+
+// ReceiverURL is where the dev receiver takes events; empty when the
+// stack runs none.
+func (s *Stack) ReceiverURL() string {
+	if s.receiverS == nil {
+		return ""
+	}
+	return s.receiverS.URL() + receiver.Path
+}
+
+// ReceiverEndpoint is the id of the event endpoint that sends to the dev
+// receiver; empty when the stack runs none.
+func (s *Stack) ReceiverEndpoint() string { return s.receiverEndpoint }
 
 // Provider is the fake provider, for tests and demos.
 func (s *Stack) Provider() *fakeprovider.Provider { return s.provider }
