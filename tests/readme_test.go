@@ -26,6 +26,10 @@ import (
 //     shows them. Every console block runs, in README order, in one bash,
 //     so that variables carry from block to block as in a reader's
 //     terminal, against one dev stack.
+//   - A ```text dev-terminal block shows lines of the terminal that runs
+//     `go run ./dev`, such as the dev receiver's line per event: they must
+//     appear there, in this order, among others, within a minute of the
+//     commands before the block.
 //   - An output line that is "…" alone stands for any number of lines; "…"
 //     inside a line stands for any text within it. UUIDs, 32-digit hex
 //     references, times, dates, message ids and durations with a fraction
@@ -62,6 +66,10 @@ type readmeBlock struct {
 	line    int // of the opening fence
 	heading string
 	steps   []readmeStep
+	// devTerminal marks a ```text dev-terminal block: lines that the
+	// terminal running `go run ./dev` shows by now, in this order, among
+	// others. It has one step, with no command.
+	devTerminal bool
 }
 
 // readmeDoc is what the test reads from the README.
@@ -89,8 +97,11 @@ func parseReadme(text string) readmeDoc {
 				if fence == "" {
 					fence = "plain"
 				}
-				if fence == "console" {
+				switch fence {
+				case "console":
 					block = &readmeBlock{line: n, heading: heading}
+				case "text dev-terminal":
+					block = &readmeBlock{line: n, heading: heading, devTerminal: true, steps: []readmeStep{{line: n}}}
 				}
 				continue
 			}
@@ -119,7 +130,7 @@ func parseReadme(text string) readmeDoc {
 			}
 			continue
 		}
-		if cmd, ok := strings.CutPrefix(line, "$ "); ok {
+		if cmd, ok := strings.CutPrefix(line, "$ "); ok && !block.devTerminal {
 			for strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
 				i++
 				cmd += "\n" + lines[i]
@@ -240,6 +251,10 @@ func TestReadme_RunsAsWritten(t *testing.T) {
 
 	sh := startReadmeShell(t, work, starterBin)
 	for _, block := range doc.blocks {
+		if block.devTerminal {
+			checkDevTerminal(t, dev, block)
+			continue
+		}
 		for _, step := range block.steps {
 			command := step.command
 			if m := readmeVariable.FindStringSubmatch(command); m != nil {
@@ -251,6 +266,30 @@ func TestReadme_RunsAsWritten(t *testing.T) {
 					step.line, block.heading, block.line, step.command, readmeDiff(step.want, got))
 			}
 		}
+	}
+}
+
+// checkDevTerminal waits until dev's output holds the block's lines in
+// order, as the events a dispatcher delivers arrive when they arrive.
+func checkDevTerminal(t *testing.T, dev *devProcess, block readmeBlock) {
+	t.Helper()
+	want := []string{"…"}
+	for _, w := range block.steps[0].want {
+		want = append(want, w, "…")
+	}
+	var got []string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got = strings.Split(strings.TrimSuffix(dev.stdout.String(), "\n"), "\n")
+		if readmeMatch(want, got) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("README.md:%d, the dev terminal's lines under %q are not all in dev's output, in order, within a minute:\n%s",
+				block.line, block.heading, readmeDiff(block.steps[0].want, got))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
