@@ -94,6 +94,7 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("POST /api/orders", s.require(apikey.ScopeCheckout, s.createOrder))
 	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.require(apikey.ScopeCheckout, s.checkoutOrder))
 	s.mux.HandleFunc("GET /api/orders/{id}", s.require(apikey.ScopeCheckout, s.getOrder))
+	s.mux.HandleFunc("GET /api/orders/{id}/events", s.require(apikey.ScopeCheckout, s.orderEvents))
 	if cfg.Refunds != nil {
 		s.mux.HandleFunc("POST /api/orders/{id}/refunds", s.require(apikey.ScopeRefund, s.refundOrder))
 		s.mux.HandleFunc("POST /api/charges/{id}/refunds", s.require(apikey.ScopeOperator, s.refundCharge))

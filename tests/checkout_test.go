@@ -518,6 +518,9 @@ type checkoutStackConfig struct {
 	// DataDir keeps Temporal's state on disk, so that it can be
 	// restarted; empty runs it in memory.
 	DataDir string
+	// EventRetries is the merchant events' retry schedule; nil means the
+	// default.
+	EventRetries []time.Duration
 }
 
 // checkoutResponse is one answer of the checkout API.
@@ -724,6 +727,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		ProviderAPI:    cfg.API,
 		ProviderEvents: cfg.ProviderEvents,
 		DataDir:        cfg.DataDir,
+		EventRetries:   cfg.EventRetries,
 		Logger:         logger,
 	})
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"chargeonce/checkout"
 	"chargeonce/internal/backend"
+	"chargeonce/notify"
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
 	"chargeonce/provider/settlement"
@@ -46,6 +47,12 @@ type Config struct {
 	ReplaceTiming bool
 	// SweepEvery is the outbox sweep's period, positive.
 	SweepEvery time.Duration
+	// EventRetries is the merchant events' retry schedule
+	// (notify.ValidateSchedule), and EventPoll, positive, how often the
+	// dispatcher looks for due deliveries (Deps.EventRetries,
+	// Deps.EventPoll).
+	EventRetries []time.Duration
+	EventPoll    time.Duration
 	// Options tune the Temporal workers (Deps.Options).
 	Options sdkworker.Options
 }
@@ -89,6 +96,12 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	}
 	if cfg.SettlementGraceDays < 0 {
 		return nil, fmt.Errorf("worker: --settlement-grace-days must be 0 or more, got %d", cfg.SettlementGraceDays)
+	}
+	if err := notify.ValidateSchedule(cfg.EventRetries); err != nil {
+		return nil, fmt.Errorf("worker: --event-retries: %w", err)
+	}
+	if cfg.EventPoll <= 0 {
+		return nil, errors.New("worker: --event-poll must be positive")
 	}
 	pc := cfg.Provider
 	if pc.Timeout <= 0 {
@@ -160,6 +173,8 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 		Timing:              p.cfg.Timing,
 		ReplaceTiming:       p.cfg.ReplaceTiming,
 		SweepEvery:          p.cfg.SweepEvery,
+		EventRetries:        p.cfg.EventRetries,
+		EventPoll:           p.cfg.EventPoll,
 		Registerer:          b.Registry,
 		Options:             p.cfg.Options,
 		Logger:              b.Logger,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/notify"
 	"chargeonce/provider/dialect"
 	"chargeonce/provider/stripe"
 	"chargeonce/workflows"
@@ -22,6 +23,8 @@ func validConfig(providerURL string) Config {
 		SettlementGraceDays: DefaultSettlementGraceDays,
 		Timing:              workflows.DefaultTiming(),
 		SweepEvery:          DefaultSweepEvery,
+		EventRetries:        notify.DefaultSchedule,
+		EventPoll:           notify.DefaultPoll,
 	}
 }
 
@@ -52,6 +55,8 @@ func TestPrepare_RefusesBadSettingsNamingTheirFlags(t *testing.T) {
 		want   string
 	}{
 		{"no sweep period", func(c *Config) { c.SweepEvery = 0 }, "worker: --sweep-every must be positive"},
+		{"no event retries", func(c *Config) { c.EventRetries = nil }, "worker: --event-retries: the retry schedule is empty; give at least one wait, as in 5s,30s,2m"},
+		{"no event poll", func(c *Config) { c.EventPoll = 0 }, "worker: --event-poll must be positive"},
 		{"negative grace", func(c *Config) { c.SettlementGraceDays = -1 }, "worker: --settlement-grace-days must be 0 or more, got -1"},
 		{"no provider timeout", func(c *Config) { c.Provider.Timeout = 0 }, "worker: --provider-timeout must be positive"},
 		{"unknown API", func(c *Config) { c.Provider.API = "adyen" }, `worker: --provider: unknown API "adyen": want ietf or stripe`},

@@ -1,8 +1,9 @@
 // Package worker runs the payment worker: it polls the payment task queue,
 // executes PaymentWorkflow, RefundWorkflow and their activities, runs the
 // lookups at the provider on a task queue of their own at the rate the
-// provider allows, and runs the outbox sweeps of payments and refunds that
-// start the workflows whose start was lost.
+// provider allows, runs the outbox sweeps of payments and refunds that
+// start the workflows whose start was lost, and delivers the merchant
+// events (package notify).
 //
 // The worker owns the payment timing. At start it checks the timing against
 // the key retention the provider publishes, then publishes the timing in the
@@ -32,6 +33,7 @@ import (
 	"chargeonce/activities"
 	"chargeonce/checkout"
 	"chargeonce/internal/metrics"
+	"chargeonce/notify"
 	"chargeonce/provider"
 	"chargeonce/provider/settlement"
 	"chargeonce/refund"
@@ -65,6 +67,12 @@ type Deps struct {
 	ReplaceTiming bool
 	// SweepEvery is the outbox sweep's period; zero means DefaultSweepEvery.
 	SweepEvery time.Duration
+	// EventRetries is the retry schedule of the merchant events' delivery;
+	// nil means notify.DefaultSchedule.
+	EventRetries []time.Duration
+	// EventPoll is how often the events' dispatcher looks for due
+	// deliveries; zero means notify.DefaultPoll.
+	EventPoll time.Duration
 	// Registerer receives the activities' metrics and the gauges of the
 	// lookup backlog; nil registers nothing.
 	Registerer prometheus.Registerer
@@ -136,6 +144,11 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		}
 	}
 	acts := &activities.Activities{Provider: d.Provider, Store: d.Store, Logger: d.Logger, Metrics: actMetrics}
+	events, err := notify.New(notify.Config{Store: d.Store, Logger: d.Logger, Registerer: d.Registerer,
+		Schedule: d.EventRetries, Poll: d.EventPoll})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 
 	lookupOptions := d.Options
 	lookupOptions.TaskQueueActivitiesPerSecond = limits.LookupsPerSecond
@@ -172,14 +185,16 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { d.Refunds.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
+	wk.group.Go(func() { events.Run(bgCtx) })
 	if d.Reports != nil {
 		wk.group.Go(func() { keepSettlementSchedule(bgCtx, d.Client, d.Logger) })
 	}
 	return wk, nil
 }
 
-// Stop ends the sweeps and the capacity watch and stops polling; it waits
-// for running activities up to the workers' stop timeout.
+// Stop ends the sweeps, the capacity watch and the events' dispatcher (a
+// try in flight is cut short, and sent again later) and stops polling; it
+// waits for running activities up to the workers' stop timeout.
 func (w *Worker) Stop() {
 	w.stop()
 	w.group.Wait()

@@ -29,6 +29,7 @@ import (
 	"chargeonce/internal/codec"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/serve"
+	"chargeonce/notify"
 	"chargeonce/worker"
 )
 
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")
 	graceDays := fs.Int("settlement-grace-days", worker.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
+	eventRetries := fs.String("event-retries", notify.FormatSchedule(notify.DefaultSchedule), "`waits` between the tries of a merchant event's delivery, comma-separated Go durations, none shorter than the one before; after the last it is given up")
+	eventPoll := fs.Duration("event-poll", notify.DefaultPoll, "how often the events' dispatcher looks for deliveries that are due")
 	// Loopback by default: the codec decrypts for whoever holds its token,
 	// and /metrics has no credentials at all.
 	listen := fs.String("listen", "127.0.0.1:9090", "`address` of /healthz, /metrics and the payload codec (/codec)")
@@ -71,9 +74,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if err != nil {
 		return err
 	}
+	retries, err := notify.ParseSchedule(*eventRetries)
+	if err != nil {
+		return cli.UsageError{Err: fmt.Errorf("--event-retries: %w", err)}
+	}
 	prepared, err := worker.Prepare(worker.Config{
 		Provider: pc, SettlementURL: *settlementURL, SettlementGraceDays: *graceDays,
 		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery,
+		EventRetries: retries, EventPoll: *eventPoll,
 	}, logger)
 	if err != nil {
 		return cli.UsageError{Err: err}

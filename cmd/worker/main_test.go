@@ -110,7 +110,7 @@ func startWorker(t *testing.T, args ...string) (*stack.Stack, string) {
 	return st, listen
 }
 
-func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
+func TestRun_MetricsShowTheAlertAndEventCountersAtZero(t *testing.T) {
 	_, listen := startWorker(t)
 
 	resp, err := http.Get("http://" + listen + "/metrics")
@@ -121,6 +121,10 @@ func TestRun_MetricsShowTheAlertCounterAtZero(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	// Before any alert, so that the alert rules see 0 rather than nothing.
 	require.Contains(t, string(body), alert.MetricName+`{alert="`+string(alert.ContractViolation)+`"} 0`)
+	// The events' dispatcher runs in the worker, and its gauges read the
+	// outbox.
+	require.Contains(t, string(body), `chargeonce_event_deliveries_total{result="given_up"} 0`)
+	require.Contains(t, string(body), "chargeonce_event_deliveries_pending 0")
 }
 
 // The codec on --listen decrypts nothing for a caller without the token,
@@ -227,4 +231,17 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	require.Equal(t, 5, got.GraceDays)
 	require.Equal(t, 1, got.Awaiting)
 	require.Empty(t, got.ExceptionCounts)
+}
+
+func TestRun_BadEventRetriesAreAUsageErrorNamingTheFlag(t *testing.T) {
+	for args, want := range map[string]string{
+		"--event-retries=1m,30s": "--event-retries: retry 2 waits 30s, less than retry 1's 1m0s; waits never shrink",
+		"--event-retries=soon":   `--event-retries: retry 1, "soon", is not a duration such as 30s or 2m`,
+		"--event-poll=0s":        "--event-poll must be positive",
+	} {
+		var stdout, stderr, report bytes.Buffer
+		err := run(context.Background(), []string{args}, noEnv, &stdout, &stderr)
+		require.Equal(t, 2, cli.ExitCode(&report, "worker", err), args)
+		require.Contains(t, report.String(), want, args)
+	}
 }

@@ -42,6 +42,7 @@ import (
 	"chargeonce/internal/serve"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
+	"chargeonce/notify"
 	"chargeonce/provider/dialect"
 	"chargeonce/refund"
 	"chargeonce/store"
@@ -110,6 +111,11 @@ type Config struct {
 	ProviderEvents bool
 	// SweepEvery is the outbox sweep's period; zero means the default.
 	SweepEvery time.Duration
+	// EventRetries is the retry schedule of the merchant events, and
+	// EventPoll how often the dispatcher looks for due deliveries; nil and
+	// zero mean notify's defaults. Tests shorten them.
+	EventRetries []time.Duration
+	EventPoll    time.Duration
 	// ExternalWorkers leaves the payment worker, and with it the outbox
 	// sweep, to separate worker processes, so that a fault-injection run can
 	// kill them without killing the stack.
@@ -591,6 +597,10 @@ func (s *Stack) stripeKey() string {
 }
 
 func (s *Stack) startWorker(ctx context.Context) error {
+	retries := s.cfg.EventRetries
+	if retries == nil {
+		retries = notify.DefaultSchedule
+	}
 	prepared, err := worker.Prepare(worker.Config{
 		// The fake's search reads its books at once: no lookup delay.
 		Provider: worker.ProviderConfig{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), URL: s.providerS.URL(),
@@ -599,6 +609,8 @@ func (s *Stack) startWorker(ctx context.Context) error {
 		Timing:              s.cfg.Timing.WithDefaults(),
 		ReplaceTiming:       true, // see Config.Timing
 		SweepEvery:          cmp.Or(s.cfg.SweepEvery, worker.DefaultSweepEvery),
+		EventRetries:        retries,
+		EventPoll:           cmp.Or(s.cfg.EventPoll, notify.DefaultPoll),
 		Options:             s.cfg.WorkerOptions,
 	}, s.cfg.Logger)
 	if err != nil {
