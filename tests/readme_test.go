@@ -216,6 +216,9 @@ func TestReadme_ParsesTheConvention(t *testing.T) {
 	require.Equal(t, []readmeStep{{line: 4, command: "echo a \\\n    b", want: []string{"a b"}}, {line: 7, command: "true"}}, doc.blocks[0].steps)
 	require.Equal(t, []string{"README.md:10: a transcript in a ```sh block, which does not run; make it ```console"}, doc.problems)
 
+	devTerminal := parseReadme("```text dev-terminal\n$ not a command\nevent x\n```\n")
+	require.Equal(t, []readmeBlock{{line: 1, devTerminal: true, steps: []readmeStep{{line: 1, want: []string{"$ not a command", "event x"}}}}}, devTerminal.blocks)
+
 	require.Equal(t, []string{"README.md:3: a command names a port or host of its own; use $API or $PROVIDER"},
 		parseReadme("```console\n$ echo a\n$ curl localhost:8080/x\n```\n").problems)
 
