@@ -3,8 +3,9 @@ SHELL := /bin/bash
 GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+REDOCLY := @redocly/cli@2.77.0
 
-.PHONY: dev test test-race lint check fmt vet staticcheck workflowcheck bench bench-stack fuzz soak
+.PHONY: dev test test-race lint check fmt vet staticcheck workflowcheck lint-openapi bench bench-stack fuzz soak
 
 ## dev: run the whole stack in one process (embedded Temporal + Web UI, fake provider, worker, API)
 dev:
@@ -32,8 +33,8 @@ test-race:
 	@if [ -z "$$CHARGEONCE_TEST_POSTGRES_URL" ]; then export $$(sh .ci/postgres.sh | tail -n 1); fi; \
 	$(GO) test -race -timeout 60m ./...
 
-## lint: formatting, vet, staticcheck and workflowcheck (the determinism check of the workflow code); CI runs it before the tests
-lint: fmt vet staticcheck workflowcheck
+## lint: formatting, vet, staticcheck, workflowcheck (the determinism check of the workflow code) and the OpenAPI document's linter; CI runs it before the tests
+lint: fmt vet staticcheck workflowcheck lint-openapi
 
 ## check: lint, then every test with the race detector
 check: lint test-race
@@ -49,6 +50,12 @@ staticcheck:
 
 workflowcheck:
 	$(GO) run $(WORKFLOWCHECK) ./workflows/...
+
+## lint-openapi: lint docs/openapi.json with Redocly's recommended rules (.redocly.lint-ignore.yaml says what it ignores, and why); needs Node.js >= 20.19 with npx, which CI=true requires and a developer's machine may lack
+lint-openapi:
+	@if command -v npx >/dev/null 2>&1; then npx --yes $(REDOCLY) lint docs/openapi.json; \
+	elif [ "$$CI" = true ]; then echo "lint-openapi: npx is missing: install Node.js and npm"; exit 1; \
+	else echo "lint-openapi: skipped, npx is missing: install Node.js and npm to lint docs/openapi.json"; fi
 
 ## bench: the hot pure functions, with allocation counts
 bench:

@@ -1,11 +1,12 @@
 // Package api serves the checkout HTTP API (docs/checkout-api.md): creating
 // orders, checking them out, refunding them, reading them with their
 // payment attempts, refunds, provider request log and events, managing the
-// merchant's event endpoints, and the operational endpoints /healthz and
-// /metrics.
+// merchant's event endpoints, the operational endpoints /healthz and
+// /metrics, and its OpenAPI document at /openapi.json (docs/openapi.json,
+// the one owner of its wire format).
 //
-// Every request but /healthz and the provider's signed events needs an API
-// key (internal/apikey) as a bearer token, and each route a scope of it.
+// Every request but /healthz, /openapi.json and the provider's signed
+// events needs an API key (internal/apikey) as a bearer token, and each route a scope of it.
 //
 // Every error is answered as RFC 9457 problem+json. Bad input is refused
 // before anything reaches the database or Temporal.
@@ -27,6 +28,7 @@ import (
 
 	"chargeonce/api/wire"
 	"chargeonce/checkout"
+	"chargeonce/docs"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/webhook"
@@ -36,6 +38,9 @@ import (
 
 // WebhookPath is where the API receives the provider's events.
 const WebhookPath = "/webhooks/provider"
+
+// OpenAPIPath is where the API serves its OpenAPI document.
+const OpenAPIPath = "/openapi.json"
 
 // Config configures the API handler.
 type Config struct {
@@ -111,6 +116,7 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("GET /api/webhook-endpoints/{id}/deliveries", s.require(apikey.ScopeOperator, s.listDeliveries))
 	s.mux.HandleFunc("POST /api/events/{id}/replay", s.require(apikey.ScopeOperator, s.replayEvent))
 	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
 	s.mux.HandleFunc("GET /metrics", s.require(apikey.ScopeOperator, metrics.Handler(cfg.Metrics).ServeHTTP))
 	if len(cfg.WebhookSecrets) > 0 {
 		if cfg.Registerer == nil {
@@ -171,6 +177,14 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, s.log, http.StatusOK, "application/json", wire.Health{Status: "ok"})
+}
+
+// serveOpenAPI answers with the API's OpenAPI document, docs/openapi.json,
+// as the build embedded it.
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(docs.OpenAPI)
 }
 
 func orderLocation(id int64) string {

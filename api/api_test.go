@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -22,7 +23,9 @@ import (
 	"chargeonce/activities/activitiestest"
 	"chargeonce/api"
 	"chargeonce/checkout"
+	"chargeonce/docs"
 	"chargeonce/internal/apikey"
+	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/internal/webhook"
 	"chargeonce/store"
@@ -31,7 +34,9 @@ import (
 
 // testAPI is the API over a real SQLite store, with a Temporal client that
 // is never dialled: everything these tests send is answered before a
-// workflow would be started.
+// workflow would be started. Every request and answer is checked against
+// docs/openapi.json (openapitest), but for the requests of bad-input tests,
+// sent with sendInvalid, whose answers alone are.
 type testAPI struct {
 	url   string
 	store store.Store
@@ -87,7 +92,7 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Se
 	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg, WebhookSecrets: secrets, Registerer: reg,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(openapitest.Handler(t, h))
 	t.Cleanup(srv.Close)
 
 	db, err := sql.Open("sqlite", path)
@@ -112,6 +117,22 @@ func (a *testAPI) newKey(t *testing.T, scopes ...apikey.Scope) string {
 func (a *testAPI) send(t *testing.T, method, path, contentType, body string) (int, http.Header, []byte) {
 	t.Helper()
 	return a.sendWith(t, map[string]string{"Authorization": "Bearer " + a.key, "Content-Type": contentType}, method, path, body)
+}
+
+// sendInvalid is send for a request that the OpenAPI document forbids on
+// purpose: only its answer is checked against the document.
+func (a *testAPI) sendInvalid(t *testing.T, method, path, contentType, body string) (int, http.Header, []byte) {
+	t.Helper()
+	return a.sendInvalidWith(t, map[string]string{"Authorization": "Bearer " + a.key, "Content-Type": contentType}, method, path, body)
+}
+
+// sendInvalidWith is sendWith for a request that the OpenAPI document
+// forbids on purpose.
+func (a *testAPI) sendInvalidWith(t *testing.T, header map[string]string, method, path, body string) (int, http.Header, []byte) {
+	t.Helper()
+	marked := map[string]string{openapitest.ResponsesOnlyHeader: "1"}
+	maps.Copy(marked, header)
+	return a.sendWith(t, marked, method, path, body)
 }
 
 // sendWith makes one request with these headers, of which an empty one is
@@ -264,7 +285,7 @@ func TestAPI_BadOrderBodiesAre400AndChangeNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := a.snapshot(t)
-			status, header, body := a.send(t, http.MethodPost, "/api/orders", tt.contentType, tt.body)
+			status, header, body := a.sendInvalid(t, http.MethodPost, "/api/orders", tt.contentType, tt.body)
 			p := requireProblem(t, http.StatusBadRequest, status, header, body)
 			require.Contains(t, p.Detail, tt.detail)
 			require.Equal(t, before, a.snapshot(t))
@@ -302,7 +323,11 @@ func TestAPI_OrderFieldsAtTheirBoundariesAre201Or400(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, _, body := a.send(t, http.MethodPost, "/api/orders", "application/json", tt.body)
+			send := a.send
+			if tt.want == http.StatusBadRequest {
+				send = a.sendInvalid
+			}
+			status, _, body := send(t, http.MethodPost, "/api/orders", "application/json", tt.body)
 			require.Equal(t, tt.want, status, "body: %s", body)
 			if status != http.StatusCreated {
 				return
@@ -348,7 +373,7 @@ func TestAPI_BadCheckoutRequestsAre400AndChangeNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := a.snapshot(t)
-			status, header, body := a.send(t, http.MethodPost, tt.path, tt.contentType, tt.body)
+			status, header, body := a.sendInvalid(t, http.MethodPost, tt.path, tt.contentType, tt.body)
 			p := requireProblem(t, http.StatusBadRequest, status, header, body)
 			require.Contains(t, p.Detail, tt.detail)
 			require.Equal(t, before, a.snapshot(t))
@@ -366,7 +391,7 @@ func TestAPI_UnknownOrdersAndPathsAre404(t *testing.T) {
 	status, header, body = a.send(t, http.MethodPost, "/api/orders/999999/checkout", "application/json", `{"card_token": "tok_visa"}`)
 	requireProblem(t, http.StatusNotFound, status, header, body)
 
-	status, header, body = a.send(t, http.MethodGet, "/api/nothing-here", "", "")
+	status, header, body = a.sendInvalid(t, http.MethodGet, "/api/nothing-here", "", "")
 	requireProblem(t, http.StatusNotFound, status, header, body)
 
 	require.Equal(t, before, a.snapshot(t))
@@ -389,7 +414,7 @@ func TestAPI_NonCanonicalPathsAre404NotRedirects(t *testing.T) {
 		{http.MethodPost, "//api/orders", `{"amount": "10.00", "currency": "TRY"}`},
 	} {
 		t.Run(call.method+" "+call.path, func(t *testing.T) {
-			status, header, body := a.send(t, call.method, call.path, "application/json", call.body)
+			status, header, body := a.sendInvalid(t, call.method, call.path, "application/json", call.body)
 			p := requireProblem(t, http.StatusNotFound, status, header, body)
 			require.Contains(t, p.Detail, "paths are written in one form, such as /api/")
 		})
@@ -430,7 +455,7 @@ func TestAPI_CheckoutUnderATimingOfANewerFormatIs503AndChangesNothing(t *testing
 
 func TestAPI_WrongMethodIs405WithAllow(t *testing.T) {
 	a := startTestAPI(t)
-	status, header, body := a.send(t, http.MethodDelete, "/api/orders/1", "", "")
+	status, header, body := a.sendInvalid(t, http.MethodDelete, "/api/orders/1", "", "")
 	requireProblem(t, http.StatusMethodNotAllowed, status, header, body)
 	require.Contains(t, header.Get("Allow"), http.MethodGet)
 }
@@ -445,6 +470,21 @@ func TestAPI_HealthzAnswersWhileTheStoreDoes(t *testing.T) {
 	require.NoError(t, a.store.Close())
 	status, header, body = a.send(t, http.MethodGet, "/healthz", "", "")
 	requireProblem(t, http.StatusServiceUnavailable, status, header, body)
+}
+
+// The OpenAPI document is served as the repository holds it, to anyone:
+// a merchant reads it before it has a key.
+func TestAPI_OpenAPIDocumentIsServedWithoutAKey(t *testing.T) {
+	a := startTestAPI(t)
+	status, header, body := a.sendWith(t, nil, http.MethodGet, "/openapi.json", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "application/json", header.Get("Content-Type"))
+	require.Equal(t, docs.OpenAPI, body)
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+	}
+	require.NoError(t, json.Unmarshal(body, &doc))
+	require.Equal(t, "3.1.0", doc.OpenAPI)
 }
 
 func TestAPI_MetricsServesTheConfiguredRegistry(t *testing.T) {

@@ -11,9 +11,10 @@ import (
 )
 
 // publicPaths answer without an API key: the health check, which load
-// balancers call, and the provider's events, which carry a signature of
-// their own instead.
-var publicPaths = map[string]bool{"/healthz": true, WebhookPath: true}
+// balancers call, the OpenAPI document, which holds no secret and which a
+// merchant reads before it has a key, and the provider's events, which
+// carry a signature of their own instead.
+var publicPaths = map[string]bool{"/healthz": true, OpenAPIPath: true, WebhookPath: true}
 
 // authTimeout bounds the key lookup of one request.
 const authTimeout = 2 * time.Second

@@ -48,7 +48,7 @@ func TestAPI_RequestsWithoutAWorkingKeyAre401AndChangeNothing(t *testing.T) {
 		for _, route := range keyedRoutes {
 			t.Run(name+" "+route.method+" "+route.path, func(t *testing.T) {
 				before := a.snapshot(t)
-				status, h, body := a.sendWith(t, header, route.method, route.path, route.body)
+				status, h, body := a.sendInvalidWith(t, header, route.method, route.path, route.body)
 				p := requireProblem(t, http.StatusUnauthorized, status, h, body)
 				require.Equal(t, "urn:chargeonce:problem:api-key-required", p.Type)
 				require.Equal(t, `Bearer realm="chargeonce"`, h.Get("WWW-Authenticate"))
@@ -126,7 +126,7 @@ func TestAPI_RotationKeepsTheOldKeyUntilItsRevocationThen401(t *testing.T) {
 func TestAPI_CrossSiteFormPostDoesNotRunTheBooks(t *testing.T) {
 	a := startTestAPI(t)
 	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://evil.example"}
-	status, h, body := a.sendWith(t, form, http.MethodPost, "/api/settlements/2026-03-14/run", "")
+	status, h, body := a.sendInvalidWith(t, form, http.MethodPost, "/api/settlements/2026-03-14/run", "")
 	requireProblem(t, http.StatusUnauthorized, status, h, body)
 
 	// Even a request that carries the key needs the JSON body.
@@ -143,7 +143,7 @@ func TestAPI_CrossSiteFormPostDoesNotRunTheBooks(t *testing.T) {
 		t.Run(tt.contentType+" "+tt.body, func(t *testing.T) {
 			before := a.snapshot(t)
 			header := map[string]string{"Authorization": "Bearer " + a.key, "Content-Type": tt.contentType, "Origin": "https://evil.example"}
-			status, h, body := a.sendWith(t, header, http.MethodPost, "/api/settlements/2026-03-14/run", tt.body)
+			status, h, body := a.sendInvalidWith(t, header, http.MethodPost, "/api/settlements/2026-03-14/run", tt.body)
 			requireProblem(t, http.StatusBadRequest, status, h, body)
 			require.Equal(t, before, a.snapshot(t))
 		})

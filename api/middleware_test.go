@@ -6,20 +6,27 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/openapitest"
 )
 
 func TestRecoverPanics_AnswersA500ProblemAndLogsTheRequest(t *testing.T) {
 	var logs bytes.Buffer
 	s := &server{log: slog.New(slog.NewJSONHandler(&logs, nil))}
-	srv := httptest.NewServer(s.logRequests(s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	srv := httptest.NewServer(openapitest.Handler(t, s.logRequests(s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic("boom")
-	}))))
+	})))))
 	t.Cleanup(srv.Close)
 
-	resp, err := (&http.Client{}).Get(srv.URL + "/api/orders/7")
+	// The request a client with a key sends; no key is checked here.
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/orders/7", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer ck_0123456789abcdef_"+strings.Repeat("0", 64))
+	resp, err := (&http.Client{}).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)

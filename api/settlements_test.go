@@ -30,7 +30,7 @@ func TestAPI_BadSettlementDatesAre400AndChangeNothing(t *testing.T) {
 		} {
 			t.Run(call.method+" "+tt.date, func(t *testing.T) {
 				before := a.snapshot(t)
-				status, header, body := a.send(t, call.method, call.path, "", "")
+				status, header, body := a.sendInvalid(t, call.method, call.path, "", "")
 				p := requireProblem(t, http.StatusBadRequest, status, header, body)
 				require.Contains(t, p.Detail, tt.detail)
 				require.Equal(t, before, a.snapshot(t))

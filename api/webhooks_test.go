@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"chargeonce"
+	"chargeonce/internal/openapitest"
 	"chargeonce/internal/webhook"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -242,6 +243,8 @@ func TestProviderEvent_BadSignatureOrEventIsRefusedAndStoresNothing(t *testing.T
 	before := a.snapshot(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// A refused event breaks the document's rules on purpose.
+			tt.headers.Set(openapitest.ResponsesOnlyHeader, "1")
 			status, _ := a.post(t, tt.headers, tt.body)
 			require.Equal(t, tt.status, status)
 			require.Equal(t, before, a.snapshot(t), "a refused event changes nothing")

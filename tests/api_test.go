@@ -149,7 +149,7 @@ func TestAPI_CheckoutAnswersEveryRowOfTheContract(t *testing.T) {
 	t.Run("400 bad body", func(t *testing.T) {
 		id := s.createOrder(t, "5.00", "TRY")
 		before := len(s.provider.Requests())
-		res, err := s.send(http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), `{"card_token": "tok_visa", "cvv": "123"}`)
+		res, err := s.sendInvalid(http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), `{"card_token": "tok_visa", "cvv": "123"}`)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, res.status, "body: %s", res.body)
 		require.Contains(t, problemOf(t, res).Detail, `unknown field "cvv"`)

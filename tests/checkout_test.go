@@ -22,6 +22,7 @@ import (
 	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/logging"
+	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
@@ -581,11 +582,23 @@ func problemOf(t *testing.T, r checkoutResponse) problemView {
 }
 
 // testHTTP is the client of every test request: loopback only, with a
-// timeout well over any checkout budget used here.
+// timeout well over any checkout budget used here. The requests to the
+// API go through a stack's api client, which is testHTTP with the
+// OpenAPI check.
 var testHTTP = &http.Client{Timeout: time.Minute}
 
 // send makes one request to the API, with the stack's API key.
 func (s *checkoutStack) send(method, path, body string) (checkoutResponse, error) {
+	return s.sendChecked(method, path, body, false)
+}
+
+// sendInvalid is send for a request that the OpenAPI document forbids on
+// purpose: only its answer is checked against the document.
+func (s *checkoutStack) sendInvalid(method, path, body string) (checkoutResponse, error) {
+	return s.sendChecked(method, path, body, true)
+}
+
+func (s *checkoutStack) sendChecked(method, path, body string, responsesOnly bool) (checkoutResponse, error) {
 	req, err := http.NewRequest(method, s.apiURL+path, strings.NewReader(body))
 	if err != nil {
 		return checkoutResponse{}, err
@@ -594,7 +607,10 @@ func (s *checkoutStack) send(method, path, body string) (checkoutResponse, error
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := testHTTP.Do(req)
+	if responsesOnly {
+		openapitest.ResponsesOnly(req)
+	}
+	resp, err := s.api.Do(req)
 	if err != nil {
 		return checkoutResponse{}, err
 	}
@@ -696,6 +712,9 @@ func unusedAddress(t *testing.T) string {
 type checkoutStack struct {
 	stack  *stack.Stack
 	apiURL string
+	// api is testHTTP for requests to the API, with each request and
+	// answer checked against docs/openapi.json.
+	api *http.Client
 	// apiKey holds every scope; send authenticates with it.
 	apiKey      string
 	providerURL string
@@ -739,6 +758,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 	return &checkoutStack{
 		stack:       st,
 		apiURL:      st.APIURL(),
+		api:         &http.Client{Timeout: testHTTP.Timeout, Transport: openapitest.Transport(t, nil)},
 		apiKey:      st.APIKey(),
 		providerURL: st.ProviderURL(),
 		provider:    st.Provider(),

@@ -30,6 +30,7 @@ import (
 	"chargeonce/dev/stack"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/internal/codec"
+	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/workflows"
 )
@@ -152,7 +153,8 @@ func (d *devProcess) send(t *testing.T, method, path, body string) *http.Respons
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// The answer is checked against docs/openapi.json as it arrives.
+	resp, err := (&http.Client{Transport: openapitest.Transport(t, nil)}).Do(req)
 	require.NoError(t, err)
 	return resp
 }

@@ -39,7 +39,7 @@ func (s *checkoutStack) refund(t *testing.T, id int64, key, body string) checkou
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
-	resp, err := testHTTP.Do(req)
+	resp, err := s.api.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -142,7 +142,7 @@ func (s *checkoutStack) refundNoFatal(id int64, key, body string) int {
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
-	resp, err := testHTTP.Do(req)
+	resp, err := s.api.Do(req)
 	if err != nil {
 		return 0
 	}
