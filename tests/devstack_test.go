@@ -48,6 +48,9 @@ type devProcess struct {
 	// keyFile is where the banner says the API key is.
 	keyFile string
 	stderr  *syncbuf.Buffer
+	// stdout is what dev printed after its banner, such as the dev
+	// receiver's line per event.
+	stdout *syncbuf.Buffer
 }
 
 var (
@@ -60,10 +63,10 @@ var (
 func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--data-dir", dataDir,
-		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--api-port", "0"}, flags...)...)
+		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--api-port", "0", "--receiver", "127.0.0.1:0"}, flags...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	d := &devProcess{cmd: cmd, exited: make(chan error, 1), stderr: &syncbuf.Buffer{}}
+	d := &devProcess{cmd: cmd, exited: make(chan error, 1), stderr: &syncbuf.Buffer{}, stdout: &syncbuf.Buffer{}}
 	cmd.Stderr = d.stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
@@ -88,8 +91,13 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 			if m := keyLine.FindStringSubmatch(line); m != nil {
 				d.keyFile = m[1]
 			}
-			if strings.HasPrefix(line, "Ctrl-C stops everything") {
-				close(ready)
+			select {
+			case <-ready:
+				_, _ = d.stdout.Write([]byte(line + "\n"))
+			default:
+				if strings.HasPrefix(line, "Ctrl-C stops everything") {
+					close(ready)
+				}
 			}
 		}
 		d.exited <- cmd.Wait()
