@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"chargeonce/internal/envflag"
 )
 
 // Exit codes. Scripts branch on them, so each outcome has its own.
@@ -159,6 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 func newFlagSet(name string, stderr io.Writer, opts *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("starter "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	envflag.SetUsage(fs, "")
 	fs.StringVar(&opts.api, "api", "", "checkout API address (default $"+envAPI+", else "+defaultAPI+")")
 	fs.StringVar(&opts.apiKey, "api-key", "", "API key (default $"+envAPIKey+", else the file "+devKeyFile+" if it exists)")
 	fs.BoolVar(&opts.json, "json", false, "print one JSON object on stdout")

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"chargeonce/api/wire"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
 )
 
 func runStarter(t *testing.T, env map[string]string, args ...string) (int, string, string) {
@@ -190,4 +192,18 @@ func TestRun_SendsTheKeyOfTheFlagTheEnvironmentOrTheDevFile(t *testing.T) {
 	code, _, stderr = runStarter(t, map[string]string{envAPIKey: "ck_a\r\nX-Evil: 1"}, "status", "--api", api.URL, "--order", "1")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "CHARGEONCE_API_KEY: the API key holds spaces or control characters")
+}
+
+func TestRun_HelpOfEveryCommandWritesFlagsWithTwoDashes(t *testing.T) {
+	code, usage, _ := runStarter(t, nil, "--help")
+	require.Equal(t, exitPaid, code)
+	require.Empty(t, helptext.Faults(usage))
+	for _, command := range [][]string{{"order", "create"}, {"checkout"}, {"status"}, {"refund"}, {"settlement", "run"}, {"settlement", "show"}} {
+		t.Run(strings.Join(command, " "), func(t *testing.T) {
+			code, _, help := runStarter(t, nil, append(command, "--help")...)
+			require.Equal(t, exitPaid, code)
+			require.Contains(t, help, "  --api string\n")
+			require.Empty(t, helptext.Faults(help))
+		})
+	}
 }
