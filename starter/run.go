@@ -226,6 +226,11 @@ func apiKey(flagValue string, getenv func(string) string) (string, error) {
 func checkAPIAddress(base string) error {
 	u, err := url.Parse(base)
 	switch {
+	case !strings.Contains(base, "://"):
+		// "127.0.0.1:8080" fails to parse, and "localhost:8080" parses
+		// with the scheme "localhost": either is an address without its
+		// scheme.
+		return fmt.Errorf("%q is not a URL; write http://%s", base, base)
 	case err != nil:
 		return fmt.Errorf("%q is not a URL", base)
 	case u.Scheme != "http" && u.Scheme != "https":

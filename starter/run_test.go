@@ -52,7 +52,8 @@ func TestRun_UsageErrorsExit2WithAReason(t *testing.T) {
 		{"status with order not a number", nil, []string{"status", "--order", "abc"}, `invalid value "abc"`},
 		{"unknown flag", nil, []string{"status", "--order", "1", "--verbose"}, "flag provided but not defined: -verbose"},
 		{"positional argument", nil, []string{"status", "--order", "1", "extra"}, `unexpected argument "extra"`},
-		{"bad --api", nil, []string{"status", "--order", "1", "--api", "localhost:8080"}, `--api: "localhost:8080" must start with http://`},
+		{"--api without a scheme", nil, []string{"status", "--order", "1", "--api", "localhost:8080"}, `--api: "localhost:8080" is not a URL; write http://localhost:8080`},
+		{"--api with an address alone", nil, []string{"status", "--order", "1", "--api", "127.0.0.1:18080"}, `--api: "127.0.0.1:18080" is not a URL; write http://127.0.0.1:18080`},
 		{"bad environment address", map[string]string{envAPI: "ftp://example"}, []string{"status", "--order", "1"}, envAPI + `: "ftp://example" must start with http://`},
 	}
 	for _, tt := range tests {
