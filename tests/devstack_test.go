@@ -158,6 +158,9 @@ func (d *devProcess) stopWithARequestInFlight(t *testing.T) {
 	status, err := answers.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "HTTP/1.1 100 Continue\r\n", status)
+	end, err := answers.ReadString('\n') // the interim answer's empty header
+	require.NoError(t, err)
+	require.Equal(t, "\r\n", end)
 
 	signalled := time.Now()
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
