@@ -7,9 +7,12 @@ REDOCLY := @redocly/cli@2.77.0
 
 .PHONY: dev test test-race lint check fmt vet staticcheck workflowcheck lint-openapi bench bench-stack fuzz soak
 
-## dev: run the whole stack in one process (embedded Temporal + Web UI, fake provider, worker, API)
+## dev: run the whole stack in one process (embedded Temporal + Web UI, fake provider, worker, API); DEV_FLAGS are its flags
+# go run prints nothing while it compiles: the line says why the first start
+# takes long. docs/design.md ("Build size") has the figure.
 dev:
-	$(GO) run ./dev
+	@echo "building the dev stack (the first time compiles the embedded Temporal server: up to 17 minutes on 2 cores; later runs start in seconds)…"
+	$(GO) run ./dev $(DEV_FLAGS)
 
 .PHONY: cluster
 ## cluster: run the production shape from real parts, each its own process (PostgreSQL, Temporal server and Web UI, 2 workers, 2 APIs, fake provider)

@@ -107,7 +107,7 @@ func ParseAmount(amount, code string) (int64, error) {
 		return 0, fmt.Errorf("%w: %q is not a plain decimal number such as \"548.90\"", ErrInvalidAmount, amount)
 	}
 	if len(frac) > digits {
-		return 0, fmt.Errorf("%w: %q has %d decimals, but %s allows %d", ErrInvalidAmount, amount, len(frac), code, digits)
+		return 0, fmt.Errorf("%w: %q has %s, but %s allows %d", ErrInvalidAmount, amount, Plural(len(frac), "decimal"), code, digits)
 	}
 	minor, err := strconv.ParseInt(whole+frac+strings.Repeat("0", digits-len(frac)), 10, 64)
 	if err != nil {

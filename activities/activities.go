@@ -125,8 +125,9 @@ func applicationError(msg, errType string, o temporal.ApplicationErrorOptions) e
 // Store is the part of the merchant's database the activities use; store.Store
 // implements it.
 type Store interface {
-	// LogProviderRequest appends one exchange to the attempt's request log.
-	LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) error
+	// LogProviderRequest appends one exchange to the attempt's request log
+	// and returns its number there.
+	LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error)
 	// MarkChecked records when the attempt was last looked up at the provider.
 	MarkChecked(ctx context.Context, key string, at time.Time) error
 	// SettleAttempt moves an open attempt to a terminal status, and reports
@@ -141,8 +142,9 @@ type Store interface {
 	RecordLateCharge(ctx context.Context, c store.LateCharge) (store.LateChargeDecision, *store.Refund, error)
 	// GetRefund returns one refund.
 	GetRefund(ctx context.Context, key string) (store.Refund, error)
-	// LogRefundRequest appends one exchange to the refund's request log.
-	LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) error
+	// LogRefundRequest appends one exchange to the refund's request log and
+	// returns its number there.
+	LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error)
 	// MarkRefundChecked records when the refund was last looked up at the
 	// provider.
 	MarkRefundChecked(ctx context.Context, key string, at time.Time) error

@@ -312,8 +312,8 @@ func TestCharge_OpenBreakerSendsNothing(t *testing.T) {
 // failingLog is the real store whose request log cannot be written.
 type failingLog struct{ activities.Store }
 
-func (failingLog) LogProviderRequest(context.Context, chargeonce.ProviderRequest) error {
-	return errors.New("disk full")
+func (failingLog) LogProviderRequest(context.Context, chargeonce.ProviderRequest) (int, error) {
+	return 0, errors.New("disk full")
 }
 
 func TestCharge_RequestLogFailureKeepsTheOutcome(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"chargeonce"
@@ -83,7 +82,9 @@ var requestOutcomeLogs = map[provider.Outcome]struct {
 // and stays ErrTypeInvalidRequest, for a human.
 func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, error) {
 	intent := in.Intent
-	log := a.logger().With("key", intent.Key, "order", intent.OrderID, "attempt", activity.GetInfo(ctx).Attempt)
+	// No "attempt": each request is an activity execution of its own, whose
+	// attempt is always 1; exchanged adds the request's number instead.
+	log := a.logger().With("key", intent.Key, "order", intent.OrderID)
 	if intent.CardToken == "" {
 		log.Error("payment intent has no card token, nothing sent")
 		return ChargeResult{}, nonRetryable(ErrTypeNoCardToken, "payment intent "+intent.Key+" has no card token; nothing can be sent until a customer retry brings it")
@@ -126,9 +127,11 @@ type exchange struct {
 
 // exchanged writes a sent request to its key's request log with logRequest
 // and tells a replay; it returns log with the exchange's attributes, for
-// the lines that tell how the request ended.
-func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest func(context.Context, chargeonce.ProviderRequest) error, key string, at time.Time, ex exchange) *slog.Logger {
-	log = log.With("status", ex.statusCode, "outcome", string(ex.outcome), "duration", ex.duration)
+// the lines that tell how the request ended: among them "request", the
+// request's number in the log, which the API's timeline (and the starter)
+// shows it under.
+func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest func(context.Context, chargeonce.ProviderRequest) (int, error), key string, at time.Time, ex exchange) *slog.Logger {
+	attrs := []any{"status", ex.statusCode, "outcome", string(ex.outcome), "duration", ex.duration}
 	if ex.sent {
 		r := chargeonce.ProviderRequest{
 			Key:        key,
@@ -144,10 +147,14 @@ func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest
 		// request, which only replays the same answer while the timeline
 		// stays as incomplete as before. The worker log keeps the exchange
 		// either way.
-		if err := logRequest(ctx, r); err != nil {
+		n, err := logRequest(ctx, r)
+		if err != nil {
 			log.Warn("could not write the provider request log", "error", err)
+		} else {
+			attrs = append([]any{"request", n}, attrs...)
 		}
 	}
+	log = log.With(attrs...)
 	if ex.replayed {
 		log.Info("provider replayed the stored response for the key")
 	}

@@ -434,8 +434,8 @@ func (m *matcher) resolveUnreported() error {
 			err := m.add(store.SettlementException{Kind: chargeonce.ExceptionMissingInReport, ChargeID: a.ProviderPaymentID,
 				MerchantReference: a.MerchantReference, OrderID: a.OrderID, AttemptKey: a.Key,
 				ExpectedMinor: a.Amount.Minor, ExpectedCurrency: a.Amount.Currency,
-				Detail: fmt.Sprintf("Order %d was paid %s with charge %s on %s, but no settlement report of the %d days since lists it: ask the provider whether the charge was captured.",
-					a.OrderID, a.Amount, a.ProviderPaymentID, m.in.Date, m.graceDays+1)})
+				Detail: fmt.Sprintf("Order %d was paid %s with charge %s on %s, but no settlement report of the %s since lists it: ask the provider whether the charge was captured.",
+					a.OrderID, a.Amount, a.ProviderPaymentID, m.in.Date, chargeonce.Plural(m.graceDays+1, "day"))})
 			if err != nil {
 				return err
 			}
@@ -746,8 +746,8 @@ func (m *matcher) resolveUnreportedRefunds() error {
 			err := m.add(store.SettlementException{Kind: chargeonce.ExceptionRefundMissingInReport, ChargeID: r.ChargeID,
 				MerchantReference: r.MerchantReference, OrderID: r.OrderID, RefundID: r.ProviderRefundID, RefundKey: r.Key,
 				ExpectedMinor: -r.Amount.Minor, ExpectedCurrency: r.Amount.Currency,
-				Detail: fmt.Sprintf("Refund %s (key %s) returned %s of charge %s on %s, but no settlement report of the %d days since lists it: ask the provider whether the money went back to the customer.",
-					r.ProviderRefundID, r.Key, r.Amount, r.ChargeID, m.in.Date, m.graceDays+1)})
+				Detail: fmt.Sprintf("Refund %s (key %s) returned %s of charge %s on %s, but no settlement report of the %s since lists it: ask the provider whether the money went back to the customer.",
+					r.ProviderRefundID, r.Key, r.Amount, r.ChargeID, m.in.Date, chargeonce.Plural(m.graceDays+1, "day"))})
 			if err != nil {
 				return err
 			}

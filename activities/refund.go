@@ -49,7 +49,7 @@ type RefundResult struct {
 // otherwise.
 func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, error) {
 	intent := in.Intent
-	log := a.logger().With("key", intent.Key, "order", intent.OrderID, "charge", intent.ChargeID, "attempt", activity.GetInfo(ctx).Attempt)
+	log := a.logger().With("key", intent.Key, "order", intent.OrderID, "charge", intent.ChargeID)
 	if err := intent.Validate(); err != nil {
 		log.Error("refund intent cannot be sent", "error", err)
 		return RefundResult{}, nonRetryable(ErrTypeInvalidRequest, err.Error())

@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	cfg.Logger = logger
 	cfg.ReceiverOut = stdout
+	cfg.Stopping = func(what string) { fmt.Fprintf(stdout, "stopping: %s…\n", what) }
 
 	started := time.Now()
 	s, err := stack.Start(ctx, cfg)
@@ -50,11 +51,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	printBanner(stdout, cfg, s, time.Since(started))
 
 	<-ctx.Done()
-	fmt.Fprintln(stdout, "stopping…")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	return s.Close(shutdownCtx)
+	if err := s.Close(shutdownCtx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "stopped.")
+	return nil
 }
+
+// defaultAPIPort is --api-port's default, the port of the starter's default
+// address, http://localhost:8080.
+const defaultAPIPort = 8080
 
 // parseFlags reads the dev stack's configuration from args and the
 // environment.
@@ -67,20 +75,20 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.IntVar(&cfg.TemporalPort, stack.FlagTemporalPort, 7233, "Temporal frontend gRPC `port` (the temporal CLI's default)")
 	fs.IntVar(&cfg.UIPort, stack.FlagUIPort, 8233, "Temporal Web UI `port`")
 	fs.IntVar(&cfg.ProviderPort, stack.FlagProviderPort, 8099, "fake provider `port`")
-	fs.IntVar(&cfg.APIPort, stack.FlagAPIPort, 8080, "checkout API `port`")
+	fs.IntVar(&cfg.APIPort, stack.FlagAPIPort, defaultAPIPort, "checkout API `port`")
 	mode := fs.String("provider-mode", "normal", "fake provider chaos `mode`: normal, slow, drop, error, lost_response or rate_limit")
 	fs.DurationVar(&cfg.Provider.Mode.Delay, "provider-delay", 0, "fake provider processing time in slow mode, or time before a 504 in drop mode")
-	fs.Float64Var(&cfg.Provider.Mode.Rate, "provider-rate", 0, "probability (0 to 1) that a request misbehaves in the error, lost_response and rate_limit modes")
+	fs.Float64Var(&cfg.Provider.Mode.Rate, "provider-rate", fakeprovider.DefaultRate, "probability (0 to 1) that a request misbehaves in the error, lost_response and rate_limit modes")
 	fs.Uint64Var(&cfg.Provider.Mode.Seed, "provider-seed", 1, "seed of the fake provider's chaos, so that a run can be repeated")
 	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", dialect.IETF, "`API` the worker speaks to the fake provider, which serves both: "+dialect.Names)
 	fs.Int64Var(&cfg.Provider.Fee.BasisPoints, "provider-fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the fake provider's settlement reports, in basis points")
 	fs.Int64Var(&cfg.Provider.Fee.FixedMinor, "provider-fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the fake provider's settlement reports, in minor units")
 	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
-	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default 30s)")
+	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default "+worker.DefaultSweepEvery.String()+")")
 	fs.BoolVar(&cfg.ProviderEvents, "provider-events", true, "the fake provider posts a signed event per finished charge to the API, as a real provider does; false leaves unknown outcomes to lookups and retries")
 	fs.StringVar(&cfg.Receiver, stack.FlagReceiver, "127.0.0.1:8097", "`address` of the dev receiver, which is registered as an event endpoint and prints each signed event it verifies; empty runs none")
-	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current); default: a key file in the data directory")
+	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current) (default: a key file in the data directory)")
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
 	if err := cli.Parse(fs, args, getenv); err != nil {
@@ -113,10 +121,6 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 }
 
 func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Duration) {
-	fmt.Fprintf(w, "\nchargeonce dev stack is up (%.1fs), data in %s\n", took.Seconds(), cfg.DataDir)
-	fmt.Fprintf(w, "  checkout API     %s\n", s.APIURL())
-	fmt.Fprintf(w, "  Temporal Web UI  %s/namespaces/%s/workflows\n", s.UIURL(), temporalserver.DefaultNamespace)
-	fmt.Fprintf(w, "  Temporal         %s (namespace %s)\n", s.TemporalAddress(), temporalserver.DefaultNamespace)
 	books := "in memory"
 	if cfg.Provider.DataFile != "" {
 		books = "books in " + cfg.Provider.DataFile
@@ -124,12 +128,6 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if cfg.ProviderAPI == dialect.Stripe {
 		books += ", the worker speaks Stripe's dialect"
 	}
-	fmt.Fprintf(w, "  fake provider    %s (mode %s, %s)\n", s.ProviderURL(), s.Provider().Mode().Name, books)
-	fmt.Fprintf(w, "  settlement       schedule %s, %s/namespaces/%s/schedules\n", worker.SettlementScheduleID, s.UIURL(), temporalserver.DefaultNamespace)
-	if s.KeyCreated() {
-		fmt.Fprintf(w, "  payload key      generated into %s; keep it, or workflow payloads cannot be read\n", s.KeyFile())
-	}
-	fmt.Fprintf(w, "  payload codec    %s, for the token in %s (Authorization: Bearer)\n", s.CodecURL(), s.CodecTokenFile())
 	events := "off (--provider-events=false)"
 	if cfg.ProviderEvents {
 		events = "on"
@@ -138,12 +136,52 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	if s.WebhookSecretCreated() {
 		kept = "generated into"
 	}
-	fmt.Fprintf(w, "  provider events  %s, %s, signed with the secret %s %s\n", events, s.WebhookURL(), kept, s.WebhookSecretFile())
 	made := "kept in"
 	if s.APIKeyCreated() {
 		made = "generated into"
 	}
-	fmt.Fprintf(w, "  API key          every scope, %s %s (the starter reads it from there)\n", made, s.APIKeyFile())
-	fmt.Fprintf(w, "\nTry, in another terminal:\n  go run ./starter checkout --amount 548.90 --currency TRY --card tok_visa\n")
+	rows := [][2]string{
+		{"checkout API", s.APIURL()},
+		{"Temporal Web UI", fmt.Sprintf("%s/namespaces/%s/workflows", s.UIURL(), temporalserver.DefaultNamespace)},
+		{"Temporal", fmt.Sprintf("%s (namespace %s)", s.TemporalAddress(), temporalserver.DefaultNamespace)},
+		{"fake provider", fmt.Sprintf("%s (mode %s, %s)", s.ProviderURL(), s.Provider().Mode().Name, books)},
+		{"settlement", fmt.Sprintf("schedule %s, %s/namespaces/%s/schedules", worker.SettlementScheduleID, s.UIURL(), temporalserver.DefaultNamespace)},
+	}
+	if s.KeyCreated() {
+		rows = append(rows, [2]string{"payload key", fmt.Sprintf("generated into %s; keep it, or workflow payloads cannot be read", s.KeyFile())})
+	}
+	rows = append(rows,
+		[2]string{"payload codec", fmt.Sprintf("%s, for the token in %s (Authorization: Bearer)", s.CodecURL(), s.CodecTokenFile())},
+		[2]string{"provider events", fmt.Sprintf("%s, %s, signed with the secret %s %s", events, s.WebhookURL(), kept, s.WebhookSecretFile())},
+		// A part that dev adds (the receiver of the merchant's events)
+		// appends its row here.
+		[2]string{"API key", fmt.Sprintf("every scope, %s %s (the starter reads it from there)", made, s.APIKeyFile())},
+	)
+	fmt.Fprintf(w, "\nchargeonce dev stack is up (%.1fs), data in %s\n", took.Seconds(), cfg.DataDir)
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-16s %s\n", r[0], r[1])
+	}
+	fmt.Fprintf(w, "\nTry, in another terminal:\n  %s\n", tryCommand(cfg, s.APIURL(), s.APIKeyFile()))
 	fmt.Fprintf(w, "Ctrl-C stops everything.\n\n")
+}
+
+// tryCommand is the starter command that the banner suggests: it reaches
+// this stack's API, with its key, and pays with a test card of the dialect
+// that the worker speaks.
+func tryCommand(cfg stack.Config, apiURL, keyFile string) string {
+	card := "tok_visa"
+	if cfg.ProviderAPI == dialect.Stripe {
+		// Stripe's test payment method; the fake's Stripe door takes it.
+		card = "pm_card_visa"
+	}
+	cmd := "go run ./starter checkout --amount 548.90 --currency TRY --card " + card
+	if apiURL != fmt.Sprintf("http://127.0.0.1:%d", defaultAPIPort) {
+		cmd += " --api " + apiURL
+	}
+	// The starter reads the key from the default data directory, relative
+	// to where it runs, as dev does.
+	if cfg.DataDir != cli.DevDataDir {
+		cmd += fmt.Sprintf(` --api-key "$(cat %s)"`, keyFile)
+	}
+	return cmd
 }

@@ -36,6 +36,11 @@ const (
 	ModeRateLimit ModeName = "rate_limit"
 )
 
+// DefaultRate is the Rate that the commands' flags start from: every
+// request misbehaves, so that a chaos mode chosen on the command line shows
+// itself at once.
+const DefaultRate = 1.0
+
 // Mode is the provider's chaos mode and its parameters.
 type Mode struct {
 	// Name selects the behaviour.

@@ -491,6 +491,12 @@ func (w *webhooks) close() {
 	w.client.CloseIdleConnections()
 }
 
+// StopWebhooks stops every delivery of events, as Close does, while the
+// provider goes on serving: a program that stops its receiver before the
+// provider calls it first, so that no delivery fails against a receiver
+// that is gone. Events still queued are dropped, as at Close.
+func (p *Provider) StopWebhooks() { p.webhooks.close() }
+
 // WebhookEndpoint is an endpoint the provider posts events to.
 type WebhookEndpoint struct {
 	URL string `json:"url"`

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"chargeonce/client"
+	"chargeonce/internal/envflag"
 )
 
 // Exit codes. Scripts branch on them, so each outcome has its own.
@@ -183,6 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 func newFlagSet(name string, stderr io.Writer, opts *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("starter "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	envflag.SetUsage(fs, "")
 	fs.StringVar(&opts.api, "api", "", "checkout API address (default $"+envAPI+", else "+defaultAPI+")")
 	fs.StringVar(&opts.apiKey, "api-key", "", "API key (default $"+envAPIKey+", else the file "+devKeyFile+" if it exists)")
 	fs.BoolVar(&opts.json, "json", false, "print one JSON object on stdout")
@@ -248,6 +250,11 @@ func apiKey(flagValue string, getenv func(string) string) (string, error) {
 func checkAPIAddress(base string) error {
 	u, err := url.Parse(base)
 	switch {
+	case !strings.Contains(base, "://"):
+		// "127.0.0.1:8080" fails to parse, and "localhost:8080" parses
+		// with the scheme "localhost": either is an address without its
+		// scheme.
+		return fmt.Errorf("%q is not a URL; write http://%s", base, base)
 	case err != nil:
 		return fmt.Errorf("%q is not a URL", base)
 	case u.Scheme != "http" && u.Scheme != "https":

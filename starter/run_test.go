@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"chargeonce/api/wire"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
 )
 
 func runStarter(t *testing.T, env map[string]string, args ...string) (int, string, string) {
@@ -50,7 +52,8 @@ func TestRun_UsageErrorsExit2WithAReason(t *testing.T) {
 		{"status with order not a number", nil, []string{"status", "--order", "abc"}, `invalid value "abc"`},
 		{"unknown flag", nil, []string{"status", "--order", "1", "--verbose"}, "flag provided but not defined: -verbose"},
 		{"positional argument", nil, []string{"status", "--order", "1", "extra"}, `unexpected argument "extra"`},
-		{"bad --api", nil, []string{"status", "--order", "1", "--api", "localhost:8080"}, `--api: "localhost:8080" must start with http://`},
+		{"--api without a scheme", nil, []string{"status", "--order", "1", "--api", "localhost:8080"}, `--api: "localhost:8080" is not a URL; write http://localhost:8080`},
+		{"--api with an address alone", nil, []string{"status", "--order", "1", "--api", "127.0.0.1:18080"}, `--api: "127.0.0.1:18080" is not a URL; write http://127.0.0.1:18080`},
 		{"bad environment address", map[string]string{envAPI: "ftp://example"}, []string{"status", "--order", "1"}, envAPI + `: "ftp://example" must start with http://`},
 	}
 	for _, tt := range tests {
@@ -190,4 +193,18 @@ func TestRun_SendsTheKeyOfTheFlagTheEnvironmentOrTheDevFile(t *testing.T) {
 	code, _, stderr = runStarter(t, map[string]string{envAPIKey: "ck_a\r\nX-Evil: 1"}, "status", "--api", api.URL, "--order", "1")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "CHARGEONCE_API_KEY: the API key holds spaces or control characters")
+}
+
+func TestRun_HelpOfEveryCommandWritesFlagsWithTwoDashes(t *testing.T) {
+	code, usage, _ := runStarter(t, nil, "--help")
+	require.Equal(t, exitPaid, code)
+	require.Empty(t, helptext.Faults(usage))
+	for _, command := range [][]string{{"order", "create"}, {"checkout"}, {"status"}, {"refund"}, {"settlement", "run"}, {"settlement", "show"}} {
+		t.Run(strings.Join(command, " "), func(t *testing.T) {
+			code, _, help := runStarter(t, nil, append(command, "--help")...)
+			require.Equal(t, exitPaid, code)
+			require.Contains(t, help, "  --api string\n")
+			require.Empty(t, helptext.Faults(help))
+		})
+	}
 }

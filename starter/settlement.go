@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/provider/settlement"
 )
@@ -61,12 +62,12 @@ func settlementCommand(ctx context.Context, opts *options, args []string, stdout
 
 // printSettlement prints the day as a few tables.
 func printSettlement(w io.Writer, s wire.Settlement) {
-	fmt.Fprintf(w, "settlement of %s: %s (grace %d days), run at %s\n", s.Date, s.Status, s.GraceDays, s.FinishedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "settlement of %s: %s (grace %s), run at %s\n", s.Date, s.Status, chargeonce.Plural(s.GraceDays, "day"), s.FinishedAt.Format(time.RFC3339))
 	exceptions := 0
 	for _, n := range s.ExceptionCounts {
 		exceptions += n
 	}
-	fmt.Fprintf(w, "  %d lines, %d matched, %d awaiting their report, exceptions: %d\n\n", s.Lines, s.Matched, s.Awaiting, exceptions)
+	fmt.Fprintf(w, "  %s, %d matched, %d awaiting their report, exceptions: %d\n\n", chargeonce.Plural(s.Lines, "line"), s.Matched, s.Awaiting, exceptions)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CURRENCY\tLINES\tGROSS\tFEE\tNET")
 	for _, t := range s.Totals {

@@ -331,7 +331,7 @@ func TestStore_UnknownOrderOrAttemptIsNotFound(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound)
 		require.ErrorIs(t, s.MarkChecked(ctx, unknown, base), store.ErrNotFound)
 		require.ErrorIs(t, s.MarkWorkflowStarted(ctx, unknown), store.ErrNotFound)
-		err = s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: unknown, At: base, StatusCode: 201, Outcome: "approved"})
+		_, err = s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: unknown, At: base, StatusCode: 201, Outcome: "approved"})
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
@@ -351,10 +351,14 @@ func TestStore_RequestLogRoundTripsInOrder(t *testing.T) {
 		}
 		// Logged out of order, as concurrent activities may: the log is
 		// ordered by when each request was sent.
-		for _, i := range []int{1, 0, 2} {
-			require.NoError(t, s.LogProviderRequest(ctx, want[i]))
+		for j, i := range []int{1, 0, 2} {
+			n, err := s.LogProviderRequest(ctx, want[i])
+			require.NoError(t, err)
+			require.Equal(t, []int{1, 1, 3}[j], n, "a request's number is its place, by the time it was sent, among those logged so far")
 		}
-		require.NoError(t, s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: other.Key, At: base, StatusCode: 402, Outcome: "declined"}))
+		n, err := s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: other.Key, At: base, StatusCode: 402, Outcome: "declined"})
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "each key counts its own requests")
 
 		got, err := s.GetAttempt(ctx, a.Key)
 		require.NoError(t, err)
@@ -372,7 +376,8 @@ func TestStore_RequestLogRoundTripsInOrder(t *testing.T) {
 			"negative status":  {Key: a.Key, At: base, StatusCode: -1, Outcome: "approved"},
 			"empty everything": {},
 		} {
-			require.Error(t, s.LogProviderRequest(ctx, r), name)
+			_, err := s.LogProviderRequest(ctx, r)
+			require.Error(t, err, name)
 		}
 		got, err = s.GetAttempt(ctx, a.Key)
 		require.NoError(t, err)

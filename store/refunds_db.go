@@ -362,7 +362,7 @@ func (s *db) UnstartedRefunds(ctx context.Context, createdBefore time.Time, limi
 	return unstarted(ctx, s, refundIntents, refundColumns, scanRefund, createdBefore, limit)
 }
 
-func (s *db) LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) error {
+func (s *db) LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error) {
 	return s.logRequest(ctx, refundIntents, r)
 }
 

@@ -142,9 +142,12 @@ func TestStore_RefundRequestLogChecksAndOutbox(t *testing.T) {
 			{Key: first.Key, At: stored(base.Add(4 * time.Second)), StatusCode: 201, Outcome: "approved", Replayed: true, Duration: 9 * time.Millisecond},
 		}
 		for _, i := range []int{1, 0} {
-			require.NoError(t, s.LogRefundRequest(ctx, requests[i]))
+			n, err := s.LogRefundRequest(ctx, requests[i])
+			require.NoError(t, err)
+			require.Equal(t, 1, n, "the earlier request, logged later, takes the first place")
 		}
-		require.NoError(t, s.LogRefundRequest(ctx, chargeonce.ProviderRequest{Key: second.Key, At: base, StatusCode: 503, Outcome: "unavailable"}))
+		_, err = s.LogRefundRequest(ctx, chargeonce.ProviderRequest{Key: second.Key, At: base, StatusCode: 503, Outcome: "unavailable"})
+		require.NoError(t, err)
 		require.NoError(t, s.MarkRefundChecked(ctx, first.Key, base.Add(5*time.Second)))
 
 		got, err := s.GetRefund(ctx, first.Key)
@@ -168,7 +171,8 @@ func TestStore_RefundRequestLogChecksAndOutbox(t *testing.T) {
 
 		// Not a refund: a payment attempt's key is another table's.
 		a, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base)
-		require.ErrorIs(t, s.LogRefundRequest(ctx, chargeonce.ProviderRequest{Key: a.Key, At: base, Outcome: "timeout"}), store.ErrNotFound)
+		_, err = s.LogRefundRequest(ctx, chargeonce.ProviderRequest{Key: a.Key, At: base, Outcome: "timeout"})
+		require.ErrorIs(t, err, store.ErrNotFound)
 		unknown := newKey(t)
 		require.ErrorIs(t, s.MarkRefundWorkflowStarted(ctx, unknown), store.ErrNotFound)
 		require.ErrorIs(t, s.MarkRefundChecked(ctx, unknown, base), store.ErrNotFound)

@@ -591,7 +591,7 @@ func (s *db) FinishSettlementRun(ctx context.Context, run SettlementRun) error {
 			return err
 		}
 		if stored != int64(run.Exceptions) {
-			return fmt.Errorf("the run counts %d exceptions but %d are stored", run.Exceptions, stored)
+			return fmt.Errorf("the run counts %s but %d are stored", chargeonce.Plural(run.Exceptions, "exception"), stored)
 		}
 		if _, err := q.exec(ctx, `DELETE FROM settlement_exceptions WHERE report_date = $1 AND run_id <> $2`, run.Date, run.RunID); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -74,8 +75,13 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 	ready := make(chan struct{})
 	go func() {
 		scanner := bufio.NewScanner(stdout)
+		up := false
 		for scanner.Scan() {
 			line := scanner.Text()
+			if up {
+				fmt.Fprintln(d.stdout, line)
+				continue
+			}
 			if m := bannerLine.FindStringSubmatch(line); m != nil {
 				switch m[1] {
 				case "checkout API":
@@ -91,13 +97,9 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 			if m := keyLine.FindStringSubmatch(line); m != nil {
 				d.keyFile = m[1]
 			}
-			select {
-			case <-ready:
-				_, _ = d.stdout.Write([]byte(line + "\n"))
-			default:
-				if strings.HasPrefix(line, "Ctrl-C stops everything") {
-					close(ready)
-				}
+			if strings.HasPrefix(line, "Ctrl-C stops everything") {
+				up = true
+				close(ready)
 			}
 		}
 		d.exited <- cmd.Wait()
@@ -121,11 +123,73 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 func (d *devProcess) stop(t *testing.T) {
 	t.Helper()
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
+	d.waitStopped(t)
+}
+
+func (d *devProcess) waitStopped(t *testing.T) {
+	t.Helper()
 	select {
 	case err := <-d.exited:
 		require.NoError(t, err, "dev should exit cleanly on Ctrl-C\n%s", d.stderr.String())
 	case <-time.After(time.Minute):
 		t.Fatalf("dev did not stop within a minute of Ctrl-C")
+	}
+}
+
+// logTime reads the time of a log line of dev's, which logs in slog's text
+// format.
+var logTime = regexp.MustCompile(`^time=(\S+) level=(\S+) `)
+
+// stopWithARequestInFlight sends Ctrl-C while a request to the API is in
+// progress, and requires that dev names what it waits for, one line per
+// part, and logs no warning or error from the signal on.
+func (d *devProcess) stopWithARequestInFlight(t *testing.T) {
+	t.Helper()
+	u, err := url.Parse(d.api)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	key, err := os.ReadFile(d.keyFile)
+	require.NoError(t, err)
+	// The server answers "100 Continue" when the handler starts to read the
+	// body, which is then in progress until the body comes.
+	_, err = fmt.Fprintf(conn, "POST /api/orders HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n", u.Host, strings.TrimSpace(string(key)))
+	require.NoError(t, err)
+	answers := bufio.NewReader(conn)
+	status, err := answers.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", status)
+	end, err := answers.ReadString('\n') // the interim answer's empty header
+	require.NoError(t, err)
+	require.Equal(t, "\r\n", end)
+
+	signalled := time.Now()
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
+	require.Eventually(t, func() bool {
+		return strings.Contains(d.stdout.String(), "stopping: checkout API, waiting for 1 request in flight (up to 12s)…\n")
+	}, time.Minute, 20*time.Millisecond, "%s", d.stdout)
+	_, err = conn.Write([]byte("{}")) // an order without an amount: refused, nothing changes
+	require.NoError(t, err)
+	status, err = answers.ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, status, " 400 ", "the request in flight is answered before the API stops")
+	d.waitStopped(t)
+
+	require.Equal(t, "stopping: checkout API, waiting for 1 request in flight (up to 12s)…\n"+
+		"stopping: payment worker…\n"+
+		"stopping: Temporal server…\n"+
+		"stopping: fake provider…\n"+
+		"stopped.\n", d.stdout.String())
+	for line := range strings.Lines(d.stderr.String()) {
+		m := logTime.FindStringSubmatch(line)
+		if m == nil || (m[2] != "WARN" && m[2] != "ERROR") {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		require.NoError(t, err)
+		require.True(t, at.Before(signalled), "dev logs no warning or error while it stops: %s", line)
 	}
 }
 
@@ -237,7 +301,7 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 		return slices.Equal(listWorkflowIDs(t, visibility, query), []string{key})
 	}, 30*time.Second, 200*time.Millisecond, "visibility query %s should find the workflow %s", query, key)
 
-	dev.stop(t)
+	t.Run("Ctrl-C names what it waits for, quietly", dev.stopWithARequestInFlight)
 	dev = startDev(t, bin, dataDir, "--abandon-after", "20m", "--reconcile-min-age", "1m")
 	defer dev.stop(t)
 	t.Run("another timing replaces the published one, in one line", func(t *testing.T) {

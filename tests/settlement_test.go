@@ -73,7 +73,7 @@ func TestSettlement_APIRunFindsAPlantedChargeAndARerunDuplicatesNothing(t *testi
 	require.NoError(t, err)
 	var meta sdkpb.WorkflowMetadata
 	require.NoError(t, resp.Get(&meta))
-	require.Equal(t, fmt.Sprintf("Settled %s final: 2 lines, 1 matched, 0 awaiting their report, 1 exceptions (unknown_charge 1).", today), meta.GetCurrentDetails())
+	require.Equal(t, fmt.Sprintf("Settled %s final: 2 lines, 1 matched, 0 awaiting their report, 1 exception (unknown_charge 1).", today), meta.GetCurrentDetails())
 
 	rerun := s.runSettlement(t, today)
 	require.Equal(t, first, rerun)

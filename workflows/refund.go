@@ -321,8 +321,8 @@ func (r *refund) reconcile(ctx workflow.Context) error {
 		now := workflow.Now(ctx)
 		if r.unresolved {
 			r.status.NextCheckAt = time.Time{}
-			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Outcome unknown at the key's retention horizon (%d lookups): alert refund_unknown raised. Waiting for a refund event or a person (signal %q); nothing is sent again.",
-				r.status.Checks, chargeonce.SignalRefundEvent))
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Outcome unknown at the key's retention horizon (%s): alert refund_unknown raised. Waiting for a refund event or a person (signal %q); nothing is sent again.",
+				chargeonce.Plural(r.status.Checks, "lookup"), chargeonce.SignalRefundEvent))
 			if err := workflow.Await(ctx, func() bool { return r.checkNow }); err != nil {
 				return err
 			}

@@ -68,9 +68,9 @@ func (r SettlementResult) Summary() string {
 	}
 	found := "no exceptions"
 	if r.Exceptions > 0 {
-		found = fmt.Sprintf("%d exceptions (%s)", r.Exceptions, strings.Join(kinds, ", "))
+		found = fmt.Sprintf("%s (%s)", chargeonce.Plural(r.Exceptions, "exception"), strings.Join(kinds, ", "))
 	}
-	return fmt.Sprintf("%s %s: %d lines, %d matched, %d awaiting their report, %s", r.Date, r.Status, r.Lines, r.Matched, r.Awaiting, found)
+	return fmt.Sprintf("%s %s: %s, %d matched, %d awaiting their report, %s", r.Date, r.Status, chargeonce.Plural(r.Lines, "line"), r.Matched, r.Awaiting, found)
 }
 
 // settlementActs names the settlement activities for ExecuteActivity; it is
@@ -119,7 +119,7 @@ func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementRes
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be staged: %v", in.Date, err))
 		return SettlementResult{}, err
 	}
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching the %d lines of the settlement report of %s (%d malformed).", staged.Lines, in.Date, staged.Malformed))
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching the settlement report of %s: %s (%d malformed).", in.Date, chargeonce.Plural(staged.Lines, "line"), staged.Malformed))
 	match := activities.MatchReportInput{Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	var matched activities.MatchReportResult
 	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &matched); err != nil {

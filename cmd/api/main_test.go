@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
 )
 
 func noEnv(string) string { return "" }
@@ -47,6 +48,7 @@ func TestRun_HelpListsTheCheckoutBudgetAndNoTiming(t *testing.T) {
 	help := stderr.String()
 	require.Contains(t, help, "--checkout-budget duration\t(env CHARGEONCE_CHECKOUT_BUDGET)")
 	require.Contains(t, help, "default: the published charge budget + 2s")
+	require.Empty(t, helptext.Faults(help))
 	for _, timing := range []string{"--attempt-timeout", "--charge-budget", "--retry-interval", "--reconcile-min-age", "--reconcile-interval", "--abandon-after", "--replace-timing"} {
 		require.NotContains(t, help, timing+" ")
 	}

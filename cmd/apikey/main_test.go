@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
 	"chargeonce/store"
 )
 
@@ -111,4 +113,16 @@ func TestApikey_BadUsageExits2AndChangesNothing(t *testing.T) {
 	code, _, errOut := apikeyCmd(t, dsn, "revoke", "--id", "0123456789abcdef")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no key has the id 0123456789abcdef")
+}
+
+func TestApikey_HelpOfEverySubcommandWritesFlagsWithTwoDashes(t *testing.T) {
+	for _, sub := range []string{"create", "list", "revoke"} {
+		t.Run(sub, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{sub, "--help"}, func(string) string { return "" }, &stdout, &stderr)
+			require.ErrorIs(t, err, flag.ErrHelp)
+			require.Contains(t, stderr.String(), "  --database-url ")
+			require.Empty(t, helptext.Faults(stderr.String()))
+		})
+	}
 }

@@ -61,7 +61,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.StringVar(&c.addr, "addr", ":8099", "address to listen on")
 	modeName := fs.String("mode", string(fakeprovider.ModeNormal), "chaos mode: normal, slow, drop, error, lost_response or rate_limit")
 	fs.DurationVar(&mode.Delay, "delay", 0, "processing time in slow mode; time before a 504 in drop mode (0s holds a dropped request until the client gives up)")
-	fs.Float64Var(&mode.Rate, "rate", 1, "probability, 0 to 1, that a request misbehaves in the error, lost_response and rate_limit modes")
+	fs.Float64Var(&mode.Rate, "rate", fakeprovider.DefaultRate, "probability, 0 to 1, that a request misbehaves in the error, lost_response and rate_limit modes")
 	fs.Uint64Var(&mode.Seed, "seed", 1, "seed of the random source behind the rate, so that a run can be repeated")
 	fs.DurationVar(&c.provider.Retention, "retention", fakeprovider.DefaultRetention, "how long an idempotency key is remembered (at least 1s)")
 	fs.Float64Var(&c.provider.LookupRate, "lookup-rate", fakeprovider.DefaultLookupRate, "lookups by merchant reference served a second, published by GET /v1/idempotency; past it a lookup gets 429 (positive: no provider is unlimited)")

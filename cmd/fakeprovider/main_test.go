@@ -21,6 +21,7 @@ import (
 
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
 )
 
 // env is a fake environment.
@@ -165,6 +166,8 @@ func TestRun_HelpListsEveryVariableAndExits0(t *testing.T) {
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Equal(t, 0, cli.ExitCode(&stderr, name, err))
 	require.Empty(t, stderr.String())
+	require.Empty(t, helptext.Faults(stdout.String()))
+	require.Contains(t, stdout.String(), fmt.Sprintf("request misbehaves in the error, lost_response and rate_limit modes (default \"%v\")", fakeprovider.DefaultRate))
 	for _, flagAndVar := range []string{
 		"--addr string\t(env FAKEPROVIDER_ADDR)",
 		"--mode string\t(env FAKEPROVIDER_MODE)",

@@ -20,6 +20,7 @@ import (
 	"chargeonce/dev/temporalserver"
 	"chargeonce/internal/alert"
 	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/store"
@@ -41,10 +42,11 @@ func TestRun_HelpListsTheTimingFlagsWithReplaceTiming(t *testing.T) {
 		"--reconcile-min-age duration\t(env CHARGEONCE_RECONCILE_MIN_AGE)",
 		"--reconcile-interval duration\t(env CHARGEONCE_RECONCILE_INTERVAL)",
 		"--abandon-after duration\t(env CHARGEONCE_ABANDON_AFTER)",
-		"--replace-timing \t(env CHARGEONCE_REPLACE_TIMING)",
+		"--replace-timing\t(env CHARGEONCE_REPLACE_TIMING)",
 	} {
 		require.Contains(t, help, flagAndVar)
 	}
+	require.Empty(t, helptext.Faults(help))
 	require.NotContains(t, help, "reference-prefix", "the sweep creates no attempt, so the worker has no merchant references to start")
 }
 

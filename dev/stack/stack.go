@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -138,6 +139,10 @@ type Config struct {
 	Receiver string
 	// ReceiverOut takes the receiver's line per event; nil discards them.
 	ReceiverOut io.Writer
+	// Stopping, when set, hears from Close what it is about to wait for,
+	// one part at a time ("checkout API, waiting for 1 request in flight
+	// (up to 12s)"), so that a person watching a slow stop knows why.
+	Stopping func(what string)
 }
 
 // Flag names that move each port; a busy port's error names them.
@@ -178,7 +183,10 @@ type Stack struct {
 	// nil when there is none.
 	receiverS        *serve.Server
 	receiverEndpoint string
-	closers          []func(context.Context) error
+	// inFlight counts the API's requests in progress, which its shutdown
+	// waits for.
+	inFlight atomic.Int64
+	closers  []func(context.Context) error
 }
 
 // Start starts every part, in dependency order. On error, the parts already
@@ -259,7 +267,10 @@ func (s *Stack) start(ctx context.Context) error {
 	if err := s.startTemporal(ctx, s.uiCodecEndpoint(apiURL)); err != nil {
 		return err
 	}
-	s.closers = append(s.closers, func(context.Context) error { return s.currentTemporal().Stop() })
+	s.closers = append(s.closers, func(context.Context) error {
+		s.stopping("Temporal server")
+		return s.currentTemporal().Stop()
+	})
 
 	// The worker and the API are built as their commands build them, on
 	// one backend: the processes of the production shape, in one.
@@ -296,12 +307,39 @@ func (s *Stack) start(ctx context.Context) error {
 	ui := s.UIURL()
 	origins := []string{ui, strings.Replace(ui, "//127.0.0.1:", "//localhost:", 1)}
 	codecHandler := http.StripPrefix(codecPath, codec.NewHTTPHandler(keyring, token, origins...))
-	s.apiS = serve.Start(apiLn, withCodec(codecHandler, handler))
-	s.closers = append(s.closers, s.apiS.Shutdown)
+	s.apiS = serve.Start(apiLn, s.counting(withCodec(codecHandler, handler)))
+	budget := cmp.Or(cfg.CheckoutBudget, checkout.DefaultBudget(cfg.Timing.WithDefaults()))
+	s.closers = append(s.closers, func(ctx context.Context) error {
+		// The provider's events go to the API: they stop with it, rather
+		// than fail against it until the provider stops too.
+		s.provider.StopWebhooks()
+		what := "checkout API"
+		if n := s.inFlight.Load(); n > 0 {
+			what += fmt.Sprintf(", waiting for %s in flight (up to %s)", chargeonce.Plural(int(n), "request"), budget)
+		}
+		s.stopping(what)
+		return s.apiS.Shutdown(ctx)
+	})
 	if receiverLn != nil {
 		return s.startReceiver(ctx, receiverLn)
 	}
 	return nil
+}
+
+// counting counts the requests in progress of h in s.inFlight.
+func (s *Stack) counting(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// stopping tells Config.Stopping what Close waits for next.
+func (s *Stack) stopping(what string) {
+	if s.cfg.Stopping != nil {
+		s.cfg.Stopping(what)
+	}
 }
 
 // receiverDescription names the endpoints of the dev receiver.
@@ -483,7 +521,10 @@ func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook
 	}
 	s.provider = p
 	s.providerS = fakeprovider.Serve(ln, p)
-	s.closers = append(s.closers, s.providerS.Shutdown)
+	s.closers = append(s.closers, func(ctx context.Context) error {
+		s.stopping("fake provider")
+		return s.providerS.Shutdown(ctx)
+	})
 	return nil
 }
 
@@ -620,7 +661,11 @@ func (s *Stack) startWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.closers = append(s.closers, func(context.Context) error { w.Stop(); return nil })
+	s.closers = append(s.closers, func(context.Context) error {
+		s.stopping("payment worker")
+		w.Stop()
+		return nil
+	})
 	return nil
 }
 

@@ -84,6 +84,9 @@ type Server struct {
 	temporal    temporal.Server
 	ui          *webUI
 	dc          *dynamicConfig
+	// floor is the lowest level of the server's records that reach
+	// Config.Logger: warnings while it runs, errors only while it stops.
+	floor *slog.LevelVar
 
 	stopOnce sync.Once
 	stopErr  error
@@ -137,6 +140,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		frontend:    net.JoinHostPort(dialHost(cfg.Host), strconv.Itoa(ports.frontend)),
 		persistence: store.describe(),
 		dc:          &dynamicConfig{},
+		floor:       new(slog.LevelVar),
 	}
 
 	ports.release()
@@ -151,7 +155,8 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 			codecEndpoint: cfg.CodecEndpoint,
 		})
 	}
-	logger := logging.AtLeast(cfg.Logger, slog.LevelWarn)
+	s.floor.Set(slog.LevelWarn)
+	logger := logging.AtLeast(cfg.Logger, s.floor)
 	s.temporal, err = startTemporal(cfg, s.frontend, ports, store, s.dc, logger)
 	if err != nil {
 		if s.ui != nil {
@@ -203,6 +208,11 @@ func (s *Server) PersistenceSettings() string { return s.persistence }
 // resumes every workflow. Calling Stop again returns the first result.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		// While the services stop, the server's own workers and clients
+		// report every connection that the stop closes under them as a
+		// warning ("Failed to poll for task.", "network dial error"), a
+		// dozen or more that say nothing is wrong. Its errors still show.
+		s.floor.Set(slog.LevelError)
 		var errs []error
 		if s.ui != nil {
 			errs = append(errs, s.ui.stop())

@@ -20,7 +20,7 @@ import (
 // command line from its environment variable, when that variable is set.
 // getenv is usually os.Getenv; tests pass their own.
 func Parse(fs *flag.FlagSet, args []string, prefix string, getenv func(string) string) error {
-	fs.Usage = func() { usage(fs, prefix) }
+	SetUsage(fs, prefix)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,19 +60,44 @@ func Var(prefix, name string) string {
 	return prefix + "_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-func usage(fs *flag.FlagSet, prefix string) {
-	out := fs.Output()
-	fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
-	fs.VisitAll(func(f *flag.Flag) { printFlag(out, f, prefix) })
-	fmt.Fprintf(out, "\nEvery flag can also be set through the environment variable shown beside it;\na flag on the command line wins.\n")
+// SetUsage makes fs's help list its flags as chargeonce's commands write
+// them, "--name", each beside its environment variable under prefix; an
+// empty prefix is for a command whose flags have none.
+func SetUsage(fs *flag.FlagSet, prefix string) {
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+		fs.VisitAll(func(f *flag.Flag) { printFlag(out, f, prefix) })
+		if prefix != "" {
+			fmt.Fprintf(out, "\nEvery flag can also be set through the environment variable shown beside it;\na flag on the command line wins.\n")
+		}
+	}
 }
+
+// zeroDefaults are the defaults not worth printing, as the flag package
+// leaves them out: the zero values of the flag types.
+var zeroDefaults = []string{"", "0", "0s", "false", "[]"}
 
 func printFlag(out io.Writer, f *flag.Flag, prefix string) {
 	kind, text := flag.UnquoteUsage(f)
-	fmt.Fprintf(out, "  --%s %s\t(env %s)\n", f.Name, kind, Var(prefix, f.Name))
-	fmt.Fprintf(out, "    \t%s", strings.ReplaceAll(text, "\n", "\n    \t"))
-	if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+	fmt.Fprintf(out, "  --%s", f.Name)
+	if kind != "" {
+		fmt.Fprintf(out, " %s", kind)
+	}
+	if prefix != "" {
+		fmt.Fprintf(out, "\t(env %s)", Var(prefix, f.Name))
+	}
+	fmt.Fprintf(out, "\n    \t%s", strings.ReplaceAll(text, "\n", "\n    \t"))
+	// A usage that says its default in words ("default: the charge budget
+	// + 2s") says it better than the flag's value.
+	if !StatesDefault(text) && !slices.Contains(zeroDefaults, f.DefValue) {
 		fmt.Fprintf(out, " (default %q)", f.DefValue)
 	}
 	fmt.Fprintln(out)
+}
+
+// StatesDefault reports whether a flag's usage text names its default
+// itself, as "(default: …)" or "(default …)".
+func StatesDefault(usage string) bool {
+	return strings.Contains(usage, "(default")
 }

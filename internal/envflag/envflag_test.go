@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/internal/envflag"
+	"chargeonce/internal/helptext"
 )
 
 func newFlags() (*flag.FlagSet, *string, *time.Duration) {
@@ -96,4 +97,24 @@ func TestList_TakesRepeatedFlagsOrACommaListFromTheEnvironment(t *testing.T) {
 	require.Equal(t, envflag.List{"x", "y"}, l)
 	_, err = parse([]string{"--webhook-secret", "a,,b"}, nil)
 	require.ErrorContains(t, err, "empty value")
+}
+
+func TestSetUsage_WritesDoubleDashesAndEachDefaultOnce(t *testing.T) {
+	for _, prefix := range []string{"CHARGEONCE", ""} {
+		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+		fs.Duration("checkout-budget", 0, "how long a checkout waits (default: charge budget + 2s)")
+		fs.Duration("sweep-every", 30*time.Second, "period of the sweep")
+		fs.Float64("provider-rate", 1, "probability that a request misbehaves")
+		out := new(bytes.Buffer)
+		fs.SetOutput(out)
+		envflag.SetUsage(fs, prefix)
+		fs.Usage()
+		require.Empty(t, helptext.Faults(out.String()), "%s", out)
+		if prefix == "" {
+			require.Contains(t, out.String(), "--provider-rate float\n", "no environment column without a prefix")
+		}
+		require.Contains(t, out.String(), `period of the sweep (default "30s")`)
+		require.Contains(t, out.String(), `misbehaves (default "1")`, "a default of 1 is no zero value")
+		require.NotContains(t, out.String(), `"0s"`)
+	}
 }

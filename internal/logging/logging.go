@@ -40,7 +40,9 @@ func Discard() *slog.Logger {
 // A logger derived from the result with With(Own()) passes every record that
 // l passes: the payment story that the workflows write through the SDK's
 // logger must not be held to the SDK's floor.
-func AtLeast(l *slog.Logger, min slog.Level) *slog.Logger {
+//
+// min may be a *slog.LevelVar, so that a part can be quieted while it stops.
+func AtLeast(l *slog.Logger, min slog.Leveler) *slog.Logger {
 	return slog.New(levelFilter{l.Handler(), min})
 }
 
@@ -60,11 +62,11 @@ func isOwn(a slog.Attr) bool {
 
 type levelFilter struct {
 	slog.Handler
-	min slog.Level
+	min slog.Leveler
 }
 
 func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= f.min && f.Handler.Enabled(ctx, l)
+	return l >= f.min.Level() && f.Handler.Enabled(ctx, l)
 }
 
 func (f levelFilter) WithAttrs(as []slog.Attr) slog.Handler {

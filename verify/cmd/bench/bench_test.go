@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"math"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/helptext"
 )
 
 func TestPercentileMillis_NearestRank(t *testing.T) {
@@ -96,6 +99,14 @@ func TestParseOptions_Defaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, quickPhase, o.phase)
 	require.Equal(t, quickUnknown, o.unknown)
+}
+
+func TestParseOptions_HelpWritesFlagsWithTwoDashes(t *testing.T) {
+	var help bytes.Buffer
+	_, err := parseOptions([]string{"--help"}, &help)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Contains(t, help.String(), "  --quick\n")
+	require.Empty(t, helptext.Faults(help.String()))
 }
 
 func TestParseOptions_RefusesBadValues(t *testing.T) {

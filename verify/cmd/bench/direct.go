@@ -92,7 +92,7 @@ func (d *direct) charge(ctx context.Context, req provider.ChargeRequest) provide
 		if res.Sent {
 			// As in the activity, a failed log write does not change the
 			// outcome.
-			_ = d.store.LogProviderRequest(ctx, chargeonce.ProviderRequest{
+			_, _ = d.store.LogProviderRequest(ctx, chargeonce.ProviderRequest{
 				Key: req.Key, At: at, StatusCode: res.StatusCode, Outcome: string(res.Outcome),
 				Replayed: res.Replayed, Duration: res.Duration,
 			})

@@ -19,6 +19,8 @@ import (
 	"runtime/pprof"
 	"syscall"
 	"time"
+
+	"chargeonce/internal/envflag"
 )
 
 // options are the command-line settings of one run.
@@ -65,6 +67,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	envflag.SetUsage(fs, "")
 	fs.BoolVar(&o.quick, "quick", false, "short phases and 200 unknown outcomes (about 1-2 minutes)")
 	fs.StringVar(&o.out, "out", defaultOut, "where to write the results as JSON")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

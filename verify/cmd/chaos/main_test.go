@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"flag"
 	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
 )
 
 func TestRun_RefusesBadDatabaseFlagsBeforeBuildingAnything(t *testing.T) {
@@ -28,4 +31,12 @@ func TestRun_RefusesBadDatabaseFlagsBeforeBuildingAnything(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+func TestRun_HelpWritesFlagsWithTwoDashes(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, io.Discard, &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Contains(t, stderr.String(), "  --database-url URL")
+	require.Empty(t, helptext.Faults(stderr.String()))
 }

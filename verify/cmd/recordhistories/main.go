@@ -33,6 +33,7 @@ import (
 	"chargeonce"
 	"chargeonce/activities/activitiestest"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/envflag"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/provider"
 	"chargeonce/workflows"
@@ -159,6 +160,7 @@ func scenarios() []scenario {
 
 func main() {
 	out := flag.String("out", filepath.Join("workflows", "testdata"), "directory the histories are written to")
+	envflag.SetUsage(flag.CommandLine, "")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce/dev/stack"
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/cli"
+	"chargeonce/internal/helptext"
+	"chargeonce/provider/dialect"
+)
+
+func TestParseFlags_HelpSaysEachDefaultOnceWithTwoDashes(t *testing.T) {
+	var help bytes.Buffer
+	_, _, err := parseFlags([]string{"--help"}, func(string) string { return "" }, &help)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Empty(t, helptext.Faults(help.String()))
+	require.Contains(t, help.String(), fmt.Sprintf(`rate_limit modes (default "%v")`, fakeprovider.DefaultRate),
+		"--provider-rate starts where the fake provider's --rate does")
+	require.Contains(t, help.String(), "before it answers 202 pending (default: charge budget + 2s)\n")
+}
+
+func TestTryCommand_ReachesTheStackWithTheDialectsCard(t *testing.T) {
+	const plain = "go run ./starter checkout --amount 548.90 --currency TRY --card "
+	defaults := stack.Config{DataDir: cli.DevDataDir, ProviderAPI: dialect.IETF}
+	stripe := defaults
+	stripe.ProviderAPI = dialect.Stripe
+	elsewhere := defaults
+	elsewhere.DataDir = "/tmp/shop"
+	for _, tt := range []struct {
+		name   string
+		cfg    stack.Config
+		apiURL string
+		want   string
+	}{
+		{"defaults", defaults, "http://127.0.0.1:8080", plain + "tok_visa"},
+		{"Stripe's dialect", stripe, "http://127.0.0.1:8080", plain + "pm_card_visa"},
+		{"another port", defaults, "http://127.0.0.1:18080", plain + "tok_visa --api http://127.0.0.1:18080"},
+		{"another data directory", elsewhere, "http://127.0.0.1:8080", plain + `tok_visa --api-key "$(cat /tmp/shop/api.key)"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, tryCommand(tt.cfg, tt.apiURL, tt.cfg.DataDir+"/api.key"))
+		})
+	}
+}
