@@ -177,7 +177,7 @@ func (d *devProcess) stopWithARequestInFlight(t *testing.T) {
 	require.Contains(t, status, " 400 ", "the request in flight is answered before the API stops")
 	d.waitStopped(t)
 
-	require.Equal(t, "stopping: checkout API, waiting for 1 request in flight (up to 12s)…\n"+
+	require.Equal(t, "\nstopping: checkout API, waiting for 1 request in flight (up to 12s)…\n"+
 		"stopping: payment worker…\n"+
 		"stopping: Temporal server…\n"+
 		"stopping: fake provider…\n"+
