@@ -205,7 +205,7 @@ func (d *Dispatcher) deliver(ctx context.Context, dd store.DueDelivery) {
 // send POSTs the event of dd, signed at at, and returns the endpoint's
 // status; 0 and an error when no answer arrived.
 func (d *Dispatcher) send(ctx context.Context, dd store.DueDelivery, at time.Time) (int, error) {
-	secrets, err := liveSecrets(dd.Endpoint, at)
+	secrets, err := LiveSecrets(dd.Endpoint, at)
 	if err != nil {
 		return 0, err
 	}
@@ -232,9 +232,9 @@ func (d *Dispatcher) send(ctx context.Context, dd store.DueDelivery, at time.Tim
 	return resp.StatusCode, nil
 }
 
-// liveSecrets are the endpoint's secrets that sign at at: the current
+// LiveSecrets are the endpoint's secrets that sign at at: the current
 // one, and the previous one until it expires.
-func liveSecrets(e store.Endpoint, at time.Time) ([]webhook.Secret, error) {
+func LiveSecrets(e store.Endpoint, at time.Time) ([]webhook.Secret, error) {
 	current, err := webhook.ParseSecret(e.Secret)
 	if err != nil {
 		return nil, fmt.Errorf("the endpoint's secret: %w", err)

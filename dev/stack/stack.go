@@ -380,7 +380,7 @@ func (s *Stack) startReceiver(ctx context.Context, ln net.Listener) error {
 		if err != nil {
 			return nil, err
 		}
-		return endpointSecrets(e, time.Now())
+		return notify.LiveSecrets(e, time.Now())
 	}})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -388,16 +388,6 @@ func (s *Stack) startReceiver(ctx context.Context, ln net.Listener) error {
 	s.receiverS = serve.Start(ln, h)
 	s.closers = append(s.closers, s.receiverS.Shutdown)
 	return nil
-}
-
-// endpointSecrets are the secrets that sign the endpoint's events at now:
-// its secret, and the previous one until it expires.
-func endpointSecrets(e store.Endpoint, now time.Time) ([]webhook.Secret, error) {
-	live := []string{e.Secret}
-	if e.PreviousSecret != "" && e.PreviousSecretExpiresAt != nil && e.PreviousSecretExpiresAt.After(now) {
-		live = append(live, e.PreviousSecret)
-	}
-	return webhook.ParseSecrets(live)
 }
 
 // loadOrCreateAPIKey keeps a key with every scope in the data directory's
