@@ -153,10 +153,11 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	rows = append(rows,
 		[2]string{"payload codec", fmt.Sprintf("%s, for the token in %s (Authorization: Bearer)", s.CodecURL(), s.CodecTokenFile())},
 		[2]string{"provider events", fmt.Sprintf("%s, %s, signed with the secret %s %s", events, s.WebhookURL(), kept, s.WebhookSecretFile())},
-		// A part that dev adds (the receiver of the merchant's events)
-		// appends its row here.
-		[2]string{"API key", fmt.Sprintf("every scope, %s %s (the starter reads it from there)", made, s.APIKeyFile())},
 	)
+	if url := s.ReceiverURL(); url != "" {
+		rows = append(rows, [2]string{"event receiver", fmt.Sprintf("%s (endpoint %s), prints each signed event below", url, s.ReceiverEndpoint())})
+	}
+	rows = append(rows, [2]string{"API key", fmt.Sprintf("every scope, %s %s (the starter reads it from there)", made, s.APIKeyFile())})
 	fmt.Fprintf(w, "\nchargeonce dev stack is up (%.1fs), data in %s\n", took.Seconds(), cfg.DataDir)
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %-16s %s\n", r[0], r[1])
