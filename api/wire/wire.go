@@ -1,10 +1,11 @@
-// Package wire is the checkout API's wire format (docs/checkout-api.md): the
-// JSON bodies of its requests and answers, and its problem types. The API
-// writes these bodies, and its clients (the starter, the chaos customers,
-// the cluster benchmark) read them, from this one declaration, so that a
-// field renamed here is renamed for every one of them. The tests of each
-// side pin the JSON with literal bodies of their own, so a change here
-// that breaks the contract still fails them.
+// Package wire declares, in Go, the checkout API's wire format that
+// docs/openapi.json owns: the JSON bodies of its requests and answers, and
+// its problem types. The API writes these bodies and the Go client
+// (package client, which the starter, the chaos customers and the cluster
+// benchmark use) reads them, from this one declaration. A test holds every
+// type equal to its schema in the document, and the tests of each side
+// pin the JSON with literal bodies of their own, so a change here that
+// breaks the contract fails them.
 //
 // It imports only the standard library, so that a client links nothing of
 // the server.
