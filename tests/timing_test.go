@@ -15,6 +15,7 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/dev/stack"
 	"chargeonce/internal/codec"
+	"chargeonce/internal/openapitest"
 	"chargeonce/provider/dialect"
 	"chargeonce/worker"
 	"chargeonce/workflows"
@@ -43,7 +44,8 @@ func TestCheckout_RunsWithTheTimingThePaymentWorkerPublished(t *testing.T) {
 		defer cancel()
 		require.NoError(t, st.Close(ctx))
 	})
-	s := &checkoutStack{apiURL: st.APIURL(), apiKey: st.APIKey(), provider: st.Provider(), store: st.Store(), temporal: st.Client(), service: st.Checkout()}
+	s := &checkoutStack{apiURL: st.APIURL(), apiKey: st.APIKey(), provider: st.Provider(), store: st.Store(), temporal: st.Client(), service: st.Checkout(),
+		api: &http.Client{Timeout: testHTTP.Timeout, Transport: openapitest.Transport(t, nil)}}
 	id := s.createOrder(t, "548.90", "TRY")
 
 	refused := s.checkout(t, id, "tok_visa")
