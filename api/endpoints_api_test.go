@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
@@ -60,18 +59,11 @@ func endpointsSnapshot(t *testing.T, a *testAPI) []store.Endpoint {
 // payment.succeeded event, and returns the order's id.
 func paidOrderEvent(t *testing.T, a *testAPI) int64 {
 	t.Helper()
-	ctx := context.Background()
-	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")
-	require.NoError(t, err)
-	attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
-		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
-		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
-	})
-	require.NoError(t, err)
-	changed, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
+	attempt := a.openAttempt(t)
+	changed, err := a.store.SettleAttempt(context.Background(), attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
 	require.NoError(t, err)
 	require.True(t, changed)
-	return order.ID
+	return attempt.OrderID
 }
 
 func TestEventEndpoints_CreateShowsTheSecretOnceAndDisableAndEnableChangeTheStatus(t *testing.T) {

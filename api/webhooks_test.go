@@ -41,7 +41,7 @@ func startEventsAPI(t *testing.T) *eventsAPI {
 }
 
 // openAttempt stores an order with an open attempt, as a checkout does.
-func (a *eventsAPI) openAttempt(t *testing.T) store.Attempt {
+func (a *testAPI) openAttempt(t *testing.T) store.Attempt {
 	t.Helper()
 	ctx := context.Background()
 	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")

@@ -219,6 +219,8 @@ func TestEvents_AReceiverDownThenFailingThenBackGetsEveryEvent(t *testing.T) {
 
 	downSince := time.Now()
 	orders := s.eventOrders(t)
+	// The outage itself is the scenario: the receiver stays down a full
+	// minute of wall time, whatever the dispatcher tried meanwhile.
 	time.Sleep(time.Until(downSince.Add(time.Minute)))
 
 	// Back, but failing: a few tries are answered 500.
