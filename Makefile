@@ -66,7 +66,7 @@ bench:
 
 ## bench-stack: the whole stack under load against its references (about 5 minutes; BENCH_FLAGS=--quick for 2)
 bench-stack:
-	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
+	$(GO) run ./verify/cmd/bench --out bench-results.json $(BENCH_FLAGS)
 
 ## fuzz: a short run of every fuzz target (FUZZTIME=30s each by default)
 FUZZTIME ?= 30s

@@ -14,8 +14,15 @@ const (
 	// UpdateCharge asks the workflow for the outcome of the charge; it is
 	// the update of Update-With-Start from the checkout.
 	UpdateCharge = "charge"
-	// SignalProviderEvent tells the workflow that the provider reported a
-	// charge (a webhook), which ends reconciliation early.
+	// UpdateProviderEvent tells the workflow that the provider reported a
+	// charge (a webhook), which ends reconciliation early. It is an update,
+	// not a signal: a signal that arrives while the workflow's first task
+	// charges the card fails the task that would complete the workflow, so
+	// that its charge request is sent again, and the checkout's update is
+	// lost; an update waits for the next task, or ends with the workflow.
+	UpdateProviderEvent = "provider-event"
+	// SignalProviderEvent is what API processes of earlier releases send
+	// instead of UpdateProviderEvent; the workflow takes both.
 	SignalProviderEvent = "provider-event"
 	// QueryStatus returns the workflow's phase, next check time, number of
 	// checks and last error.

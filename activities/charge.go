@@ -16,6 +16,10 @@ type ChargeInput struct {
 	// Intent is the payment to charge; its Key goes out as the
 	// Idempotency-Key and its CardToken as the source.
 	Intent chargeonce.PaymentIntent `json:"Intent"`
+	// Settle makes Charge settle the attempt in the database as soon as the
+	// provider answers definitely, as RecordOutcome would, so that the
+	// workflow need not run RecordOutcome after it (ChargeResult.Recorded).
+	Settle bool `json:"Settle,omitempty"`
 }
 
 // ChargeResult is a definite answer from the provider.
@@ -30,6 +34,10 @@ type ChargeResult struct {
 	DeclineCode string `json:"DeclineCode"`
 	// Replayed reports that the provider answered from its idempotency store.
 	Replayed bool `json:"Replayed"`
+	// Recorded reports that Charge settled the attempt in the database
+	// (ChargeInput.Settle). When it could not, the answer stands all the
+	// same and Recorded is false: the workflow records it.
+	Recorded bool `json:"Recorded,omitempty"`
 }
 
 // maxDeadlineMargin bounds how much of an attempt's time is kept back from
@@ -101,15 +109,34 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 	}
 	log = a.exchanged(ctx, log, a.Store.LogProviderRequest, intent.Key, at, ex)
 
+	var result ChargeResult
 	switch res.Outcome {
 	case provider.Approved:
 		log.Info("payment approved by provider", "charge", res.ChargeID)
-		return ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: res.ChargeID, Replayed: res.Replayed}, nil
+		result = ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: res.ChargeID, Replayed: res.Replayed}
 	case provider.Declined:
 		log.Info("card declined", "charge", res.ChargeID, "decline_code", res.DeclineCode)
-		return ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}, nil
+		result = ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}
+	default:
+		return ChargeResult{}, requestError(ctx, log, ex)
 	}
-	return ChargeResult{}, requestError(ctx, log, ex)
+	if in.Settle {
+		result.Recorded = a.settleAnswer(ctx, log, intent.Key, result)
+	}
+	return result, nil
+}
+
+// settleAnswer settles the attempt with the provider's definite answer and
+// reports whether it did. A failure is logged and otherwise ignored: the
+// answer is known, and turning it into an error would send the request
+// again; the workflow records the answer instead.
+func (a *Activities) settleAnswer(ctx context.Context, log *slog.Logger, key string, result ChargeResult) bool {
+	in := RecordOutcomeInput{Key: key, Status: result.Status, ProviderPaymentID: result.ProviderPaymentID}
+	if _, err := a.recordOutcome(ctx, log, in); err != nil {
+		log.Warn("could not settle the attempt with the provider's answer; the workflow records it", "error", err)
+		return false
+	}
+	return true
 }
 
 // exchange is how one request to the provider, a charge or a refund, ended,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"go.temporal.io/sdk/activity"
 
@@ -136,6 +137,12 @@ func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (
 		return RecordOutcomeResult{}, nonRetryable(ErrTypeInvalidRequest, fmt.Sprintf("record outcome: %q is not a terminal attempt status", in.Status))
 	}
 	log := a.logger().With("key", in.Key, "status", string(in.Status), "attempt", activity.GetInfo(ctx).Attempt)
+	return a.recordOutcome(ctx, log, in)
+}
+
+// recordOutcome settles the attempt as in says, for RecordOutcome and for a
+// Charge that settles its own answer (ChargeInput.Settle).
+func (a *Activities) recordOutcome(ctx context.Context, log *slog.Logger, in RecordOutcomeInput) (RecordOutcomeResult, error) {
 	changed, err := a.Store.SettleAttempt(ctx, in.Key, in.Status, in.ProviderPaymentID, a.now())
 	if errors.Is(err, store.ErrNotFound) {
 		// The workflow logs the alert with this error's text.

@@ -310,7 +310,7 @@ func lateCharge(t *testing.T, env *activitiestest.Env, repaid bool) (chargeonce.
 	_, err := env.Store.SettleAttempt(ctx, first.Key, chargeonce.AttemptAbandoned, "", time.Now())
 	require.NoError(t, err)
 	if repaid {
-		second, decision, err := env.Store.GetOrStartAttempt(ctx, store.NewAttempt{
+		_, second, decision, err := env.Store.GetOrStartAttempt(ctx, store.NewAttempt{
 			OrderID: first.OrderID, CardHash: first.CardHash, Key: uuid.Must(uuid.NewV7()).String(),
 			ReferencePrefix: activitiestest.ReferencePrefix, Now: time.Now(), AbandonAfter: time.Hour,
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
 	"chargeonce"
@@ -46,7 +48,7 @@ func (a *testAPI) openAttempt(t *testing.T) store.Attempt {
 	ctx := context.Background()
 	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")
 	require.NoError(t, err)
-	attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
+	_, attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
 		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
 	})
@@ -54,11 +56,14 @@ func (a *testAPI) openAttempt(t *testing.T) store.Attempt {
 	return attempt
 }
 
-// expectSignal expects one provider-event signal to the attempt's workflow,
-// answered with err.
+// expectSignal expects one provider-event update to the attempt's
+// workflow, answered with err once it is accepted.
 func (a *eventsAPI) expectSignal(attempt store.Attempt, chargeID string, err error) {
-	a.temporal.On("SignalWorkflow", mock.Anything, workflows.WorkflowID(attempt.Key), "", chargeonce.SignalProviderEvent,
-		workflows.ProviderEvent{ChargeID: chargeID}).Return(err).Once()
+	a.temporal.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool {
+		return o.WorkflowID == workflows.WorkflowID(attempt.Key) && o.UpdateName == chargeonce.UpdateProviderEvent &&
+			o.UpdateID != "" && o.WaitForStage == client.WorkflowUpdateStageAccepted &&
+			reflect.DeepEqual(o.Args, []any{workflows.ProviderEvent{ChargeID: chargeID}})
+	})).Return(nil, err).Once()
 }
 
 func eventJSON(typ, chargeID, reference string) string {
@@ -252,4 +257,20 @@ func TestProviderEvent_BadSignatureOrEventIsRefusedAndStoresNothing(t *testing.T
 	}
 	require.Equal(t, "4", a.counted(t, "refused"))
 	require.Equal(t, "7", a.counted(t, "malformed"))
+}
+
+func TestProviderEvent_AWorkflowThatClosedMeanwhileSettledTheAttempt(t *testing.T) {
+	a := startEventsAPI(t)
+	attempt := a.openAttempt(t)
+	// The workflow settles the attempt and closes while the event is on its
+	// way: the update is aborted by the close.
+	a.temporal.On("UpdateWorkflow", mock.Anything, mock.Anything).Run(func(mock.Arguments) {
+		_, err := a.store.SettleAttempt(context.Background(), attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
+		require.NoError(t, err)
+	}).Return(nil, serviceerror.NewNotFound("workflow update was aborted by closing workflow")).Once()
+
+	status, result := a.deliver(t, "msg_1", eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "settled", result)
+	require.Equal(t, "1", a.counted(t, "settled"))
 }

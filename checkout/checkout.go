@@ -87,7 +87,8 @@ const (
 )
 
 // Result is the answer of a checkout, with the order and the attempt as the
-// database holds them once the answer is known.
+// outcome leaves them: their statuses and charge ids are those the database
+// holds once the answer is known, their times those the checkout read.
 type Result struct {
 	Outcome Outcome
 	// Order is the order; its Status is the one the outcome leaves it in,
@@ -282,7 +283,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 	if err != nil {
 		return Result{}, fmt.Errorf("checkout: issue idempotency key: %w", err)
 	}
-	attempt, decision, err := s.store.GetOrStartAttempt(ctx, store.NewAttempt{
+	order, attempt, decision, err := s.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID:         orderID,
 		CardHash:        s.hasher.Hash(cardToken),
 		Key:             key,
@@ -300,9 +301,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 	switch decision {
 	case store.DecisionAlreadyPaid:
 		log.Info("order already paid; nothing charged")
-		res, err := s.load(ctx, orderID, attempt.Key)
-		res.Outcome, res.AlreadyPaid = OutcomePaid, true
-		return res, err
+		return Result{Outcome: OutcomePaid, Order: order, Attempt: attempt, AlreadyPaid: true}, nil
 	case store.DecisionConflict:
 		log.Warn("checkout refused: an open attempt with another card or amount is still being verified")
 		return Result{}, fmt.Errorf("%w: order %d, open attempt %s", ErrConflict, orderID, attempt.Key)
@@ -316,12 +315,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 	default:
 		return Result{}, fmt.Errorf("checkout: order %d: unknown store decision %q", orderID, decision)
 	}
-
-	order, _, err := s.store.GetOrder(ctx, orderID)
-	if err != nil {
-		return Result{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
-	}
-	return s.charge(ctx, log, timing, s.intent(order, attempt, cardToken))
+	return s.charge(ctx, log, timing, Result{Order: order, Attempt: attempt}, cardToken)
 }
 
 // charge asks the intent's workflow to charge, joined with every other
@@ -335,10 +329,11 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 // began it, so that this client going away does not cut the answer short
 // for the others; it is bounded by the budget all the same. A checkout whose
 // own context ends first answers from the database, as it would had its
-// update failed.
-func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, intent chargeonce.PaymentIntent) (Result, error) {
-	joined := s.updates.DoChan(intent.Key, func() (any, error) {
-		return s.update(context.WithoutCancel(ctx), log, timing, intent)
+// update failed. base holds the order and the attempt as the checkout's
+// transaction left them.
+func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string) (Result, error) {
+	joined := s.updates.DoChan(base.Attempt.Key, func() (any, error) {
+		return s.update(context.WithoutCancel(ctx), log, timing, base, cardToken)
 	})
 	select {
 	case r := <-joined:
@@ -349,37 +344,42 @@ func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows
 		return res, r.Err
 	case <-ctx.Done():
 		log.Info("the checkout ended before the payment workflow answered, answering from the database", "error", ctx.Err())
-		return s.result(ctx, log, intent, nil)
+		return s.result(ctx, log, base, nil)
 	}
 }
 
-// update runs Update-With-Start for the intent under the published timing,
-// and turns its answer, or the lack of one, into a Result.
-func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, intent chargeonce.PaymentIntent) (Result, error) {
+// update runs Update-With-Start for the attempt of base under the published
+// timing, and turns its answer, or the lack of one, into a Result.
+func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string) (Result, error) {
+	intent := s.intent(base.Order, base.Attempt, cardToken)
 	start := s.temporal.NewWithStartWorkflowOperation(s.startOptions(intent), workflows.PaymentWorkflow,
 		workflows.PaymentInput{Intent: intent, Timing: timing})
 	var payment workflows.PaymentResult
-	err := UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
+	started, err := UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
 		UpdateName: chargeonce.UpdateCharge,
 		Args:       []any{workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash}},
-	}, &payment, func() { s.markStarted(ctx, log, intent.Key) })
+	}, &payment)
+	if started && (err != nil || !payment.Status.Terminal()) {
+		// Only an attempt still open must be kept from the sweep.
+		s.markStarted(ctx, log, intent.Key)
+	}
 
 	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case err == nil:
-		return s.result(ctx, log, intent, &payment)
+		return s.result(ctx, log, base, &payment)
 	case errors.As(err, &alreadyStarted):
 		// REJECT_DUPLICATE: the workflow of this key has closed, so the
 		// attempt has settled and the database holds its outcome.
 		log.Info("payment workflow already closed; answering from the database")
 		s.markStarted(ctx, log, intent.Key)
-		return s.result(ctx, log, intent, nil)
+		return s.result(ctx, log, base, nil)
 	default:
 		// The key is stored, so nothing is lost: the attempt stays open,
 		// and the workflow (started now or by the sweep) or a retry with
 		// the same card settles it.
 		log.Warn("no answer from the payment workflow, answering from the database", "error", err)
-		return s.result(ctx, log, intent, nil)
+		return s.result(ctx, log, base, nil)
 	}
 }
 
@@ -388,23 +388,27 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 // within budget. It is the one way the checkout and the refunds reach their
 // workflows.
 //
-// started runs as soon as the server accepts the start, not when the update
-// answers, so that the outbox sweep leaves the row alone even when the
-// answer outlives the budget. Should it be missed, the sweep starts the
-// workflow again, which is harmless: the ID is the key. An error that is a
-// *serviceerror.WorkflowExecutionAlreadyStarted means that the workflow of
-// the ID has closed (REJECT_DUPLICATE), so the database holds its outcome.
+// started reports whether the server accepted the start, even when no
+// answer came. The caller then records that the workflow runs, unless the
+// answer settled the row, which takes it out of the outbox anyway: a paid
+// checkout writes nothing for it. The sweep leaves rows younger than the
+// budget alone, so it does not race a caller still waiting; should it
+// start a workflow all the same, that is harmless, because the ID is the
+// key. An error that is a *serviceerror.WorkflowExecutionAlreadyStarted
+// means that the workflow of the ID has closed (REJECT_DUPLICATE), so the
+// database holds its outcome.
 func UpdateWithStart(ctx context.Context, c client.Client, budget time.Duration, start client.WithStartWorkflowOperation,
-	update client.UpdateWorkflowOptions, answer any, started func()) error {
+	update client.UpdateWorkflowOptions, answer any) (started bool, err error) {
 	waitCtx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	// The start's outcome is set only when the server accepts the start,
+	// so it is watched while the update runs rather than asked for after.
 	startCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		if _, err := start.Get(startCtx); err == nil {
-			started()
-		}
+		_, err := start.Get(startCtx)
+		started = err == nil
 	}()
 	update.WaitForStage = client.WorkflowUpdateStageCompleted
 	handle, err := c.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
@@ -416,32 +420,38 @@ func UpdateWithStart(ctx context.Context, c client.Client, budget time.Duration,
 	}
 	stopWatching()
 	<-watched
-	return err
+	return started, err
 }
 
-// result builds the answer of a checkout from the order and the attempt as
-// the database holds them. payment is the workflow's answer to the charge
-// update, or nil when it gave none and the attempt's stored status is all
-// there is.
-func (s *Service) result(ctx context.Context, log *slog.Logger, intent chargeonce.PaymentIntent, payment *workflows.PaymentResult) (Result, error) {
-	// The caller may have given up; the answer is still read, briefly.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	res, err := s.load(ctx, intent.OrderID, intent.Key)
-	if err != nil {
-		return Result{}, err
-	}
-	status := res.Attempt.Status
-	if payment != nil {
-		status = payment.Status
+// result builds the answer of a checkout. payment is the workflow's answer
+// to the charge update, which the workflow recorded in the database before
+// it answered: the answer moves the order and the attempt of base to where
+// the database holds them now, with no read. Without an answer (nil), the
+// attempt's stored status is all there is, and it is read.
+func (s *Service) result(ctx context.Context, log *slog.Logger, base Result, payment *workflows.PaymentResult) (Result, error) {
+	res := base
+	if payment == nil {
+		// The caller may have given up; the answer is still read, briefly.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		var err error
+		if res, err = s.load(ctx, base.Order.ID, base.Attempt.Key); err != nil {
+			return Result{}, err
+		}
+	} else {
+		res.Attempt.Status = payment.Status
 		// The decline code lives in the workflow's answer, not the database.
 		res.DeclineCode = payment.DeclineCode
-		if res.Attempt.ProviderPaymentID == "" {
+		if payment.ProviderPaymentID != "" {
 			// The provider's answer stands even where recording it failed.
 			res.Attempt.ProviderPaymentID = payment.ProviderPaymentID
 		}
 	}
+	status := res.Attempt.Status
 	res.Order.Status = chargeonce.OrderStatusAfter(status)
+	if res.Order.Status == chargeonce.OrderPaid && res.Order.ProviderPaymentID == "" {
+		res.Order.ProviderPaymentID = res.Attempt.ProviderPaymentID
+	}
 	switch status {
 	case chargeonce.AttemptSucceeded:
 		res.Outcome = OutcomePaid
@@ -456,7 +466,7 @@ func (s *Service) result(ctx context.Context, log *slog.Logger, intent chargeonc
 	case chargeonce.AttemptAbandoned:
 		return Result{}, errAbandonedMeanwhile
 	default:
-		return Result{}, fmt.Errorf("checkout: order %d: attempt %s has unknown status %q", intent.OrderID, intent.Key, status)
+		return Result{}, fmt.Errorf("checkout: order %d: attempt %s has unknown status %q", base.Order.ID, base.Attempt.Key, status)
 	}
 	log.Debug("checkout answered", "outcome", res.Outcome, "charge", res.Attempt.ProviderPaymentID, "decline_code", res.DeclineCode)
 	return res, nil

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"chargeonce"
 	"chargeonce/internal/webhook"
@@ -86,7 +88,7 @@ type ProviderEvent struct {
 	Payload []byte
 }
 
-// signalTimeout bounds the signal to the workflow, so that a provider
+// signalTimeout bounds telling the workflow, so that a provider
 // waiting for the answer hears 503 and delivers again, rather than timing
 // out, while Temporal is unreachable.
 const signalTimeout = 5 * time.Second
@@ -156,27 +158,50 @@ func (s *Service) signalAttempt(ctx context.Context, ev store.ProviderEvent) (Ev
 	}
 	log = log.With("key", a.Key, "order", a.OrderID)
 	if a.Status != chargeonce.AttemptOpen {
-		if ev.Type != webhook.EventChargeSucceeded || (a.Status == chargeonce.AttemptSucceeded && a.ProviderPaymentID == ev.ChargeID) {
-			log.Info("provider event for a settled attempt, nothing changes", "status", a.Status)
-			return EventSettled, nil
-		}
-		if s.refunds == nil {
-			log.Warn("a charge succeeded for an attempt that settled without it, and no refund service repairs it here; the settlement will", "status", a.Status)
-			return EventLateChargeUnverified, nil
-		}
-		return s.refunds.RepairLateCharge(ctx, a, ev.ChargeID)
+		return s.settledAttemptEvent(ctx, log, a, ev)
 	}
 	sctx, cancel := context.WithTimeout(ctx, signalTimeout)
 	defer cancel()
-	err = s.temporal.SignalWorkflow(sctx, workflows.WorkflowID(a.Key), "", chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: ev.ChargeID})
+	// The event's ID makes a redelivery the same update.
+	_, err = s.temporal.UpdateWorkflow(sctx, client.UpdateWorkflowOptions{
+		UpdateID:     ev.ID,
+		WorkflowID:   workflows.WorkflowID(a.Key),
+		UpdateName:   chargeonce.UpdateProviderEvent,
+		Args:         []any{workflows.ProviderEvent{ChargeID: ev.ChargeID}},
+		WaitForStage: client.WorkflowUpdateStageAccepted,
+	})
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &notFound):
+		// The workflow never ran, or closed since the attempt was read:
+		// then it settled the attempt before it closed.
+		a, err := s.store.AttemptByReference(ctx, ev.MerchantReference)
+		if err != nil {
+			return "", fmt.Errorf("checkout: provider event: %w", err)
+		}
+		if a.Status != chargeonce.AttemptOpen {
+			return s.settledAttemptEvent(ctx, log, a, ev)
+		}
 		log.Warn("provider event for an open attempt whose workflow does not run")
 		return EventNoWorkflow, nil
 	case err != nil:
-		return "", fmt.Errorf("checkout: provider event %s: signal the payment workflow: %w", ev.ID, err)
+		return "", fmt.Errorf("checkout: provider event %s: tell the payment workflow: %w", ev.ID, err)
 	}
 	log.Info("provider event: the payment workflow looks the charge up at once")
 	return EventSignaled, nil
+}
+
+// settledAttemptEvent handles a charge's event for an attempt that has
+// settled: nothing changes, unless a charge succeeded that the attempt did
+// not settle with, which is repaired.
+func (s *Service) settledAttemptEvent(ctx context.Context, log *slog.Logger, a store.Attempt, ev store.ProviderEvent) (EventResult, error) {
+	if ev.Type != webhook.EventChargeSucceeded || (a.Status == chargeonce.AttemptSucceeded && a.ProviderPaymentID == ev.ChargeID) {
+		log.Info("provider event for a settled attempt, nothing changes", "status", a.Status)
+		return EventSettled, nil
+	}
+	if s.refunds == nil {
+		log.Warn("a charge succeeded for an attempt that settled without it, and no refund service repairs it here; the settlement will", "status", a.Status)
+		return EventLateChargeUnverified, nil
+	}
+	return s.refunds.RepairLateCharge(ctx, a, ev.ChargeID)
 }

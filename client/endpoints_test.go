@@ -91,7 +91,7 @@ func paidOrder(t *testing.T, a *testAPI) string {
 	ctx := context.Background()
 	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
 	require.NoError(t, err)
-	attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
+	_, attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
 		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
 	})

@@ -127,7 +127,7 @@ func (f *fixture) declined(t *testing.T) int64 {
 	require.NoError(t, err)
 	key, err := uuid.NewV7()
 	require.NoError(t, err)
-	a, _, err := f.s.GetOrStartAttempt(ctx, store.NewAttempt{OrderID: o.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"),
+	_, a, _, err := f.s.GetOrStartAttempt(ctx, store.NewAttempt{OrderID: o.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"),
 		Key: key.String(), ReferencePrefix: "shop", Now: time.Now(), AbandonAfter: time.Hour})
 	require.NoError(t, err)
 	changed, err := f.s.SettleAttempt(ctx, a.Key, chargeonce.AttemptDeclined, "", time.Now())

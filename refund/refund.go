@@ -323,10 +323,14 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 	start := s.temporal.NewWithStartWorkflowOperation(startOptions(r.Key), workflows.RefundWorkflow,
 		workflows.RefundInput{Intent: r.RefundIntent, Timing: timing})
 	var answer workflows.RefundResult
-	err := checkout.UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
+	started, err := checkout.UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
 		UpdateName: chargeonce.UpdateRefund,
 		Args:       []any{workflows.RefundUpdate{Key: r.Key}},
-	}, &answer, func() { s.markStarted(ctx, log, r.Key) })
+	}, &answer)
+	if started && (err != nil || !answer.Status.Settled()) {
+		// Only a refund still pending must be kept from the sweep.
+		s.markStarted(ctx, log, r.Key)
+	}
 
 	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {

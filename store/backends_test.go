@@ -157,7 +157,7 @@ func newAttempt(t testing.TB, orderID int64, cardHash string, now time.Time) sto
 // checkout runs GetOrStartAttempt with a fresh key, as the checkout does.
 func checkout(t testing.TB, s store.Store, orderID int64, cardHash string, now time.Time) (store.Attempt, store.Decision) {
 	t.Helper()
-	a, d, err := s.GetOrStartAttempt(context.Background(), newAttempt(t, orderID, cardHash, now))
+	_, a, d, err := s.GetOrStartAttempt(context.Background(), newAttempt(t, orderID, cardHash, now))
 	require.NoError(t, err)
 	return a, d
 }

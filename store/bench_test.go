@@ -17,13 +17,13 @@ func BenchmarkGetOrStartAttempt_Reuse(b *testing.B) {
 	s := openStore(b, "sqlite:"+filepath.Join(b.TempDir(), "store.db"))
 	order := newOrder(b, s)
 	n := newAttempt(b, order.ID, card("visa"), base)
-	first, d, err := s.GetOrStartAttempt(context.Background(), n)
+	_, first, d, err := s.GetOrStartAttempt(context.Background(), n)
 	require.NoError(b, err)
 	require.Equal(b, store.DecisionCreated, d)
 
 	b.ReportAllocs()
 	for b.Loop() {
-		a, d, err := s.GetOrStartAttempt(context.Background(), n)
+		_, a, d, err := s.GetOrStartAttempt(context.Background(), n)
 		if err != nil || d != store.DecisionReused || a.Key != first.Key {
 			b.Fatalf("got %s %s %v, want the reused attempt %s", a.Key, d, err, first.Key)
 		}
@@ -73,7 +73,7 @@ func benchRefund(b *testing.B, s store.Store) store.NewRefund {
 	ctx := context.Background()
 	order, err := s.CreateOrder(ctx, chargeonce.Money{Minor: 1 << 40, Currency: "TRY"}, "Collected works")
 	require.NoError(b, err)
-	a, _, err := s.GetOrStartAttempt(ctx, newAttempt(b, order.ID, card("visa"), base))
+	_, a, _, err := s.GetOrStartAttempt(ctx, newAttempt(b, order.ID, card("visa"), base))
 	require.NoError(b, err)
 	_, err = s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "ch_bench", base)
 	require.NoError(b, err)
@@ -101,7 +101,7 @@ func BenchmarkSettleAttempt(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				order := newOrder(b, s)
-				a, _, err := s.GetOrStartAttempt(ctx, newAttempt(b, order.ID, card("visa"), base))
+				_, a, _, err := s.GetOrStartAttempt(ctx, newAttempt(b, order.ID, card("visa"), base))
 				require.NoError(b, err)
 				b.StartTimer()
 				if changed, err := s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "ch_bench", base); err != nil || !changed {

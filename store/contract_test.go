@@ -35,7 +35,7 @@ func TestStore_ConcurrentCheckoutsOfOneOrderShareOneAttempt(t *testing.T) {
 			n := newAttempt(t, order.ID, card("visa"), base)
 			wg.Go(func() {
 				<-start
-				a, d, err := s.GetOrStartAttempt(context.Background(), n)
+				_, a, d, err := s.GetOrStartAttempt(context.Background(), n)
 				results[i] = result{a, d, err}
 			})
 		}
@@ -64,7 +64,7 @@ func TestStore_NewAttemptIsStoredBeforeAnyRequest(t *testing.T) {
 		order := newOrder(t, s)
 		n := newAttempt(t, order.ID, card("visa"), base)
 
-		a, d, err := s.GetOrStartAttempt(context.Background(), n)
+		returned, a, d, err := s.GetOrStartAttempt(context.Background(), n)
 		require.NoError(t, err)
 		require.Equal(t, store.DecisionCreated, d)
 		require.Equal(t, store.Attempt{
@@ -85,6 +85,7 @@ func TestStore_NewAttemptIsStoredBeforeAnyRequest(t *testing.T) {
 		o, _ := getOrder(t, s, order.ID)
 		require.Equal(t, chargeonce.OrderPaymentPending, o.Status)
 		require.Equal(t, stored(base), o.UpdatedAt)
+		require.Equal(t, o, returned, "the order returned is the order as stored")
 	})
 }
 
@@ -218,11 +219,11 @@ func TestStore_KeyOfAnotherAttemptIsAConflict(t *testing.T) {
 		s := openStore(t, dsn)
 		first, second := newOrder(t, s), newOrder(t, s)
 		n := newAttempt(t, first.ID, card("visa"), base)
-		_, _, err := s.GetOrStartAttempt(context.Background(), n)
+		_, _, _, err := s.GetOrStartAttempt(context.Background(), n)
 		require.NoError(t, err)
 
 		n.OrderID = second.ID
-		_, _, err = s.GetOrStartAttempt(context.Background(), n)
+		_, _, _, err = s.GetOrStartAttempt(context.Background(), n)
 		require.ErrorIs(t, err, store.ErrConflict)
 
 		o, attempts := getOrder(t, s, second.ID)
@@ -282,7 +283,7 @@ func TestStore_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 		for _, c := range cases {
 			n := newAttempt(t, order.ID, card("visa"), base)
 			c.change(&n)
-			_, _, err := s.GetOrStartAttempt(ctx, n)
+			_, _, _, err := s.GetOrStartAttempt(ctx, n)
 			require.Error(t, err, c.name)
 		}
 
@@ -323,7 +324,7 @@ func TestStore_UnknownOrderOrAttemptIsNotFound(t *testing.T) {
 
 		_, _, err := s.GetOrder(ctx, 999999)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		_, _, err = s.GetOrStartAttempt(ctx, newAttempt(t, 999999, card("visa"), base))
+		_, _, _, err = s.GetOrStartAttempt(ctx, newAttempt(t, 999999, card("visa"), base))
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = s.GetAttempt(ctx, unknown)
 		require.ErrorIs(t, err, store.ErrNotFound)
@@ -392,7 +393,7 @@ func TestStore_TimesRoundTripExactly(t *testing.T) {
 		order := newOrder(t, s)
 		n := newAttempt(t, order.ID, card("visa"), base)
 		n.AbandonAfter = 90*time.Minute + 123456789*time.Nanosecond
-		a, _, err := s.GetOrStartAttempt(ctx, n)
+		_, a, _, err := s.GetOrStartAttempt(ctx, n)
 		require.NoError(t, err)
 		require.Equal(t, stored(base), a.CreatedAt)
 		require.Equal(t, stored(base.Add(n.AbandonAfter)), a.AbandonAt)
@@ -491,7 +492,7 @@ func TestStore_CorruptRowIsAnErrorNotAWrongAmount(t *testing.T) {
 		_, err := s.GetAttempt(ctx, a.Key)
 		require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency)
 		require.ErrorContains(t, err, "corrupt")
-		_, _, err = s.GetOrStartAttempt(ctx, newAttempt(t, order.ID, card("visa"), base))
+		_, _, _, err = s.GetOrStartAttempt(ctx, newAttempt(t, order.ID, card("visa"), base))
 		require.ErrorIs(t, err, chargeonce.ErrInvalidCurrency, "a checkout never decides on a corrupt attempt")
 
 		rawExec(t, dsn, `UPDATE orders SET currency = 'ZZZ' WHERE id = $1`, order.ID)

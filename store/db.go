@@ -213,47 +213,48 @@ func loadRequests(ctx context.Context, q querier, it intentTables, column string
 	return logs, nil
 }
 
-func (s *db) GetOrStartAttempt(ctx context.Context, n NewAttempt) (Attempt, Decision, error) {
+func (s *db) GetOrStartAttempt(ctx context.Context, n NewAttempt) (Order, Attempt, Decision, error) {
 	if err := n.validate(); err != nil {
-		return Attempt{}, "", err
+		return Order{}, Attempt{}, "", err
 	}
 	var (
+		o Order
 		a Attempt
 		d Decision
 	)
 	err := s.txs.inTx(ctx, true, func(q querier) error {
 		var err error
-		a, d, err = s.getOrStart(ctx, q, n)
+		o, a, d, err = s.getOrStart(ctx, q, n)
 		return err
 	})
 	if err != nil {
-		return Attempt{}, "", fmt.Errorf("store: checkout of order %d: %w", n.OrderID, err)
+		return Order{}, Attempt{}, "", fmt.Errorf("store: checkout of order %d: %w", n.OrderID, err)
 	}
-	return a, d, nil
+	return o, a, d, nil
 }
 
-func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Attempt, Decision, error) {
+func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Order, Attempt, Decision, error) {
 	order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, n.OrderID)
 	if err != nil {
-		return Attempt{}, "", err
+		return Order{}, Attempt{}, "", err
 	}
 	if order.Status.Paid() {
 		// Refunded in part or in whole, it was paid all the same: it is
 		// never offered for payment again.
 		a, err := payingAttempt(ctx, q, order)
-		return a, DecisionAlreadyPaid, err
+		return order, a, DecisionAlreadyPaid, err
 	}
 	for range getOrStartPasses {
 		attempts, err := queryAll(ctx, q, scanAttempt,
 			`SELECT `+attemptColumns+` FROM payment_attempts WHERE order_id = $1 ORDER BY created_at, idempotency_key`, n.OrderID)
 		if err != nil {
-			return Attempt{}, "", err
+			return Order{}, Attempt{}, "", err
 		}
 		if a, d, decided := decide(order, attempts, n.CardHash); decided {
-			return a, d, nil
+			return order, a, d, nil
 		}
 		if order.Status != chargeonce.OrderPlaced {
-			return Attempt{}, "", fmt.Errorf("the order is %s with no open or failed attempt, so it cannot take a new one", order.Status)
+			return Order{}, Attempt{}, "", fmt.Errorf("the order is %s with no open or failed attempt, so it cannot take a new one", order.Status)
 		}
 		inserted, err := q.exec(ctx,
 			`INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed,
@@ -263,28 +264,28 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Attempt, 
 			n.Key, n.OrderID, order.Amount.Minor, order.Amount.Currency, n.CardHash,
 			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)))
 		if s.d.uniqueViolation(err) {
-			return Attempt{}, "", fmt.Errorf("%w: key %s or its merchant reference already belongs to another attempt", ErrConflict, n.Key)
+			return Order{}, Attempt{}, "", fmt.Errorf("%w: key %s or its merchant reference already belongs to another attempt", ErrConflict, n.Key)
 		}
 		if err != nil {
-			return Attempt{}, "", err
+			return Order{}, Attempt{}, "", err
 		}
 		if inserted == 0 {
 			// An open attempt committed by a writer that did not lock the
 			// order: read again and decide on it.
 			continue
 		}
-		updated, err := q.exec(ctx, `UPDATE orders SET status = 'payment_pending', updated_at = $2 WHERE id = $1 AND status = 'placed'`,
-			n.OrderID, s.t(n.Now))
-		if err != nil {
-			return Attempt{}, "", err
+		order, err = queryOne(ctx, q, scanOrder, `UPDATE orders SET status = 'payment_pending', updated_at = $2
+			WHERE id = $1 AND status = 'placed' RETURNING `+orderColumns, n.OrderID, s.t(n.Now))
+		if errors.Is(err, ErrNotFound) {
+			return Order{}, Attempt{}, "", errors.New("the order changed while it was locked")
 		}
-		if updated != 1 {
-			return Attempt{}, "", errors.New("the order changed while it was locked")
+		if err != nil {
+			return Order{}, Attempt{}, "", err
 		}
 		a, err := queryOne(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts WHERE idempotency_key = $1`, n.Key)
-		return a, DecisionCreated, err
+		return order, a, DecisionCreated, err
 	}
-	return Attempt{}, "", fmt.Errorf("another open attempt kept appearing and settling; gave up after %d reads", getOrStartPasses)
+	return Order{}, Attempt{}, "", fmt.Errorf("another open attempt kept appearing and settling; gave up after %d reads", getOrStartPasses)
 }
 
 // payingAttempt returns the attempt whose charge paid the order: the one

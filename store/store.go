@@ -177,9 +177,10 @@ type Store interface {
 	// failed attempt and no open one needs review; otherwise a new attempt
 	// with the given key is inserted, the order becomes payment_pending,
 	// and the decision is created.
-	// Concurrent calls for one order never create two open attempts. The
-	// attempt returned carries no Requests.
-	GetOrStartAttempt(ctx context.Context, n NewAttempt) (Attempt, Decision, error)
+	// Concurrent calls for one order never create two open attempts. It
+	// returns the order as the transaction leaves it, and the attempt,
+	// which carries no Requests.
+	GetOrStartAttempt(ctx context.Context, n NewAttempt) (Order, Attempt, Decision, error)
 	// MarkWorkflowStarted records that the attempt's workflow runs, which
 	// takes it out of the outbox.
 	MarkWorkflowStarted(ctx context.Context, key string) error

@@ -152,7 +152,7 @@ func pastAttempt(t *testing.T) (store.Store, store.Attempt) {
 	require.NoError(t, err)
 	o, err := st.CreateOrder(t.Context(), amount, "forgotten")
 	require.NoError(t, err)
-	a, decision, err := st.GetOrStartAttempt(t.Context(), store.NewAttempt{
+	_, a, decision, err := st.GetOrStartAttempt(t.Context(), store.NewAttempt{
 		OrderID:         o.ID,
 		CardHash:        chargeonce.LegacyCardHash("tok_visa"),
 		Key:             "0199aaaa-0000-7000-8000-000000000001",

@@ -61,9 +61,9 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 			`{"phase": "reconciling", "nextCheckAt": "2026-03-14T10:00:00Z", "checks": 2, "lastError": "timeout"}`},
 
 		// The payment's activities.
-		{"ChargeInput", activities.ChargeInput{Intent: intent}, `{"Intent": ` + intentJSON + `}`},
-		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", Replayed: true},
-			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "Replayed": true}`},
+		{"ChargeInput", activities.ChargeInput{Intent: intent, Settle: true}, `{"Intent": ` + intentJSON + `, "Settle": true}`},
+		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", Replayed: true, Recorded: true},
+			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "Replayed": true, "Recorded": true}`},
 		{"FindChargeInput", activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: amount},
 			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "MerchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
 			"Amount": {"minor": 54890, "currency": "TRY"}}`},

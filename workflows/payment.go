@@ -113,7 +113,8 @@ type Status struct {
 	LastError string `json:"lastError,omitempty"`
 }
 
-// ProviderEvent is the payload of the "provider-event" signal: the provider
+// ProviderEvent is the payload of the "provider-event" update (and of the
+// signal of the same name that earlier API processes send): the provider
 // reported a charge (by webhook). The workflow trusts but verifies: the
 // signal only makes it look the attempt up at once.
 type ProviderEvent struct {
@@ -150,9 +151,9 @@ var acts *activities.Activities
 // PaymentWorkflow charges one payment intent exactly once.
 //
 // Charge phase: the Charge activity sends the charge with the intent's key,
-// one activity execution per request, every RetryInterval (or after the
-// provider's Retry-After) within ChargeBudget. An approval or a decline
-// settles the attempt. A contract violation settles it as failed, for a
+// one local activity execution per request, every RetryInterval (or after
+// the provider's Retry-After) within ChargeBudget. An approval or a decline
+// settles the attempt, which the same execution records in the database. A contract violation settles it as failed, for a
 // human. When the budget ends and no request can have been processed, it
 // settles as not_processed at once: nothing was charged, and there is
 // nothing to reconcile. Anything else leaves the outcome unknown. A run
@@ -165,7 +166,7 @@ var acts *activities.Activities
 // succeeded, only failed charges as declined, and no charge at the deadline
 // as abandoned.
 // A "charge" update re-sends the charge at once with the same key; a
-// "provider-event" signal makes the lookup happen at once.
+// "provider-event" update (or signal) makes the lookup happen at once.
 //
 // The workflow returns the outcome; it fails only for an input it cannot
 // run, never for a payment outcome.
@@ -285,15 +286,27 @@ func (p *payment) registerHandlers(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: p.validateCharge}); err != nil {
 		return fmt.Errorf("register the charge update: %w", err)
 	}
+	if err := workflow.SetUpdateHandler(ctx, chargeonce.UpdateProviderEvent, func(_ workflow.Context, ev ProviderEvent) error {
+		p.providerEvent(ev)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("register the provider-event update: %w", err)
+	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		events := workflow.GetSignalChannel(ctx, chargeonce.SignalProviderEvent)
 		var ev ProviderEvent
 		for events.Receive(ctx, &ev) {
-			p.log.Info("provider reported a charge, looking the attempt up at once", "charge", ev.ChargeID)
-			p.checkNow = true
+			p.providerEvent(ev)
 		}
 	})
 	return nil
+}
+
+// providerEvent makes the next lookup happen at once: the provider reported
+// a charge.
+func (p *payment) providerEvent(ev ProviderEvent) {
+	p.log.Info("provider reported a charge, looking the attempt up at once", "charge", ev.ChargeID)
+	p.checkNow = true
 }
 
 // chargePhase sends the charge and settles a definite outcome. An unknown
@@ -301,9 +314,13 @@ func (p *payment) registerHandlers(ctx workflow.Context) error {
 func (p *payment) chargePhase(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Charging %s with key %s: waiting for the provider's answer until %s at the latest.",
 		p.intent.Amount, p.intent.Key, formatTime(workflow.Now(ctx).Add(p.timing.ChargeBudget))))
-	r, err := p.charge(ctx)
+	r, recorded, err := p.charge(ctx)
 	if err != nil {
 		return err
+	}
+	if recorded {
+		p.complete(ctx, r)
+		return nil
 	}
 	if r.Status == chargeonce.AttemptNotProcessed {
 		p.log.Warn("the provider processed no charge request of the attempt: nothing was charged, the attempt is settled not_processed and the order may be paid again", "error", p.status.LastError)
@@ -339,12 +356,24 @@ func (p *payment) startWithoutToken(ctx workflow.Context) error {
 	return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptNotProcessed, Message: "no card token: nothing was sent and nothing was charged"})
 }
 
+// changeLocalCharge is the workflow.GetVersion change that made each charge
+// request a local activity, which also records a definite answer in the
+// database, instead of an activity followed by RecordOutcome: a paid
+// checkout is one workflow task instead of two, with no activity task
+// between them. The key makes that safe: a worker that dies during the
+// request leaves no marker, so the next worker sends the same request
+// again under the same key, which the provider answers from its
+// idempotency store or with 409, and never charges twice.
+const changeLocalCharge = "local-charge"
+
 // charge sends the charge with the intent's key until the provider answers
 // definitely or ChargeBudget, counted from now, ends. It returns a definite
 // outcome, a failure for a contract violation, AttemptNotProcessed when no
 // request can have been processed, or an open result when the outcome is
-// unknown (sendRequests says how). Its error is only cancellation.
-func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
+// unknown (sendRequests says how). recorded reports that the request that
+// brought a definite outcome settled the attempt in the database already.
+// Its error is only cancellation.
+func (p *payment) charge(ctx workflow.Context) (r PaymentResult, recorded bool, err error) {
 	if workflow.Now(ctx).After(p.timing.lastSendAt(p.intent.CreatedAt)) {
 		// A request sent now might still be processing when the deadline's
 		// lookup finds nothing, and the attempt would be abandoned with a
@@ -352,26 +381,30 @@ func (p *payment) charge(ctx workflow.Context) (PaymentResult, error) {
 		// abandonment the customer pays again under a new key.
 		p.status.LastError = "too close to the abandon deadline to send; the last lookup decides"
 		p.log.Warn("not sending: too close to the abandon deadline, the last lookup decides", "abandon_at", formatTime(p.intent.CreatedAt.Add(p.timing.AbandonAfter)))
-		return unknownOutcome(), nil
+		return unknownOutcome(), false, nil
 	}
+	local := workflow.GetVersion(ctx, changeLocalCharge, workflow.DefaultVersion, 1) == 1
 	intent := p.intent
 	intent.CardToken = p.token
 	var res activities.ChargeResult
 	end, refusal, err := sendRequests(ctx, p.timing, "next charge request", &p.status.LastError, func(actx workflow.Context) error {
+		if local {
+			return workflow.ExecuteLocalActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent, Settle: true}).Get(ctx, &res)
+		}
 		return workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent}).Get(ctx, &res)
 	})
 	switch {
 	case err != nil:
-		return PaymentResult{}, err
+		return PaymentResult{}, false, err
 	case end == sendAnswered:
-		return definiteOutcome(res), nil
+		return definiteOutcome(res), res.Recorded, nil
 	case end == sendRefused:
 		p.log.Error("the provider refused the payment request as a contract violation: the attempt is marked failed and its order stays pending until a human looks at this key", alert.Attr(alert.ContractViolation), "error", p.status.LastError)
-		return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + refusal.Message()}, nil
+		return PaymentResult{Status: chargeonce.AttemptFailed, Message: "the provider refused the payment request: " + refusal.Message()}, false, nil
 	case end == sendUnknown:
-		return unknownOutcome(), nil
+		return unknownOutcome(), false, nil
 	}
-	return PaymentResult{Status: chargeonce.AttemptNotProcessed, Message: "the provider processed none of the charge requests; nothing was charged"}, nil
+	return PaymentResult{Status: chargeonce.AttemptNotProcessed, Message: "the provider processed none of the charge requests; nothing was charged"}, false, nil
 }
 
 // definiteOutcome is the outcome of a charge the provider approved or
@@ -409,6 +442,13 @@ func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
 	case !out.Changed:
 		p.log.Warn("the attempt was already settled in the database, nothing changed", "status", r.Status)
 	}
+	p.complete(ctx, r)
+	return nil
+}
+
+// complete completes the payment with the outcome r, which the database
+// holds already.
+func (p *payment) complete(ctx workflow.Context, r PaymentResult) {
 	p.final = &r
 	p.status.Phase = PhaseCompleted
 	p.status.NextCheckAt = time.Time{}
@@ -418,7 +458,6 @@ func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
 		details += ", provider charge " + r.ProviderPaymentID
 	}
 	workflow.SetCurrentDetails(ctx, details+".")
-	return nil
 }
 
 // reconcile looks the attempt up at the provider until it is settled. It
@@ -593,17 +632,19 @@ func (p *payment) handleCharge(ctx workflow.Context, req ChargeRequest) (Payment
 	defer p.mu.Unlock()
 	if p.final == nil {
 		p.log.Info("resending payment with the stored key")
-		r, err := p.charge(ctx)
-		if err != nil {
+		r, recorded, err := p.charge(ctx)
+		switch {
+		case err != nil:
 			return PaymentResult{}, err
-		}
+		case recorded:
+			p.complete(ctx, r)
 		// A resend that processed nothing tells nothing: an earlier
 		// request of the attempt may have been processed.
-		if r.Status.Terminal() && r.Status != chargeonce.AttemptNotProcessed {
+		case r.Status.Terminal() && r.Status != chargeonce.AttemptNotProcessed:
 			if err := p.settle(ctx, r); err != nil {
 				return PaymentResult{}, err
 			}
-		} else {
+		default:
 			p.log.Warn("payment outcome still unknown after the resend, reconciliation goes on", "error", p.status.LastError)
 		}
 	}

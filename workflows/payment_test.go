@@ -56,15 +56,21 @@ var (
 	shortCharge = workflows.Timing{AttemptTimeout: 200 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 100 * time.Millisecond}
 )
 
-// activitiesStarted records the type of every activity the workflow starts.
+// activitiesStarted records the type of every activity and local activity
+// that the workflow starts, but for the records of an outcome
+// (RecordOutcome, RecordRefundOutcome), which reach no provider.
 func activitiesStarted(wenv *testsuite.TestWorkflowEnvironment) func() []string {
 	var mu sync.Mutex
 	var types []string
-	wenv.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+	started := func(info *activity.Info) {
 		mu.Lock()
 		defer mu.Unlock()
-		types = append(types, info.ActivityType.Name)
-	})
+		if !strings.HasPrefix(info.ActivityType.Name, "Record") {
+			types = append(types, info.ActivityType.Name)
+		}
+	}
+	wenv.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) { started(info) })
+	wenv.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) { started(info) })
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -229,9 +235,16 @@ func TestPaymentWorkflow_ApprovedChargeMarksTheOrderPaid(t *testing.T) {
 	wenv.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
 		upserts = append(upserts, keywords(args.Get(0).(temporal.SearchAttributes)))
 	})
+	var local []string
+	wenv.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		local = append(local, info.ActivityType.Name)
+	})
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
+	// The charge request is a local activity that settles the attempt
+	// with the answer; nothing records it again.
+	require.Equal(t, []string{"Charge"}, local)
 	charges := env.Fake.Charges()
 	require.Len(t, charges, 1)
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
@@ -597,17 +610,25 @@ func TestPaymentWorkflow_ProviderEventChecksAtOnce(t *testing.T) {
 	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 	wenv := newWorkflowEnv(t, env, createdAt)
+	accepted := 0
+	event := &testsuite.TestUpdateCallback{
+		OnAccept:   func() { accepted++ },
+		OnReject:   func(err error) { t.Errorf("the provider event was rejected: %v", err) },
+		OnComplete: func(any, error) {},
+	}
 	wenv.RegisterDelayedCallback(func() {
-		// The signal alone settles nothing: a bogus event finds no charge.
-		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: "ch_bogus"})
+		// The event alone settles nothing: a bogus event finds no charge.
+		wenv.UpdateWorkflow(chargeonce.UpdateProviderEvent, "evt_1", event, workflows.ProviderEvent{ChargeID: "ch_bogus"})
 	}, 20*time.Second)
 	wenv.RegisterDelayedCallback(func() {
 		require.Equal(t, workflows.Status{Phase: workflows.PhaseReconciling, Checks: 1, NextCheckAt: lookupTimes(intent)[0]}, queryStatus(t, wenv))
 		chargeBehindTheWorkflowsBack(t, env, intent)
-		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: env.Fake.Charges()[0].ID})
+		wenv.UpdateWorkflow(chargeonce.UpdateProviderEvent, "evt_2", event, workflows.ProviderEvent{ChargeID: env.Fake.Charges()[0].ID})
 	}, 40*time.Second)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
+
+	require.Equal(t, 2, accepted, "both events were taken")
 
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	require.Equal(t, env.Fake.Charges()[0].ID, res.ProviderPaymentID)
@@ -618,7 +639,8 @@ func TestPaymentWorkflow_ProviderEventChecksAtOnce(t *testing.T) {
 // TestPaymentWorkflow_ProviderEventDuringTheChargePhaseIsNotLost: an event
 // that arrives while the charge requests are still going out makes the first
 // lookup happen as soon as the phase ends unknown, not at MinAge, and the
-// attempt settles from what that lookup finds.
+// attempt settles from what that lookup finds. It comes as the signal that
+// API processes of earlier releases send.
 func TestPaymentWorkflow_ProviderEventDuringTheChargePhaseIsNotLost(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -34,16 +34,17 @@ const (
 	sendNothingProcessed
 )
 
-// sendRequests sends requests with send, one activity execution each,
-// until the provider answers definitely or the budget of t.ChargeBudget,
-// counted from now, ends. send executes the request's activity with the
-// context it is given and waits for it; its nil error is an answer, which
+// sendRequests sends requests with send, one activity (or local activity)
+// execution each, until the provider answers definitely or the budget of
+// t.ChargeBudget, counted from now, ends. send executes the request's
+// activity or local activity with the context it is given, which carries
+// the options of both, and waits for it; its nil error is an answer, which
 // send keeps. The error of the last failed request goes to *lastError. On
 // sendRefused, refusal is the provider's refusal. Its error is only
 // cancellation.
 //
-// Each request is an activity execution of its own, without retries, so
-// that the workflow sees how every request ended. One that ends in anything
+// Each request is an execution of its own, without retries, so that the
+// workflow sees how every request ended. One that ends in anything
 // but ErrTypeNotProcessed (a timeout, a lost answer, a 409, a crashed
 // worker) may have been processed, and then the outcome is unknown however
 // the others ended. A request goes out only while its whole AttemptTimeout
@@ -68,12 +69,21 @@ func sendRequests(ctx workflow.Context, t Timing, summary string, lastError *str
 				break
 			}
 		}
+		// Both option sets, so that send may run the request as an activity
+		// or as a local activity.
+		once := &temporal.RetryPolicy{MaximumAttempts: 1}
+		left := deadline.Sub(workflow.Now(ctx))
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: t.AttemptTimeout,
 			// Bounds the wait for a worker too; it is never shorter than
 			// AttemptTimeout.
-			ScheduleToCloseTimeout: deadline.Sub(workflow.Now(ctx)),
-			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+			ScheduleToCloseTimeout: left,
+			RetryPolicy:            once,
+		})
+		actx = workflow.WithLocalActivityOptions(actx, workflow.LocalActivityOptions{
+			StartToCloseTimeout:    t.AttemptTimeout,
+			ScheduleToCloseTimeout: left,
+			RetryPolicy:            once,
 		})
 		err := send(actx)
 		if err == nil {
@@ -107,14 +117,15 @@ func sendRequests(ctx workflow.Context, t Timing, summary string, lastError *str
 }
 
 // requestFailure is the application error that one request failed with: the
-// direct cause of the activity error, whose one attempt was that request. It
-// is nil for a timeout, whose direct cause is the timeout.
+// error of a local activity, or the direct cause of an activity's error,
+// whose one attempt was that request. It is nil for a timeout, which is
+// the error (or its direct cause) instead.
 func requestFailure(err error) *temporal.ApplicationError {
 	var actErr *temporal.ActivityError
-	if !errors.As(err, &actErr) {
-		return nil
+	if errors.As(err, &actErr) {
+		err = actErr.Unwrap()
 	}
-	appErr, _ := actErr.Unwrap().(*temporal.ApplicationError)
+	appErr, _ := err.(*temporal.ApplicationError)
 	return appErr
 }
 

@@ -249,7 +249,7 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 	if err != nil {
 		return chargeonce.PaymentIntent{}, err
 	}
-	att, decision, err := e.Store.GetOrStartAttempt(ctx, store.NewAttempt{
+	_, att, decision, err := e.Store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID:         order.ID,
 		CardHash:        CardHasher.Hash(token),
 		Key:             key.String(),

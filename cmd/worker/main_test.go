@@ -205,7 +205,7 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	paid := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(12 * time.Hour)
 	order, err := st.Store().CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Bookstore order")
 	require.NoError(t, err)
-	att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: st.CardHasher().Hash("tok_visa"),
+	_, att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: st.CardHasher().Hash("tok_visa"),
 		Key: "0190a0a0-0000-7000-8000-000000000001", ReferencePrefix: "shop", Now: paid, AbandonAfter: 30 * time.Minute})
 	require.NoError(t, err)
 	changed, err := st.Store().SettleAttempt(ctx, att.Key, chargeonce.AttemptSucceeded, "ch_unreported", paid)

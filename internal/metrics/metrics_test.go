@@ -52,7 +52,7 @@ func TestOpenAttempts_ReadFromTheStoreAtEachScrape(t *testing.T) {
 	order, err := st.CreateOrder(ctx, amount, "book")
 	require.NoError(t, err)
 	created := time.Now().Add(-10 * time.Minute)
-	_, decision, err := st.GetOrStartAttempt(ctx, store.NewAttempt{
+	_, _, decision, err := st.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: key,
 		ReferencePrefix: "shop", Now: created, AbandonAfter: 30 * time.Minute,
 	})

@@ -27,6 +27,7 @@ import (
 	"chargeonce/store"
 	"chargeonce/verify/chaos"
 	"chargeonce/verify/invariant"
+	"chargeonce/workflows"
 )
 
 // clusterBench is a run on the local cluster (package cluster): checkouts
@@ -39,9 +40,13 @@ type clusterBench struct {
 	http     *http.Client
 	amount   string
 	bare     []*bareRunner
+	tc       client.Client
 	rep      *Report
-	next     atomic.Uint64
-	orders   []int64
+	// checkoutKeys and bareKeys are the workflow IDs of the current
+	// measurement whose histories are read.
+	checkoutKeys, bareKeys *keys
+	next                   atomic.Uint64
+	orders                 []int64
 }
 
 func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Report, error) {
@@ -81,7 +86,8 @@ func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Re
 	}
 	defer tc.Close()
 
-	b := &clusterBench{o: o, progress: progress, c: c, http: &http.Client{Timeout: opTimeout}, amount: "548.90"}
+	b := &clusterBench{o: o, progress: progress, c: c, http: &http.Client{Timeout: opTimeout}, amount: "548.90", tc: tc,
+		checkoutKeys: &keys{limit: historySamples}, bareKeys: &keys{limit: historySamples}}
 	for range 2 {
 		r, err := startBare(tc, (&bench{o: o}).workerOptions(), o.eager)
 		if err != nil {
@@ -143,13 +149,16 @@ func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Re
 	return b.rep, nil
 }
 
-// measure runs the closed-loop phases at every concurrency, then the
-// provider-latency phase, with the given number of workers.
+// measure runs the closed-loop phases at every concurrency, the open loop
+// at loadedFraction of each one's best throughput, then the
+// provider-latency phase, with the given number of workers, and reads the
+// histories of the first paid checkouts and bare workflows.
 func (b *clusterBench) measure(ctx context.Context, systems []system, workers int) error {
 	label := fmt.Sprintf("%d worker", workers)
 	if workers > 1 {
 		label += "s"
 	}
+	b.checkoutKeys, b.bareKeys = &keys{limit: historySamples}, &keys{limit: historySamples}
 	best := make([]float64, len(systems))
 	for _, conc := range concurrencies {
 		results := make([]phase, len(systems))
@@ -176,8 +185,30 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 			b.rep.add(Row{Section: "latency", Metric: fmt.Sprintf("p%.0f", q*100) + suffix, Unit: "ms",
 				Value: pct(results[0]), Refs: refs(systems, results, pct), Note: "closed loop"})
 		}
+		b.rep.closedLoopTargets(conc, results, ", "+label)
 	}
-	b.rep.target("throughput: checkout / bare workflow (best of c=1,8,64), "+label, best[0]/best[1], 0.8, true)
+	if _, _, err := historyRows(ctx, b.rep, b.tc, b.checkoutKeys.ids, b.bareKeys.ids, ", "+label); err != nil {
+		return err
+	}
+
+	loaded := make([]phase, len(systems))
+	for si, s := range systems {
+		rate := loadedFraction * best[si]
+		n := int(rate*b.o.phase.Seconds()) + 1
+		run, err := s.prepare(ctx, n, 0)
+		if err != nil {
+			return err
+		}
+		b.progress.Info("latency", "system", s.name, "workers", workers, "rate", rate)
+		loaded[si] = openLoop(ctx, rate, n, b.o.phase, run)
+	}
+	for _, q := range []float64{0.5, 0.99} {
+		pct := func(p phase) float64 { return p.percentile(q) }
+		b.rep.add(Row{Section: "latency", Metric: fmt.Sprintf("p%.0f @%.0f%% max, %s", q*100, loadedFraction*100, label), Unit: "ms",
+			Value: pct(loaded[0]), Refs: refs(systems, loaded, pct),
+			Note: fmt.Sprintf("open loop at each one's own rate: checkout %.0f/s, bare workflow %.0f/s%s", loadedFraction*best[0], loadedFraction*best[1], failedNote(systems, loaded))})
+	}
+	b.rep.loadedTarget(loaded, ", "+label)
 
 	// The same arrival rate for both, with the provider (the bare
 	// activity) taking 50ms, as in the embedded run.
@@ -197,11 +228,10 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 	if err := b.setProviderDelay(ctx, 0); err != nil {
 		return err
 	}
-	overhead := func(p phase) float64 { return p.percentile(0.5) - ms(providerDelay) }
 	b.rep.add(Row{Section: "latency", Metric: "p50 overhead over provider 50ms, " + label, Unit: "ms",
 		Value: overhead(results[0]), Refs: refs(systems, results, overhead),
 		Note: fmt.Sprintf("open loop at %.0f/s for both%s", rate, failedNote(systems, results))})
-	b.rep.target("p50 overhead over provider: checkout / bare workflow, "+label, overhead(results[0])/overhead(results[1]), 1.5, false)
+	b.rep.overheadTarget(results, ", "+label)
 	return nil
 }
 
@@ -222,6 +252,9 @@ func (b *clusterBench) prepareCheckout(ctx context.Context, n int, _ time.Durati
 		if err == nil && res.HTTPStatus != http.StatusOK {
 			err = fmt.Errorf("checkout of order %d answered %d, not paid at once", ids[i], res.HTTPStatus)
 		}
+		if err == nil {
+			b.checkoutKeys.add(workflows.WorkflowID(res.IdempotencyKey))
+		}
 		return err
 	}, nil
 }
@@ -230,7 +263,10 @@ func (b *clusterBench) prepareBare(_ context.Context, _ int, delay time.Duration
 	return func(ctx context.Context, _ int) error {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		_, err := b.bare[0].run(ctx, delay)
+		id, err := b.bare[0].run(ctx, delay)
+		if err == nil {
+			b.bareKeys.add(id)
+		}
 		return err
 	}, nil
 }

@@ -41,7 +41,7 @@ func (d *direct) pay(ctx context.Context, orderID int64, cardToken string) error
 	if err != nil {
 		return err
 	}
-	attempt, decision, err := d.store.GetOrStartAttempt(ctx, store.NewAttempt{
+	_, attempt, decision, err := d.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID:         orderID,
 		CardHash:        d.hasher.Hash(cardToken),
 		Key:             key.String(),

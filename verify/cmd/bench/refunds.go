@@ -93,7 +93,7 @@ func (b *bench) refunds(ctx context.Context, _ []system) error {
 	b.rep.addAfter(lastLatencyMetric, Row{Section: "latency", Metric: "p50 refund c=1", Unit: "ms",
 		Value: p.percentile(0.5), Refs: []Ref{{Name: "checkout c=1", Value: b.serialCheckout.percentile(0.5)}}, Note: note})
 
-	h, err := b.meanHistory(ctx, refundKeys.ids)
+	h, err := meanHistory(ctx, b.st.Client(), refundKeys.ids)
 	if err != nil {
 		return fmt.Errorf("history of the refunds: %w", err)
 	}

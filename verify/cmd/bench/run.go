@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"chargeonce"
@@ -227,7 +230,7 @@ func (b *bench) setup() []string {
 		conc = fmt.Sprint(b.o.maxConcurrent)
 	}
 	return []string{
-		"checkout = chargeonce's checkout.Service.Checkout called in-process (store tx, Update-With-Start, workflow, Charge activity over loopback HTTP to the fake provider, RecordOutcome), not through the HTTP API",
+		"checkout = chargeonce's checkout.Service.Checkout called in-process (store tx, Update-With-Start, workflow, Charge local activity over loopback HTTP to the fake provider, request log, settlement), not through the HTTP API",
 		"bare workflow = one workflow with one trivial activity on its own task queue and worker, started with ExecuteWorkflow and awaited, same server, client and payload codec",
 		"direct loop = the same store transaction, provider requests (same retry rules), request log and settlement, in-process without Temporal",
 		fmt.Sprintf("timing: attempt %s, charge budget %s, retry every %s, first lookup after %s, then every %s, abandon after %s",
@@ -389,6 +392,7 @@ func (b *bench) throughputAndLatency(ctx context.Context, systems []system) erro
 		b.rep.add(Row{Section: "cost", Metric: fmt.Sprintf("CPU per op c=%d", c), Unit: "ms",
 			Value: results[0].cpuPerOp(), Refs: refs(systems, results, phase.cpuPerOp),
 			Note: "process user+system CPU over the phase / successful ops"})
+		b.rep.closedLoopTargets(c, results, "")
 	}
 	if err := b.checkInvariants(ctx, "throughput"); err != nil {
 		return err
@@ -397,7 +401,7 @@ func (b *bench) throughputAndLatency(ctx context.Context, systems []system) erro
 		return err
 	}
 
-	for _, frac := range []float64{0.5, 0.9} {
+	for _, frac := range []float64{0.5, loadedFraction} {
 		results := make([]phase, len(systems))
 		rates := make([]string, len(systems))
 		for si, s := range systems {
@@ -411,6 +415,9 @@ func (b *bench) throughputAndLatency(ctx context.Context, systems []system) erro
 		}
 		note := "open loop at each system's own rate: " + strings.Join(rates, ", ")
 		b.latencyRows(fmt.Sprintf("@%.0f%% max", frac*100), systems, results, note)
+		if frac == loadedFraction {
+			b.rep.loadedTarget(results, "")
+		}
 	}
 	if err := b.checkInvariants(ctx, "latency"); err != nil {
 		return err
@@ -431,15 +438,15 @@ func (b *bench) throughputAndLatency(ctx context.Context, systems []system) erro
 		return err
 	}
 	b.latencyRows("provider 50ms", systems, results, fmt.Sprintf("fake provider (bare: its activity) takes 50ms; open loop at %.0f/s for all", rate))
-	overhead := func(p phase) float64 { return p.percentile(0.5) - ms(providerDelay) }
 	b.rep.add(Row{Section: "latency", Metric: lastLatencyMetric, Unit: "ms",
 		Value: overhead(results[0]), Refs: refs(systems, results, overhead), Note: "p50 - 50ms"})
 	if err := b.checkInvariants(ctx, "provider latency"); err != nil {
 		return err
 	}
 
-	b.rep.target("throughput: checkout / bare workflow (best of c=1,8,64)", best[0]/best[1], 0.8, true)
-	b.rep.target("p50 overhead over provider: checkout / bare workflow", overhead(results[0])/overhead(results[1]), 1.5, false)
+	b.rep.overheadTarget(results, "")
+	b.rep.add(Row{Section: "latency", Metric: "bare results asked again", Unit: "workflows", Value: float64(b.bare.asked.Load()),
+		Note: fmt.Sprintf("bare workflows of the phases above found closed with their result still missing, then asked again (checked every %s): the server had missed their close", resultPoll)})
 	return nil
 }
 
@@ -473,53 +480,94 @@ func (b *bench) latencyRows(label string, systems []system, results []phase, not
 // history reads, from the server, the events and state transitions of the
 // sampled paid checkouts and bare workflows.
 func (b *bench) history(ctx context.Context) error {
-	ours, err := b.meanHistory(ctx, b.checkoutKeys.ids)
+	ours, bare, err := historyRows(ctx, b.rep, b.st.Client(), b.checkoutKeys.ids, b.bareKeys.ids, "")
 	if err != nil {
-		return fmt.Errorf("history of the checkouts: %w", err)
+		return err
 	}
-	bare, err := b.meanHistory(ctx, b.bareKeys.ids)
-	if err != nil {
-		return fmt.Errorf("history of the bare workflows: %w", err)
-	}
-	note := fmt.Sprintf("mean of %d paid checkouts and %d bare workflows, DescribeWorkflowExecution", len(b.checkoutKeys.ids), len(b.bareKeys.ids))
-	b.rep.add(Row{Section: "history", Metric: checkoutEventsMetric, Unit: "events", Value: ours.events,
-		Refs: []Ref{{Name: "bare workflow", Value: bare.events}}, Note: note})
-	b.rep.add(Row{Section: "history", Metric: "state transitions per paid checkout", Unit: "transitions", Value: ours.transitions,
-		Refs: []Ref{{Name: "bare workflow", Value: bare.transitions}}})
-	b.rep.target("history events: checkout / bare workflow", ours.events/bare.events, 2, false)
 	b.eventsPerCheckout, b.eventsPerBare = ours.events, bare.events
 	return nil
 }
 
-// historyCost is the mean history of some workflows.
-type historyCost struct{ events, transitions float64 }
+// historyRows reads the histories of the paid checkouts and bare workflows
+// with these workflow IDs, adds their rows and the events target to rep,
+// and returns their means. suffix ends each metric's name.
+func historyRows(ctx context.Context, rep *Report, tc client.Client, checkouts, bares []string, suffix string) (ours, bare historyCost, err error) {
+	if ours, err = meanHistory(ctx, tc, checkouts); err != nil {
+		return ours, bare, fmt.Errorf("history of the checkouts: %w", err)
+	}
+	if bare, err = meanHistory(ctx, tc, bares); err != nil {
+		return ours, bare, fmt.Errorf("history of the bare workflows: %w", err)
+	}
+	note := fmt.Sprintf("mean of %d paid checkouts and %d bare workflows, DescribeWorkflowExecution; checkouts by length: %s", len(checkouts), len(bares), ours.lengths)
+	if ours.longest != "" {
+		note += "; the longest: " + ours.longest
+	}
+	rep.add(Row{Section: "history", Metric: checkoutEventsMetric + suffix, Unit: "events", Value: ours.events,
+		Refs: []Ref{{Name: "bare workflow", Value: bare.events}}, Note: note})
+	rep.add(Row{Section: "history", Metric: "state transitions per paid checkout" + suffix, Unit: "transitions", Value: ours.transitions,
+		Refs: []Ref{{Name: "bare workflow", Value: bare.transitions}}})
+	rep.eventsTarget(ours.events/bare.events, suffix)
+	return ours, bare, nil
+}
+
+// historyCost is the mean history of some workflows, with how many had
+// each length and the event types of the longest, which tell why a
+// history grew.
+type historyCost struct {
+	events, transitions float64
+	lengths, longest    string
+}
 
 // meanHistory waits until each of the workflows ids has closed and returns
 // their mean history length and state transition count.
-func (b *bench) meanHistory(ctx context.Context, ids []string) (historyCost, error) {
+func meanHistory(ctx context.Context, tc client.Client, ids []string) (historyCost, error) {
 	if len(ids) == 0 {
 		return historyCost{}, errors.New("no workflow to describe")
 	}
 	var sum historyCost
+	count := map[int64]int{}
+	longest, longestID := int64(0), ""
 	for _, id := range ids {
-		ev, tr, err := b.describeClosed(ctx, id)
+		ev, tr, err := describeClosed(ctx, tc, id)
 		if err != nil {
 			return historyCost{}, err
 		}
 		sum.events += float64(ev)
 		sum.transitions += float64(tr)
+		count[ev]++
+		if ev > longest {
+			longest, longestID = ev, id
+		}
 	}
 	n := float64(len(ids))
-	return historyCost{sum.events / n, sum.transitions / n}, nil
+	cost := historyCost{events: sum.events / n, transitions: sum.transitions / n}
+	var lengths []string
+	for _, l := range slices.Sorted(maps.Keys(count)) {
+		lengths = append(lengths, fmt.Sprintf("%d events ×%d", l, count[l]))
+	}
+	cost.lengths = strings.Join(lengths, ", ")
+	if len(count) > 1 {
+		var types []string
+		iter := tc.GetWorkflowHistory(ctx, longestID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				return historyCost{}, fmt.Errorf("history of %s: %w", longestID, err)
+			}
+			types = append(types, strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"))
+		}
+		cost.longest = strings.Join(types, " ")
+	}
+	return cost, nil
 }
 
 // describeClosed waits until the workflow has closed and returns its history
 // length and state transition count.
-func (b *bench) describeClosed(ctx context.Context, id string) (int64, int64, error) {
+func describeClosed(ctx context.Context, tc client.Client, id string) (int64, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		d, err := b.st.Client().DescribeWorkflowExecution(ctx, id, "")
+		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
 		if err != nil {
 			return 0, 0, fmt.Errorf("describe %s: %w", id, err)
 		}

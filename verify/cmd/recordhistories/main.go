@@ -328,9 +328,9 @@ func writeHistory(path string, history *historypb.History) error {
 	return os.WriteFile(path, out.Bytes(), 0o644)
 }
 
-// breakHistory writes a copy of a good history in which the first activity
-// scheduled is FindCharge instead of Charge: a history that the workflow code
-// can never have produced.
+// breakHistory writes a copy of a good history in which the first charge
+// request, a Charge local activity, was FindCharge instead: a history that
+// the workflow code can never have produced.
 func breakHistory(from, to string) error {
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -340,11 +340,18 @@ func breakHistory(from, to string) error {
 	if err := protojson.Unmarshal(b, history); err != nil {
 		return err
 	}
+	charge, find := []byte(`"ActivityType":"Charge"`), []byte(`"ActivityType":"FindCharge"`)
 	for _, event := range history.Events {
-		if attrs := event.GetActivityTaskScheduledEventAttributes(); attrs != nil && attrs.GetActivityType().GetName() == "Charge" {
-			attrs.ActivityType.Name = "FindCharge"
-			return writeHistory(to, history)
+		attrs := event.GetMarkerRecordedEventAttributes()
+		if attrs == nil {
+			continue
+		}
+		for _, p := range attrs.GetDetails()["data"].GetPayloads() {
+			if bytes.Contains(p.Data, charge) {
+				p.Data = bytes.Replace(p.Data, charge, find, 1)
+				return writeHistory(to, history)
+			}
 		}
 	}
-	return fmt.Errorf("%s schedules no Charge activity", from)
+	return fmt.Errorf("%s records no Charge local activity", from)
 }

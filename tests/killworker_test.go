@@ -1,0 +1,202 @@
+package tests
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"chargeonce"
+	"chargeonce/activities"
+	"chargeonce/checkout"
+	"chargeonce/dev/stack"
+	"chargeonce/dev/temporalserver"
+	"chargeonce/fakeprovider"
+	"chargeonce/internal/codec"
+	"chargeonce/workflows"
+)
+
+// TestPaymentWorkflow_AWorkerKilledDuringTheChargeChargesOnce kills the
+// worker process with SIGKILL while its charge request is at the provider.
+// The charge runs as a local activity inside the workflow task, so nothing
+// of that request reaches the history: the task times out, and the next
+// worker runs it again and sends the same request under the same key. The
+// provider, which finished the first request, answers the second from its
+// idempotency store. One charge, the order paid with it, and a history that
+// replays.
+func TestPaymentWorkflow_AWorkerKilledDuringTheChargeChargesOnce(t *testing.T) {
+	bin := buildBinary(t, "chargeonce/cmd/worker")
+	keys, err := codec.NewKeyringText()
+	require.NoError(t, err)
+	cardHashKey := chargeonce.NewCardHashKey()
+	arrived := make(chan struct{}, 1)
+	st, err := stack.Start(t.Context(), stack.Config{
+		DataDir:     t.TempDir(),
+		Host:        "127.0.0.1",
+		UIPort:      -1,
+		CodecKeys:   keys,
+		CardHashKey: cardHashKey,
+		// Long enough to outlast the dead worker's workflow task, so that
+		// the checkout itself gets the outcome.
+		CheckoutBudget:  time.Minute,
+		ExternalWorkers: true,
+		Provider: fakeprovider.Config{After: func(d time.Duration) <-chan time.Time {
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+			return time.After(d)
+		}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = st.Close(ctx)
+	})
+	startWorker := func(name string) *exec.Cmd {
+		log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+		require.NoError(t, err)
+		cmd := exec.Command(bin,
+			"--temporal-address", st.TemporalAddress(),
+			"--temporal-namespace", temporalserver.DefaultNamespace,
+			"--database-url", st.DatabaseURL(),
+			"--codec-keys", keys,
+			"--codec-token", codec.NewToken(),
+			"--card-hash-key", cardHashKey,
+			"--provider-url", st.ProviderURL(),
+			"--listen", "127.0.0.1:0")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		cmd.Stdout, cmd.Stderr = log, log
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if t.Failed() {
+				out, _ := os.ReadFile(log.Name())
+				t.Logf("%s's log:\n%s", name, out)
+			}
+		})
+		return cmd
+	}
+	first := startWorker("first worker")
+	require.Eventually(t, func() bool {
+		_, err := checkout.ReadTiming(t.Context(), st.Store())
+		return err == nil
+	}, time.Minute, 50*time.Millisecond, "the worker publishes its timing")
+
+	// The provider takes two seconds, within the default three-second
+	// request timeout: the request is in flight when the worker dies, and
+	// its charge is made after.
+	require.NoError(t, st.Provider().SetMode(fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * time.Second}))
+	order, err := st.Store().CreateOrder(t.Context(), chargeonce.Money{Minor: 54890, Currency: "TRY"}, "killed worker")
+	require.NoError(t, err)
+	type answer struct {
+		res checkout.Result
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := st.Checkout().Checkout(t.Context(), order.ID, "tok_visa")
+		answered <- answer{res, err}
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("no charge request reached the provider")
+	}
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	startWorker("second worker")
+
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the checkout did not answer")
+	}
+	require.NoError(t, a.err)
+	require.Equal(t, checkout.OutcomePaid, a.res.Outcome)
+
+	var charges []fakeprovider.Charge
+	for _, c := range st.Provider().Charges() {
+		if c.MerchantReference == a.res.Attempt.MerchantReference {
+			charges = append(charges, c)
+		}
+	}
+	require.Len(t, charges, 1, "one charge for the attempt")
+	var requests []fakeprovider.RequestRecord
+	for _, r := range st.Provider().ChargeRequests() {
+		if r.Key == a.res.Attempt.Key {
+			requests = append(requests, r)
+		}
+	}
+	require.GreaterOrEqual(t, len(requests), 2, "the request was sent again after the worker died")
+	for _, r := range requests {
+		require.Equal(t, requests[0].Fingerprint, r.Fingerprint, "every request under the key has the same body")
+	}
+	require.Equal(t, charges[0].ID, a.res.Attempt.ProviderPaymentID)
+	stored, attempts, err := st.Store().GetOrder(t.Context(), order.ID)
+	require.NoError(t, err)
+	require.Equal(t, chargeonce.OrderPaid, stored.Status)
+	require.Equal(t, charges[0].ID, stored.ProviderPaymentID)
+	require.Len(t, attempts, 1)
+	require.Equal(t, chargeonce.AttemptSucceeded, attempts[0].Status)
+	// The dead worker's request never came back to be logged; the second
+	// one was answered from the provider's idempotency store.
+	require.NotEmpty(t, attempts[0].Requests)
+	last := attempts[0].Requests[len(attempts[0].Requests)-1]
+	require.True(t, last.Replayed, "the request sent again is answered with the first one's result")
+
+	history := &historypb.History{}
+	iter := st.Client().GetWorkflowHistory(t.Context(), workflows.WorkflowID(a.res.Attempt.Key), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	timedOut := 0
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		history.Events = append(history.Events, ev)
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT {
+			timedOut++
+		}
+	}
+	require.Equal(t, 1, timedOut, "the dead worker's workflow task timed out, and the next worker ran it")
+	keyring, err := codec.ParseKeyring(keys)
+	require.NoError(t, err)
+	dc := codec.NewDataConverter(keyring)
+	// Each request that came back is in the history, as the Web UI shows
+	// it: a local activity marker of Charge with its answer.
+	var answers []activities.ChargeResult
+	for _, ev := range history.Events {
+		m := ev.GetMarkerRecordedEventAttributes()
+		if m.GetMarkerName() != "LocalActivity" {
+			continue
+		}
+		var data struct{ ActivityType string }
+		require.NoError(t, dc.FromPayloads(m.GetDetails()["data"], &data))
+		if data.ActivityType != "Charge" {
+			continue
+		}
+		var res activities.ChargeResult
+		require.NoError(t, dc.FromPayloads(m.GetDetails()["result"], &res))
+		answers = append(answers, res)
+	}
+	require.Len(t, answers, len(attempts[0].Requests), "one marker for each request in the attempt's log")
+	require.Equal(t, activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: charges[0].ID, Replayed: true, Recorded: true}, answers[len(answers)-1])
+	replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: dc})
+	require.NoError(t, err)
+	replayer.RegisterWorkflow(workflows.PaymentWorkflow)
+	replayer.RegisterWorkflow(workflows.RefundWorkflow)
+	err = replayer.ReplayWorkflowHistory(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), history)
+	require.NoError(t, err, "the history replays")
+}
