@@ -90,7 +90,7 @@ type ProviderEvent struct {
 
 // signalTimeout bounds telling the workflow, so that a provider
 // waiting for the answer hears 503 and delivers again, rather than timing
-// out, while Temporal is unreachable.
+// out, while Temporal is unreachable or no worker takes the update.
 const signalTimeout = 5 * time.Second
 
 // HandleProviderEvent stores the event once by its ID and tells the

@@ -85,19 +85,28 @@ func TestProviderEvents_TemporalUnreachableIs503ThenTheRedeliverySettles(t *test
 
 	took := s.paidAfterCharge(t, id)
 	require.Less(t, took, articleTiming().MinAge, "settled by the redelivery, before any lookup was due")
+	// The event reaches the workflow as an update, which the API waits for
+	// a worker to accept. A redelivery while the worker is still finding
+	// the restarted server may be answered 503 all the same, though the
+	// server keeps its update and the workflow acts on it; a later
+	// redelivery then finds the attempt settled.
+	answered := func() bool {
+		deliveries := s.provider.Webhooks().Deliveries
+		return deliveries[len(deliveries)-1].Status == http.StatusOK
+	}
+	require.Eventually(t, answered, time.Minute, 50*time.Millisecond, "a redelivery is answered 200")
 	deliveries := s.provider.Webhooks().Deliveries
 	last := deliveries[len(deliveries)-1]
-	require.Equal(t, http.StatusOK, last.Status)
 	require.Greater(t, last.Try, 1)
 	require.Equal(t, deliveries[0].ID, last.ID, "the redelivery of the same event")
 	o := s.order(t, id)
 	events, err := s.store.ProviderEvents(context.Background(), o.Attempts[0].MerchantReference)
 	require.NoError(t, err)
 	require.Len(t, events, 1, "stored once")
-	require.Equal(t, "signaled", events[0].Result)
+	require.Contains(t, []string{"signaled", "settled"}, events[0].Result, "handled once, while the workflow ran or after it settled the attempt")
 	metrics := s.metrics(t)
 	require.NotEqual(t, "0", metricValue(t, metrics, `chargeonce_provider_events_total{result="unavailable"}`))
-	require.Equal(t, "1", metricValue(t, metrics, `chargeonce_provider_events_total{result="signaled"}`))
+	require.Equal(t, "1", metricValue(t, metrics, `chargeonce_provider_events_total{result="`+events[0].Result+`"}`))
 	_, attempts, err := s.store.GetOrder(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, chargeonce.AttemptSucceeded, attempts[0].Status)
