@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,6 +41,50 @@ func TestOpen_InMemorySQLiteIsOneDatabase(t *testing.T) {
 	got, attempts := getOrder(t, s, order.ID)
 	require.Equal(t, order.ID, got.ID)
 	require.Equal(t, []string{a.Key}, keys(attempts))
+}
+
+// While another process holds SQLite's write lock, this process's writers
+// wait for it, and readers go on: the writers queue for their own
+// connection instead of taking every connection the readers need. Once the
+// lock is free, every writer that waited succeeds.
+func TestOpen_SQLiteReadersGoOnWhileWritersWaitForTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shop.db")
+	s := openStore(t, "sqlite:"+path)
+	order := newOrder(t, s)
+
+	other, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	lock, err := other.Conn(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { lock.Close() })
+	_, err = lock.ExecContext(t.Context(), "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+
+	const writers = 8 // twice the readers' connections
+	written := make(chan error, writers)
+	for range writers {
+		go func() {
+			_, err := s.CreateOrder(context.Background(), order.Amount, "waits for the lock")
+			written <- err
+		}()
+	}
+	// Each read is bounded well below the busy timeout, which the writers
+	// wait out at most: a read that needed one of their connections fails.
+	for range 20 {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		got, _, err := s.GetOrder(ctx, order.ID)
+		cancel()
+		require.NoError(t, err, "a read while writers wait for the lock")
+		require.Equal(t, order.ID, got.ID)
+	}
+	require.Empty(t, written, "no write can finish while the lock is held")
+
+	_, err = lock.ExecContext(t.Context(), "COMMIT")
+	require.NoError(t, err)
+	for range writers {
+		require.NoError(t, <-written)
+	}
 }
 
 // The merchant database holds orders and card hashes: a new file, its WAL
