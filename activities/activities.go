@@ -131,8 +131,8 @@ type Store interface {
 	// MarkChecked records when the attempt was last looked up at the provider.
 	MarkChecked(ctx context.Context, key string, at time.Time) error
 	// SettleAttempt moves an open attempt to a terminal status, and reports
-	// false when it was already terminal.
-	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error)
+	// whether it did and which charge the order is paid by.
+	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (store.Settlement, error)
 	// GetAttempt returns one attempt.
 	GetAttempt(ctx context.Context, key string) (store.Attempt, error)
 	// GetOrder returns the order and its attempts.

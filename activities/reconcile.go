@@ -143,7 +143,7 @@ func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (
 // recordOutcome settles the attempt as in says, for RecordOutcome and for a
 // Charge that settles its own answer (ChargeInput.Settle).
 func (a *Activities) recordOutcome(ctx context.Context, log *slog.Logger, in RecordOutcomeInput) (RecordOutcomeResult, error) {
-	changed, err := a.Store.SettleAttempt(ctx, in.Key, in.Status, in.ProviderPaymentID, a.now())
+	settled, err := a.Store.SettleAttempt(ctx, in.Key, in.Status, in.ProviderPaymentID, a.now())
 	if errors.Is(err, store.ErrNotFound) {
 		// The workflow logs the alert with this error's text.
 		return RecordOutcomeResult{}, nonRetryable(ErrTypeAttemptNotFound, "record outcome: attempt "+in.Key+" is not in the database")
@@ -151,15 +151,18 @@ func (a *Activities) recordOutcome(ctx context.Context, log *slog.Logger, in Rec
 	if err != nil {
 		return RecordOutcomeResult{}, fmt.Errorf("record outcome %s for attempt %s: %w", in.Status, in.Key, err)
 	}
-	if changed {
+	if settled.Changed {
 		log.Info("attempt settled", "charge", in.ProviderPaymentID, "order_status", string(chargeonce.OrderStatusAfter(in.Status)))
 	} else {
 		log.Debug("attempt was already settled, nothing changed")
 	}
-	if in.Status == chargeonce.AttemptSucceeded && in.ProviderPaymentID != "" {
+	// The usual success paid its order in the settlement's transaction,
+	// which says so: nothing is read again. Every other success, the first
+	// recording or a retried one, goes to the repair.
+	if in.Status == chargeonce.AttemptSucceeded && in.ProviderPaymentID != "" && settled.OrderPaidBy != in.ProviderPaymentID {
 		if err := a.repairLateCharge(ctx, log, in.Key, in.ProviderPaymentID); err != nil {
 			return RecordOutcomeResult{}, err
 		}
 	}
-	return RecordOutcomeResult{Changed: changed}, nil
+	return RecordOutcomeResult{Changed: settled.Changed}, nil
 }

@@ -261,11 +261,12 @@ func (a *Activities) RecordRefundOutcome(ctx context.Context, in RecordRefundOut
 // its order to the store's repair (store.RecordLateCharge): an order that
 // another charge paid gets a refund of the whole late charge, stored with
 // its workflow not started, which the refund outbox sweep starts; an order
-// not paid since is paid by the charge. It reads the order after the
-// attempt settled, so that the usual success, whose charge paid the order,
-// costs two reads and no write. It runs for every recording of a success,
+// not paid since is paid by the charge. It runs for every recording of a
+// success whose settlement found the order paid by no charge or another,
 // not only the one that settled the attempt, so that a recording retried
-// after a crash still repairs; the store makes one refund per charge.
+// after a crash still repairs; the store makes one refund per charge. It
+// reads the order again all the same, and leaves an order that this charge
+// paid meanwhile alone.
 func (a *Activities) repairLateCharge(ctx context.Context, log *slog.Logger, attemptKey, chargeID string) error {
 	att, err := a.Store.GetAttempt(ctx, attemptKey)
 	if err != nil {

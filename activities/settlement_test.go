@@ -62,9 +62,9 @@ func (b *books) pay(t *testing.T, amount chargeonce.Money, status chargeonce.Att
 	if status == chargeonce.AttemptSucceeded {
 		chargeID = c.ID
 	}
-	changed, err := b.env.Store.SettleAttempt(ctx, intent.Key, status, chargeID, noon)
+	settled, err := b.env.Store.SettleAttempt(ctx, intent.Key, status, chargeID, noon)
 	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, settled.Changed)
 	return intent, c.ID
 }
 

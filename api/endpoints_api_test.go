@@ -60,9 +60,9 @@ func endpointsSnapshot(t *testing.T, a *testAPI) []store.Endpoint {
 func paidOrderEvent(t *testing.T, a *testAPI) int64 {
 	t.Helper()
 	attempt := a.openAttempt(t)
-	changed, err := a.store.SettleAttempt(context.Background(), attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
+	settled, err := a.store.SettleAttempt(context.Background(), attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
 	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, settled.Changed)
 	return attempt.OrderID
 }
 

@@ -96,9 +96,9 @@ func paidOrder(t *testing.T, a *testAPI) string {
 		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
 	})
 	require.NoError(t, err)
-	changed, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
+	settled, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
 	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, settled.Changed)
 	events, err := a.store.OrderEvents(ctx, order.ID)
 	require.NoError(t, err)
 	require.Len(t, events, 1)

@@ -130,9 +130,9 @@ func (f *fixture) declined(t *testing.T) int64 {
 	_, a, _, err := f.s.GetOrStartAttempt(ctx, store.NewAttempt{OrderID: o.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"),
 		Key: key.String(), ReferencePrefix: "shop", Now: time.Now(), AbandonAfter: time.Hour})
 	require.NoError(t, err)
-	changed, err := f.s.SettleAttempt(ctx, a.Key, chargeonce.AttemptDeclined, "", time.Now())
+	settled, err := f.s.SettleAttempt(ctx, a.Key, chargeonce.AttemptDeclined, "", time.Now())
 	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, settled.Changed)
 	return o.ID
 }
 

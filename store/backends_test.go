@@ -164,9 +164,9 @@ func checkout(t testing.TB, s store.Store, orderID int64, cardHash string, now t
 
 func settle(t *testing.T, s store.Store, key string, status chargeonce.AttemptStatus, paymentID string) bool {
 	t.Helper()
-	changed, err := s.SettleAttempt(context.Background(), key, status, paymentID, base.Add(time.Minute))
+	settled, err := s.SettleAttempt(context.Background(), key, status, paymentID, base.Add(time.Minute))
 	require.NoError(t, err)
-	return changed
+	return settled.Changed
 }
 
 func getOrder(t *testing.T, s store.Store, id int64) (store.Order, []store.Attempt) {

@@ -104,8 +104,8 @@ func BenchmarkSettleAttempt(b *testing.B) {
 				_, a, _, err := s.GetOrStartAttempt(ctx, newAttempt(b, order.ID, card("visa"), base))
 				require.NoError(b, err)
 				b.StartTimer()
-				if changed, err := s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "ch_bench", base); err != nil || !changed {
-					b.Fatalf("settle: changed %v, %v", changed, err)
+				if settled, err := s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "ch_bench", base); err != nil || !settled.Changed {
+					b.Fatalf("settle: changed %v, %v", settled.Changed, err)
 				}
 			}
 		})

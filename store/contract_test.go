@@ -159,15 +159,17 @@ func TestStore_TerminalStatusIsNeverOverwritten(t *testing.T) {
 		s := openStore(t, dsn)
 		order := newOrder(t, s)
 		a, _ := checkout(t, s, order.ID, card("visa"), base)
-		require.True(t, settle(t, s, a.Key, chargeonce.AttemptSucceeded, "ch_first"))
+		first, err := s.SettleAttempt(context.Background(), a.Key, chargeonce.AttemptSucceeded, "ch_first", base.Add(time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, store.Settlement{Changed: true, OrderPaidBy: "ch_first"}, first, "the settlement tells that its charge paid the order")
 		paidOrder, settled := getOrder(t, s, order.ID)
 		require.Equal(t, chargeonce.OrderPaid, paidOrder.Status)
 		require.Equal(t, "ch_first", paidOrder.ProviderPaymentID)
 
 		for _, l := range later {
-			changed, err := s.SettleAttempt(context.Background(), a.Key, l.status, l.paymentID, base.Add(time.Hour))
+			again, err := s.SettleAttempt(context.Background(), a.Key, l.status, l.paymentID, base.Add(time.Hour))
 			require.NoError(t, err)
-			require.False(t, changed, "settling a succeeded attempt as %s", l.status)
+			require.Equal(t, store.Settlement{OrderPaidBy: "ch_first"}, again, "settling a succeeded attempt as %s", l.status)
 
 			o, attempts := getOrder(t, s, order.ID)
 			require.Equal(t, paidOrder, o, "the order stays paid after %s", l.status)
@@ -300,15 +302,19 @@ func TestStore_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM orders`))
 
 		a, _ := checkout(t, s, order.ID, card("visa"), base)
-		for name, settle := range map[string]func() (bool, error){
-			"open is not terminal":         func() (bool, error) { return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptOpen, "", base) },
-			"unknown status":               func() (bool, error) { return s.SettleAttempt(ctx, a.Key, "refunded", "", base) },
-			"succeeded without payment ID": func() (bool, error) { return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "", base) },
-			"no time":                      func() (bool, error) { return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptDeclined, "", time.Time{}) },
+		for name, settle := range map[string]func() (store.Settlement, error){
+			"open is not terminal": func() (store.Settlement, error) { return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptOpen, "", base) },
+			"unknown status":       func() (store.Settlement, error) { return s.SettleAttempt(ctx, a.Key, "refunded", "", base) },
+			"succeeded without payment ID": func() (store.Settlement, error) {
+				return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "", base)
+			},
+			"no time": func() (store.Settlement, error) {
+				return s.SettleAttempt(ctx, a.Key, chargeonce.AttemptDeclined, "", time.Time{})
+			},
 		} {
-			changed, err := settle()
+			settled, err := settle()
 			require.Error(t, err, name)
-			require.False(t, changed, name)
+			require.Zero(t, settled, name)
 		}
 		got, err := s.GetAttempt(ctx, a.Key)
 		require.NoError(t, err)

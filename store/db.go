@@ -446,42 +446,47 @@ func validateRequest(r chargeonce.ProviderRequest) error {
 	return nil
 }
 
-func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, settledAt time.Time) (bool, error) {
+func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, settledAt time.Time) (Settlement, error) {
 	switch {
 	case !chargeonce.ValidKey(key):
-		return false, fmt.Errorf("store: settle attempt: key %q is not a lower-case UUID", key)
+		return Settlement{}, fmt.Errorf("store: settle attempt: key %q is not a lower-case UUID", key)
 	case !status.Terminal():
-		return false, fmt.Errorf("store: settle attempt %s: status %q is not terminal", key, status)
+		return Settlement{}, fmt.Errorf("store: settle attempt %s: status %q is not terminal", key, status)
 	case status == chargeonce.AttemptSucceeded && providerPaymentID == "":
-		return false, fmt.Errorf("store: settle attempt %s: a succeeded attempt needs the provider payment ID", key)
+		return Settlement{}, fmt.Errorf("store: settle attempt %s: a succeeded attempt needs the provider payment ID", key)
 	case settledAt.IsZero():
-		return false, fmt.Errorf("store: settle attempt %s: the time is missing", key)
+		return Settlement{}, fmt.Errorf("store: settle attempt %s: the time is missing", key)
 	}
-	var changed bool
+	var settled Settlement
 	err := s.txs.inTx(ctx, true, func(q querier) error {
-		type settled struct {
+		type settledAttempt struct {
 			orderID int64
 			amount  chargeonce.Money
 		}
-		a, err := queryOne(ctx, q, func(r rows) (settled, error) {
-			var a settled
+		a, err := queryOne(ctx, q, func(r rows) (settledAttempt, error) {
+			var a settledAttempt
 			return a, r.Scan(&a.orderID, &a.amount.Minor, &a.amount.Currency)
 		}, `UPDATE payment_attempts SET status = $2, provider_payment_id = $3, settled_at = $4
 			WHERE idempotency_key = $1 AND status = 'open' RETURNING order_id, amount_minor, currency`,
 			key, string(status), nullIfEmpty(providerPaymentID), s.t(settledAt))
+		paidBy := func() (err error) {
+			settled.OrderPaidBy, err = queryOne(ctx, q, scanString, `SELECT COALESCE(o.provider_payment_id, '')
+				FROM payment_attempts a JOIN orders o ON o.id = a.order_id WHERE a.idempotency_key = $1`, key)
+			return err
+		}
 		if errors.Is(err, ErrNotFound) {
 			// Either already terminal, which is an answer, or unknown.
-			_, err = queryOne(ctx, q, scanInt64, `SELECT 1 FROM payment_attempts WHERE idempotency_key = $1`, key)
-			return err
+			return paidBy()
 		}
 		if err != nil {
 			return err
 		}
-		changed = true
+		settled.Changed = true
 		next := chargeonce.OrderStatusAfter(status)
 		if next == chargeonce.OrderPaymentPending {
 			// Failed: a human reviews it before the merchant hears of it.
-			return nil
+			// The order is left as it is.
+			return paidBy()
 		}
 		var orderPaymentID any
 		if next == chargeonce.OrderPaid {
@@ -490,13 +495,15 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		// One statement moves a payment_pending order on and numbers the
 		// event (see appendEvent); an order that is no longer
 		// payment_pending keeps its status, and tells it in the event.
-		n, err := queryOne(ctx, q, scanNumbered,
-			`UPDATE orders SET
+		n, err := queryOne(ctx, q, func(r rows) (numbered, error) {
+			var n numbered
+			return n, r.Scan(&n.sequence, &n.status, &settled.OrderPaidBy)
+		}, `UPDATE orders SET
 				status = CASE WHEN status = 'payment_pending' THEN $2 ELSE status END,
 				provider_payment_id = CASE WHEN status = 'payment_pending' THEN COALESCE($3, provider_payment_id) ELSE provider_payment_id END,
 				updated_at = CASE WHEN status = 'payment_pending' THEN $4 ELSE updated_at END,
 				event_sequence = event_sequence + 1
-			WHERE id = $1 RETURNING event_sequence, status`,
+			WHERE id = $1 RETURNING event_sequence, status, COALESCE(provider_payment_id, '')`,
 			a.orderID, string(next), orderPaymentID, s.t(settledAt))
 		if err != nil {
 			return err
@@ -506,9 +513,9 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 			providerID: providerPaymentID, status: string(status), at: settledAt}, n)
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: settle attempt %s as %s: %w", key, status, err)
+		return Settlement{}, fmt.Errorf("store: settle attempt %s as %s: %w", key, status, err)
 	}
-	return changed, nil
+	return settled, nil
 }
 
 func (s *db) OpenAttemptStats(ctx context.Context) (int, time.Time, error) {

@@ -53,6 +53,12 @@ func scanInt64(r rows) (int64, error) {
 	return n, err
 }
 
+func scanString(r rows) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}
+
 // timestamp scans a time column of either database: PostgreSQL returns a
 // time.Time, SQLite the INTEGER of Unix microseconds that the store writes.
 type timestamp struct {

@@ -139,6 +139,18 @@ type PublishedTiming struct {
 	PublishedAt time.Time
 }
 
+// Settlement is what SettleAttempt did, and where it left the attempt's
+// order.
+type Settlement struct {
+	// Changed is false when the attempt was already terminal, so that
+	// nothing was written.
+	Changed bool
+	// OrderPaidBy is the provider payment ID of the charge that paid the
+	// attempt's order, refunded or not, as the transaction left the order;
+	// empty while the order is not paid.
+	OrderPaidBy string
+}
+
 // Decision says what GetOrStartAttempt did with a checkout.
 type Decision string
 
@@ -200,10 +212,12 @@ type Store interface {
 	// SettleAttempt moves an open attempt to a terminal status and its order
 	// to chargeonce.OrderStatusAfter(status), with the provider payment ID,
 	// in one transaction and conditionally (WHERE status = 'open'). It
-	// returns false, and changes nothing, when the attempt was already
-	// terminal. The order changes only while it is payment_pending, so a
-	// paid order, refunded or not, is never un-paid.
-	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error)
+	// changes nothing when the attempt was already terminal (Changed is
+	// false). The order changes only while it is payment_pending, so a
+	// paid order, refunded or not, is never un-paid. Either way it tells
+	// which charge the order is paid by, so that a caller learns whether a
+	// succeeded charge paid its order without reading it.
+	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (Settlement, error)
 	// OpenAttemptStats returns how many attempts are open and when the
 	// oldest of them was created (the zero time when none is open).
 	OpenAttemptStats(ctx context.Context) (open int, oldestCreated time.Time, err error)

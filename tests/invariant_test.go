@@ -197,9 +197,9 @@ func TestInvariant_ChargeOfAnotherAmountIsReported(t *testing.T) {
 func TestInvariant_ChargeOfANotProcessedAttemptIsReportedAfterItsKeyExpired(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	st, a := pastAttempt(t)
-	changed, err := st.SettleAttempt(t.Context(), a.Key, chargeonce.AttemptNotProcessed, "", time.Now())
+	settled, err := st.SettleAttempt(t.Context(), a.Key, chargeonce.AttemptNotProcessed, "", time.Now())
 	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, settled.Changed)
 	require.True(t, checkInvariants(t, s, st, time.Now(), a.OrderID).OK(), "nothing charged, nothing broken")
 
 	// A charge under the attempt's key and reference after all, and then

@@ -33,6 +33,7 @@ import (
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/provider"
+	"chargeonce/store"
 	"chargeonce/workflows"
 )
 
@@ -289,13 +290,13 @@ type awayStore struct {
 	calls    int
 }
 
-func (s *awayStore) SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (bool, error) {
+func (s *awayStore) SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (store.Settlement, error) {
 	s.mu.Lock()
 	s.calls++
 	away := s.calls <= s.failures
 	s.mu.Unlock()
 	if away {
-		return false, errors.New("database is away")
+		return store.Settlement{}, errors.New("database is away")
 	}
 	return s.Store.SettleAttempt(ctx, key, status, providerPaymentID, at)
 }

@@ -208,9 +208,9 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	_, att, _, err := st.Store().GetOrStartAttempt(ctx, store.NewAttempt{OrderID: order.ID, CardHash: st.CardHasher().Hash("tok_visa"),
 		Key: "0190a0a0-0000-7000-8000-000000000001", ReferencePrefix: "shop", Now: paid, AbandonAfter: 30 * time.Minute})
 	require.NoError(t, err)
-	changed, err := st.Store().SettleAttempt(ctx, att.Key, chargeonce.AttemptSucceeded, "ch_unreported", paid)
+	settled, err := st.Store().SettleAttempt(ctx, att.Key, chargeonce.AttemptSucceeded, "ch_unreported", paid)
 	require.NoError(t, err)
-	require.True(t, changed)
+	require.True(t, settled.Changed)
 
 	req, err := http.NewRequest(http.MethodPost, st.APIURL()+"/api/settlements/"+paid.Format(time.DateOnly)+"/run", strings.NewReader("{}"))
 	require.NoError(t, err)

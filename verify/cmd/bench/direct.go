@@ -66,11 +66,11 @@ func (d *direct) pay(ctx context.Context, orderID int64, cardToken string) error
 	if res.Outcome != provider.Approved {
 		return fmt.Errorf("order %d: %w: %s %s", orderID, errNotPaid, res.Outcome, res.Detail)
 	}
-	changed, err := d.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, res.ChargeID, time.Now())
+	settled, err := d.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, res.ChargeID, time.Now())
 	if err != nil {
 		return fmt.Errorf("order %d: settle: %w", orderID, err)
 	}
-	if !changed {
+	if !settled.Changed {
 		return fmt.Errorf("order %d: attempt %s was already settled", orderID, attempt.Key)
 	}
 	return nil
