@@ -91,26 +91,18 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 	}
 	params.Set("_txlock", "immediate")
 	dsn := path + "?" + params.Encode()
-	var txs sqlTxs
-	if memory {
-		// Every connection to ":memory:" is a database of its own: keep
-		// exactly one, forever, for readers and writers alike.
-		handle, err := openSQLitePool(ctx, dsn, 1)
-		if err != nil {
-			return nil, fmt.Errorf("store: SQLite %s: %w", path, err)
-		}
-		txs = sqlTxs{read: handle, write: handle}
-	} else {
-		write, err := openSQLitePool(ctx, dsn, 1)
-		if err != nil {
-			return nil, fmt.Errorf("store: SQLite %s: %w", path, err)
-		}
-		read, err := openSQLitePool(ctx, dsn, sqliteMaxReaders)
-		if err != nil {
+	write, err := openSQLitePool(ctx, dsn, 1)
+	if err != nil {
+		return nil, fmt.Errorf("store: SQLite %s: %w", path, err)
+	}
+	// Every connection to ":memory:" is a database of its own: the one
+	// connection serves readers and writers alike, forever.
+	txs := sqlTxs{read: write, write: write}
+	if !memory {
+		if txs.read, err = openSQLitePool(ctx, dsn, sqliteMaxReaders); err != nil {
 			write.Close()
 			return nil, fmt.Errorf("store: SQLite %s: %w", path, err)
 		}
-		txs = sqlTxs{read: read, write: write}
 	}
 	s := &db{txs: txs, d: sqliteDialect}
 	if err := s.migrate(ctx); err != nil {
