@@ -63,7 +63,9 @@ func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
 	require.Equal(t, sum.Checkouts, sum.Report.Orders)
 	require.Equal(t, sum.Report.Workflows, sum.Report.Histories, "every workflow history was read")
 
-	// Started again on the same data directory, the cluster finds them all.
+	// Started again on the same data directory, the cluster finds them all,
+	// and no more than one order for each creation sent again during the
+	// PostgreSQL outage: its first request may have stored one.
 	ports, err := cluster.FreePorts()
 	require.NoError(t, err)
 	c, err := cluster.Start(ctx, cluster.Config{DataDir: dir, Ports: ports, Env: chaos.Env(cfg)})
@@ -74,7 +76,8 @@ func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
 	defer conn.Close(ctx)
 	var orders int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&orders))
-	require.Equal(t, sum.Checkouts, orders)
+	require.GreaterOrEqual(t, orders, sum.Checkouts)
+	require.LessOrEqual(t, orders, sum.Checkouts+sum.Behaviours[chaos.BehaviourOrderAgain])
 
 	// The frontend takes mutual TLS only: the tools' certificate gets in, a
 	// plain client and a TLS client without a certificate do not.

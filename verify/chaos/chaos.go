@@ -253,6 +253,10 @@ const (
 	BehaviourLateExpired  = "retry after key retention, key expired"
 	BehaviourDeclineToken = "decline token"
 	BehaviourServerError  = "retry after a server error during an outage"
+	// BehaviourOrderAgain: the customer creates the order again after a
+	// server error during an outage. The first request may have stored an
+	// order before the error, which then stays unpaid, as an abandoned cart.
+	BehaviourOrderAgain = "order created again after a server error during an outage"
 	// BehaviourRetryNotProcessed: the customer pays again after a 503 that
 	// said nothing was charged.
 	BehaviourRetryNotProcessed = "retry after nothing was charged"

@@ -314,17 +314,20 @@ func (r *run) setCard(id int64, card string) {
 // lost stays unpaid and unknown to the run, as a customer's abandoned cart
 // does.
 func (r *run) createOrder(ctx context.Context, m chargeonce.Money) (int64, error) {
-	var id int64
-	err := r.throughOutage(ctx, func() (err error) {
-		id, err = r.createOrderOnce(ctx, m)
+	var (
+		id    int64
+		again bool
+	)
+	err := r.throughOutage(ctx, func() error {
+		if again {
+			r.count(r.behave, BehaviourOrderAgain)
+		}
+		again = true
+		o, err := r.api().CreateOrder(ctx, m.Decimal(), m.Currency, "chaos order")
+		id = o.ID
 		return err
 	})
 	return id, err
-}
-
-func (r *run) createOrderOnce(ctx context.Context, m chargeonce.Money) (int64, error) {
-	o, err := r.api().CreateOrder(ctx, m.Decimal(), m.Currency, "chaos order")
-	return o.ID, err
 }
 
 // api is a client of one of the stack's APIs, the next one each time.
