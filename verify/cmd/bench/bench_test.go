@@ -5,7 +5,9 @@ import (
 	"context"
 	"flag"
 	"math"
+	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,4 +187,44 @@ func TestPeakPerSecond_CountsTheBusiestSecondAnywhere(t *testing.T) {
 	require.Equal(t, 1, peakPerSecond(at(0, 1000, 2000)), "a second is half-open: 0 and 1000 ms are apart")
 	// The busiest window, 900-1899 ms, straddles two calendar seconds.
 	require.Equal(t, 4, peakPerSecond(at(1500, 100, 900, 1100, 1899, 3000)))
+}
+
+// A process that leaves its leader's process group, as each PostgreSQL
+// backend does with a session of its own, still counts for its leader's
+// part; a process outside every part counts for none.
+func TestAttribute_CountsAProcessThatLeftItsGroupForItsAncestor(t *testing.T) {
+	leader := exec.Command("sh", "-c", "setsid timeout 20 sh -c 'while :; do :; done' & wait")
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, leader.Start())
+	var spinner procStat
+	t.Cleanup(func() {
+		if spinner.pid > 0 {
+			_ = syscall.Kill(-spinner.pgrp, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(-leader.Process.Pid, syscall.SIGKILL)
+		_ = leader.Wait()
+	})
+	// The spinner is the leader's grandchild, through setsid, once it has
+	// run for a clock tick.
+	require.Eventually(t, func() bool {
+		spinner = procStat{}
+		procs := readProcs()
+		parent := map[int]int{}
+		for _, p := range procs {
+			parent[p.pid] = p.ppid
+		}
+		for _, p := range procs {
+			if parent[parent[p.pid]] == leader.Process.Pid && p.pgrp != leader.Process.Pid && p.ticks > 0 {
+				spinner = p
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond)
+
+	unrelated := procStat{pid: 1 << 22, ppid: 1, pgrp: 1 << 22, ticks: 1 << 40}
+	ticks := attribute(append(readProcs(), unrelated), map[int]string{leader.Process.Pid: "db"})
+	require.GreaterOrEqual(t, ticks["db"], spinner.ticks)
+	require.Less(t, ticks["db"], unrelated.ticks)
+	require.Len(t, ticks, 1)
 }

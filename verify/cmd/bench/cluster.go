@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -47,6 +49,8 @@ type clusterBench struct {
 	checkoutKeys, bareKeys *keys
 	next                   atomic.Uint64
 	orders                 []int64
+	// service is the service of each of the cluster's processes, by name.
+	service map[string]string
 }
 
 func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Report, error) {
@@ -87,7 +91,12 @@ func runCluster(ctx context.Context, o options, log, progress *slog.Logger) (*Re
 	defer tc.Close()
 
 	b := &clusterBench{o: o, progress: progress, c: c, http: &http.Client{Timeout: opTimeout}, amount: "548.90", tc: tc,
-		checkoutKeys: &keys{limit: historySamples}, bareKeys: &keys{limit: historySamples}}
+		checkoutKeys: &keys{limit: historySamples}, bareKeys: &keys{limit: historySamples}, service: map[string]string{}}
+	for _, part := range c.Parts() {
+		for _, name := range part.ProcessNames() {
+			b.service[name] = part.Service
+		}
+	}
 	for range 2 {
 		r, err := startBare(tc, (&bench{o: o}).workerOptions(), o.eager)
 		if err != nil {
@@ -162,6 +171,7 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 	best := make([]float64, len(systems))
 	for _, conc := range concurrencies {
 		results := make([]phase, len(systems))
+		parts := make([]map[string]float64, len(systems))
 		for si, s := range systems {
 			n := maxPool
 			if s.ordered {
@@ -172,7 +182,9 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 				return err
 			}
 			b.progress.Info("throughput", "system", s.name, "workers", workers, "concurrency", conc)
+			before := b.cpuByPart()
 			results[si] = closedLoop(ctx, conc, n, b.o.phase, run)
+			parts[si] = perOp(before, b.cpuByPart(), results[si].ok)
 			best[si] = max(best[si], results[si].throughput())
 		}
 		suffix := fmt.Sprintf(" c=%d, %s", conc, label)
@@ -186,6 +198,9 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 				Value: pct(results[0]), Refs: refs(systems, results, pct), Note: "closed loop"})
 		}
 		b.rep.closedLoopTargets(conc, results, ", "+label)
+		if conc == 8 {
+			b.rep.add(partsRow(systems, parts, suffix))
+		}
 	}
 	if _, _, err := historyRows(ctx, b.rep, b.tc, b.checkoutKeys.ids, b.bareKeys.ids, ", "+label); err != nil {
 		return err
@@ -332,17 +347,48 @@ func (b *clusterBench) check(ctx context.Context, tc client.Client) error {
 	return nil
 }
 
-// cpuTime is the CPU time of every process of the cluster (each leads its
-// own process group, with its children) and of this one.
+// cpuTime is the CPU time of every process of the cluster and of this one.
 func (b *clusterBench) cpuTime() time.Duration {
-	groups := map[int]bool{}
+	var sum time.Duration
+	for _, d := range b.cpuByPart() {
+		sum += d
+	}
+	return sum
+}
+
+// benchPart names this process among the parts of cpuByPart.
+const benchPart = "benchmark"
+
+// cpuByPart is the CPU time so far of each service of the cluster, its
+// replicas summed, and of this process, under benchPart.
+func (b *clusterBench) cpuByPart() map[string]time.Duration {
+	leaders := map[int]string{os.Getpid(): benchPart}
 	for _, p := range b.c.Processes() {
 		if pid := p.Pid(); pid > 0 {
-			groups[pid] = true
+			leaders[pid] = b.service[p.Name]
 		}
 	}
-	var ticks int64
+	ticks := attribute(readProcs(), leaders)
+	cpu := make(map[string]time.Duration, len(ticks))
+	for part, n := range ticks {
+		cpu[part] = time.Duration(n) * time.Second / clockTicks
+	}
+	return cpu
+}
+
+// procStat is what cpuByPart reads of one process.
+type procStat struct {
+	pid, ppid, pgrp int
+	// ticks is its user and system CPU time, with that of its children
+	// that have exited, in clockTicks.
+	ticks int64
+}
+
+// readProcs reads every process of the machine from /proc; one that exits
+// meanwhile is left out.
+func readProcs() []procStat {
 	entries, _ := os.ReadDir("/proc")
+	procs := make([]procStat, 0, len(entries))
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -358,16 +404,93 @@ func (b *clusterBench) cpuTime() time.Duration {
 		if len(fields) < 15 {
 			continue
 		}
-		pgrp, _ := strconv.Atoi(fields[2])
-		if !groups[pgrp] && pid != os.Getpid() {
-			continue
-		}
+		p := procStat{pid: pid}
+		p.ppid, _ = strconv.Atoi(fields[1])
+		p.pgrp, _ = strconv.Atoi(fields[2])
 		for _, f := range fields[11:15] {
 			n, _ := strconv.ParseInt(f, 10, 64)
-			ticks += n
+			p.ticks += n
+		}
+		procs = append(procs, p)
+	}
+	return procs
+}
+
+// attribute sums the ticks of procs by part. A process belongs to the part
+// that leaders names for it, for the leader of its process group, or for
+// its nearest ancestor, in that order; the others belong to none. The
+// ancestors matter for PostgreSQL, whose every backend makes itself the
+// leader of a session of its own.
+func attribute(procs []procStat, leaders map[int]string) map[string]int64 {
+	parent := make(map[int]int, len(procs))
+	for _, p := range procs {
+		parent[p.pid] = p.ppid
+	}
+	partOf := func(p procStat) (string, bool) {
+		if part, ok := leaders[p.pid]; ok {
+			return part, true
+		}
+		if part, ok := leaders[p.pgrp]; ok {
+			return part, true
+		}
+		seen := map[int]bool{p.pid: true}
+		for pid := parent[p.pid]; pid > 1 && !seen[pid]; pid = parent[pid] {
+			if part, ok := leaders[pid]; ok {
+				return part, true
+			}
+			seen[pid] = true
+		}
+		return "", false
+	}
+	ticks := map[string]int64{}
+	for _, p := range procs {
+		if part, ok := partOf(p); ok {
+			ticks[part] += p.ticks
 		}
 	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return ticks
+}
+
+// perOp is the CPU milliseconds per operation of each part between two
+// readings of cpuByPart, over ok operations.
+func perOp(before, after map[string]time.Duration, ok int) map[string]float64 {
+	out := make(map[string]float64, len(after))
+	if ok == 0 {
+		return out
+	}
+	for part, d := range after {
+		out[part] = ms(d-before[part]) / float64(ok)
+	}
+	return out
+}
+
+// partsRow tells where each system's CPU per operation went, by part of
+// the cluster. Its figure leaves out the API processes, which only the
+// checkout goes through: what is left compares the same parts.
+func partsRow(systems []system, parts []map[string]float64, suffix string) Row {
+	withoutAPI := func(p map[string]float64) float64 {
+		var sum float64
+		for part, v := range p {
+			if part != cluster.ServiceAPI {
+				sum += v
+			}
+		}
+		return sum
+	}
+	var notes []string
+	row := Row{Section: "cost", Metric: "CPU per op without the APIs" + suffix, Unit: "ms", Value: withoutAPI(parts[0])}
+	for i, s := range systems {
+		if i > 0 {
+			row.Refs = append(row.Refs, Ref{Name: s.name, Value: withoutAPI(parts[i])})
+		}
+		var by []string
+		for _, part := range slices.Sorted(maps.Keys(parts[i])) {
+			by = append(by, fmt.Sprintf("%s %.1f", part, parts[i][part]))
+		}
+		notes = append(notes, s.name+": "+strings.Join(by, ", "))
+	}
+	row.Note = "ms per op by part; " + strings.Join(notes, "; ")
+	return row
 }
 
 // serverVersion is the Temporal server module's version this binary was
