@@ -182,9 +182,14 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 				return err
 			}
 			b.progress.Info("throughput", "system", s.name, "workers", workers, "concurrency", conc)
-			before := b.cpuByPart()
+			var before map[string]time.Duration
+			if conc == cpuConcurrency {
+				before = b.cpuByPart()
+			}
 			results[si] = closedLoop(ctx, conc, n, b.o.phase, run)
-			parts[si] = perOp(before, b.cpuByPart(), results[si].ok)
+			if before != nil {
+				parts[si] = perOp(before, b.cpuByPart(), results[si].ok)
+			}
 			best[si] = max(best[si], results[si].throughput())
 		}
 		suffix := fmt.Sprintf(" c=%d, %s", conc, label)
@@ -198,7 +203,7 @@ func (b *clusterBench) measure(ctx context.Context, systems []system, workers in
 				Value: pct(results[0]), Refs: refs(systems, results, pct), Note: "closed loop"})
 		}
 		b.rep.closedLoopTargets(conc, results, ", "+label)
-		if conc == 8 {
+		if conc == cpuConcurrency {
 			b.rep.add(partsRow(systems, parts, suffix))
 		}
 	}
