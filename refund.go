@@ -153,3 +153,26 @@ func ParseRefundReference(ref string) (prefix, key string, err error) {
 	k := m[2]
 	return m[1], k[0:8] + "-" + k[8:12] + "-" + k[12:16] + "-" + k[16:20] + "-" + k[20:32], nil
 }
+
+// RefundLimit is what a charge of amount charge can still refund when its
+// refunds that hold (RefundStatus.Holds) sum to held minor units.
+func RefundLimit(charge Money, held int64) Money {
+	return Money{Minor: max(charge.Minor-held, 0), Currency: charge.Currency}
+}
+
+// RefundAmount is the refund amount invariant: the refunds of a charge
+// that hold never sum to more than the charge. It returns the amount a
+// refund of requested minor units takes from that charge (0 asks for all
+// that is left), and false when that would pass RefundLimit or nothing is
+// left. The store calls it under the charge's lock, with held summed in
+// the same transaction.
+func RefundAmount(charge Money, held, requested int64) (Money, bool) {
+	limit := RefundLimit(charge, held)
+	if requested == 0 {
+		requested = limit.Minor
+	}
+	if requested <= 0 || requested > limit.Minor {
+		return Money{}, false
+	}
+	return Money{Minor: requested, Currency: charge.Currency}, true
+}

@@ -108,3 +108,69 @@ func OrderStatusAfterRefunds(amount, refunded int64) OrderStatus {
 		return OrderRefunded
 	}
 }
+
+// OrderEventKind names what can move an order.
+type OrderEventKind string
+
+// The kinds of OrderEvent.
+const (
+	// OrderAttemptStarted: a new payment attempt was stored for the order.
+	OrderAttemptStarted OrderEventKind = "attempt_started"
+	// OrderAttemptSettled: the order's open attempt reached a terminal
+	// status.
+	OrderAttemptSettled OrderEventKind = "attempt_settled"
+	// OrderLateChargeAdopted: the repair adopted a late charge, which pays
+	// the order (LateChargeAdopted).
+	OrderLateChargeAdopted OrderEventKind = "late_charge_adopted"
+	// OrderRefundsSettled: a refund of the charge that paid the order
+	// settled, so its succeeded refunds sum to something new.
+	OrderRefundsSettled OrderEventKind = "refunds_settled"
+)
+
+// OrderEvent is something that happened to an order, with what its kind
+// needs to decide the order's next status.
+type OrderEvent struct {
+	Kind OrderEventKind
+	// Attempt is the settled attempt's status (OrderAttemptSettled).
+	Attempt AttemptStatus
+	// Charged and Refunded are the paying charge's amount and the sum of
+	// its succeeded refunds, in minor units (OrderRefundsSettled).
+	Charged, Refunded int64
+}
+
+// NextOrderStatus is the status an order in status s takes on e: the one
+// owner of the order's transitions, which docs/design.md draws as a state
+// machine and a test holds to the drawing. An event that does not apply
+// to s leaves it as it is: an attempt starts only on a placed order; only
+// a payment_pending order settles with its attempt (OrderStatusAfter), so
+// a late answer never unpays an order that a late charge paid meanwhile;
+// only an order not paid adopts a late charge; and only a paid order's
+// status follows its refunds (OrderStatusAfterRefunds).
+func NextOrderStatus(s OrderStatus, e OrderEvent) OrderStatus {
+	switch e.Kind {
+	case OrderAttemptStarted:
+		if s == OrderPlaced {
+			return OrderPaymentPending
+		}
+	case OrderAttemptSettled:
+		if s == OrderPaymentPending {
+			return OrderStatusAfter(e.Attempt)
+		}
+	case OrderLateChargeAdopted:
+		if !s.Paid() {
+			return OrderPaid
+		}
+	case OrderRefundsSettled:
+		if s.Paid() {
+			return OrderStatusAfterRefunds(e.Charged, e.Refunded)
+		}
+	}
+	return s
+}
+
+// CanSettleAs reports whether an attempt in status s may move to t: only
+// an open attempt moves, and only to a terminal status, which nothing
+// overwrites.
+func (s AttemptStatus) CanSettleAs(t AttemptStatus) bool {
+	return s == AttemptOpen && t.Terminal()
+}

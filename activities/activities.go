@@ -139,7 +139,7 @@ type Store interface {
 	GetOrder(ctx context.Context, id int64) (store.Order, []store.Attempt, error)
 	// RecordLateCharge repairs a succeeded charge of an attempt that did not
 	// pay its order.
-	RecordLateCharge(ctx context.Context, c store.LateCharge) (store.LateChargeDecision, *store.Refund, error)
+	RecordLateCharge(ctx context.Context, c store.LateCharge) (chargeonce.LateChargeDecision, *store.Refund, error)
 	// GetRefund returns one refund.
 	GetRefund(ctx context.Context, key string) (store.Refund, error)
 	// LogRefundRequest appends one exchange to the refund's request log and

@@ -303,7 +303,7 @@ func (m *matcher) resolveOrphans() error {
 			}
 			continue
 		}
-		if c, ok := repaired[l.ChargeID]; ok && c.Decision == store.LateChargeAdopted {
+		if c, ok := repaired[l.ChargeID]; ok && c.Decision == chargeonce.LateChargeAdopted {
 			if err := m.compare(l, c.OrderID, c.AttemptKey, c.Amount); err != nil {
 				return err
 			}
@@ -366,11 +366,11 @@ func (m *matcher) repair(l store.SettlementLine, a store.Attempt, recorded store
 		}
 	}
 	switch decision {
-	case store.LateChargeAdopted:
+	case chargeonce.LateChargeAdopted:
 		e.Kind = chargeonce.ExceptionLateChargeAdopted
 		e.Detail = fmt.Sprintf("Order %d now is paid by charge %s of %s, although %s: nothing else paid the order, so the customer's money pays it; deliver the order.",
 			a.OrderID, l.ChargeID, charged, why)
-	case store.LateChargeRefunded:
+	case chargeonce.LateChargeRefunded:
 		e.Kind, e.RefundKey = chargeonce.ExceptionLateChargeRefunded, refundKey
 		e.Detail = fmt.Sprintf("Order %d was paid by another charge, so charge %s of %s, for which %s, is refunded in whole under refund %s; the refund sweep sends it if nothing did yet. Act only if that refund fails.",
 			a.OrderID, l.ChargeID, charged, why, refundKey)

@@ -299,12 +299,12 @@ func (a *Activities) repairLateCharge(ctx context.Context, log *slog.Logger, att
 		return fmt.Errorf("record late charge %s of attempt %s: %w", chargeID, attemptKey, err)
 	}
 	switch {
-	case decision == store.LateChargeAdopted:
+	case decision == chargeonce.LateChargeAdopted:
 		log.Warn("late charge adopted: the order had not been paid since, so this charge pays it and the merchant delivers", "order", att.OrderID)
-	case decision == store.LateChargeRefunded && refund != nil && refund.Key == refundKey.String():
+	case decision == chargeonce.LateChargeRefunded && refund != nil && refund.Key == refundKey.String():
 		log.Error("late charge: the order was paid by another charge, so this charge is refunded in whole; check that the refund succeeds and tell the customer",
 			alert.Attr(alert.LateChargeRefunded), "order", att.OrderID, "paid_by", order.ProviderPaymentID, "refund_key", refund.Key, "refund_reference", refund.MerchantReference)
-	case decision == store.LateChargeRefunded:
+	case decision == chargeonce.LateChargeRefunded:
 		log.Info("late charge: its refund was stored already", "order", att.OrderID, "paid_by", order.ProviderPaymentID)
 	}
 	return nil

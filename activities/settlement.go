@@ -59,7 +59,7 @@ func (m *SettlementMetrics) ran(byKind map[chargeonce.ExceptionKind]int) {
 // RecordLateCharge. A store.Store is one.
 type Books interface {
 	store.SettlementStore
-	RecordLateCharge(ctx context.Context, c store.LateCharge) (store.LateChargeDecision, *store.Refund, error)
+	RecordLateCharge(ctx context.Context, c store.LateCharge) (chargeonce.LateChargeDecision, *store.Refund, error)
 }
 
 // Settlement holds the dependencies of the settlement activities. Register

@@ -139,13 +139,13 @@ func (s *Service) RepairLateCharge(ctx context.Context, a store.Attempt, chargeI
 		return "", fmt.Errorf("refund: late charge %s: %w", chargeID, err)
 	}
 	switch decision {
-	case store.LateChargeAdopted:
+	case chargeonce.LateChargeAdopted:
 		log.Info("late charge adopted: no other charge paid the order, so this one pays it", "amount", amount.String())
 		return checkout.EventLateChargeAdopted, nil
-	case store.LateChargeKnown:
+	case chargeonce.LateChargeKnown:
 		log.Info("the charge is the one that paid the order; nothing changes")
 		return checkout.EventSettled, nil
-	case store.LateChargeRefunded:
+	case chargeonce.LateChargeRefunded:
 	default:
 		return "", fmt.Errorf("refund: late charge %s: unknown store decision %q", chargeID, decision)
 	}

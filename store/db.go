@@ -274,8 +274,9 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Order, At
 			// order: read again and decide on it.
 			continue
 		}
-		order, err = queryOne(ctx, q, scanOrder, `UPDATE orders SET status = 'payment_pending', updated_at = $2
-			WHERE id = $1 AND status = 'placed' RETURNING `+orderColumns, n.OrderID, s.t(n.Now))
+		next := chargeonce.NextOrderStatus(order.Status, chargeonce.OrderEvent{Kind: chargeonce.OrderAttemptStarted})
+		order, err = queryOne(ctx, q, scanOrder, `UPDATE orders SET status = $3, updated_at = $2
+			WHERE id = $1 AND status = $4 RETURNING `+orderColumns, n.OrderID, s.t(n.Now), string(next), string(order.Status))
 		if errors.Is(err, ErrNotFound) {
 			return Order{}, Attempt{}, "", errors.New("the order changed while it was locked")
 		}
@@ -450,7 +451,7 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 	switch {
 	case !chargeonce.ValidKey(key):
 		return Settlement{}, fmt.Errorf("store: settle attempt: key %q is not a lower-case UUID", key)
-	case !status.Terminal():
+	case !chargeonce.AttemptOpen.CanSettleAs(status):
 		return Settlement{}, fmt.Errorf("store: settle attempt %s: status %q is not terminal", key, status)
 	case status == chargeonce.AttemptSucceeded && providerPaymentID == "":
 		return Settlement{}, fmt.Errorf("store: settle attempt %s: a succeeded attempt needs the provider payment ID", key)
@@ -482,7 +483,8 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 			return err
 		}
 		settled.Changed = true
-		next := chargeonce.OrderStatusAfter(status)
+		next := chargeonce.NextOrderStatus(chargeonce.OrderPaymentPending,
+			chargeonce.OrderEvent{Kind: chargeonce.OrderAttemptSettled, Attempt: status})
 		if next == chargeonce.OrderPaymentPending {
 			// Failed: a human reviews it before the merchant hears of it.
 			// The order is left as it is.
@@ -492,9 +494,11 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		if next == chargeonce.OrderPaid {
 			orderPaymentID = providerPaymentID
 		}
-		// One statement moves a payment_pending order on and numbers the
-		// event (see appendEvent); an order that is no longer
-		// payment_pending keeps its status, and tells it in the event.
+		// NextOrderStatus moves only a payment_pending order when its
+		// attempt settles. One statement applies it to that status, numbers
+		// the event (see appendEvent) and, without a read first, leaves an
+		// order in any other status as it is, which then tells its status
+		// in the event.
 		n, err := queryOne(ctx, q, func(r rows) (numbered, error) {
 			var n numbered
 			return n, r.Scan(&n.sequence, &n.status, &settled.OrderPaidBy)

@@ -237,9 +237,9 @@ func TestStore_AdoptedLateChargeIsAPaymentSucceeded(t *testing.T) {
 		abandoned, _ := checkout(t, s, order.ID, card("visa"), base)
 		require.True(t, settle(t, s, abandoned.Key, chargeonce.AttemptAbandoned, ""))
 		d, _ := recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
-		require.Equal(t, store.LateChargeAdopted, d)
+		require.Equal(t, chargeonce.LateChargeAdopted, d)
 		d, _ = recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
-		require.Equal(t, store.LateChargeKnown, d)
+		require.Equal(t, chargeonce.LateChargeKnown, d)
 
 		events := orderEvents(t, s, order.ID)
 		require.Equal(t, []string{"1 payment.abandoned", "2 payment.succeeded"}, eventTypes(events))
@@ -265,7 +265,7 @@ func TestStore_EventSequenceHasNoGapsUnderConcurrentSettlements(t *testing.T) {
 			c := lateCharge(t, abandoned.Key, fmt.Sprintf("ch_late_%d", i))
 			c.Amount.Minor-- // not the order's amount: refunded
 			d, f := recordLateCharge(t, s, c)
-			require.Equal(t, store.LateChargeRefunded, d)
+			require.Equal(t, chargeonce.LateChargeRefunded, d)
 			refundKeys = append(refundKeys, f.Key)
 		}
 		open, _ := checkout(t, s, order.ID, card("visa"), base)

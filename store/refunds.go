@@ -118,22 +118,6 @@ type LateCharge struct {
 	Now             time.Time
 }
 
-// LateChargeDecision says what RecordLateCharge did.
-type LateChargeDecision string
-
-// The decisions of RecordLateCharge.
-const (
-	// LateChargeAdopted: the order had not been paid since, so the charge
-	// pays it now.
-	LateChargeAdopted LateChargeDecision = "adopted"
-	// LateChargeRefunded: the order was paid by another charge, so a
-	// refund of the whole late charge was stored (or had been already).
-	LateChargeRefunded LateChargeDecision = "refunded"
-	// LateChargeKnown: the charge is the one that paid the order; nothing
-	// changed.
-	LateChargeKnown LateChargeDecision = "known"
-)
-
 // RefundStore keeps refund intents, their request logs, and the repair of
 // late charges.
 type RefundStore interface {
@@ -204,5 +188,5 @@ type RefundStore interface {
 	// returned the whole charge already. A refund of the charge that ended
 	// not_processed refunded nothing, so the next call stores a new one,
 	// under c.RefundKey. ErrNotFound: no such attempt.
-	RecordLateCharge(ctx context.Context, c LateCharge) (LateChargeDecision, *Refund, error)
+	RecordLateCharge(ctx context.Context, c LateCharge) (chargeonce.LateChargeDecision, *Refund, error)
 }

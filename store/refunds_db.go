@@ -275,15 +275,12 @@ func refundAmount(ctx context.Context, q querier, c RefundableCharge, minor int6
 	if err != nil {
 		return chargeonce.Money{}, err
 	}
-	remaining := c.Amount.Minor - held
-	if minor == 0 {
-		minor = remaining
-	}
-	if minor <= 0 || minor > remaining {
+	amount, ok := chargeonce.RefundAmount(c.Amount, held, minor)
+	if !ok {
 		return chargeonce.Money{}, fmt.Errorf("%w: charge %s of %s can still refund %s",
-			ErrRefundExceedsCharge, c.ID, c.Amount, chargeonce.Money{Minor: max(remaining, 0), Currency: c.Amount.Currency})
+			ErrRefundExceedsCharge, c.ID, c.Amount, chargeonce.RefundLimit(c.Amount, held))
 	}
-	return chargeonce.Money{Minor: minor, Currency: c.Amount.Currency}, nil
+	return amount, nil
 }
 
 // insertRefund inserts f, pending, and reports false when a refund that
@@ -454,7 +451,8 @@ func (s *db) setOrderStatusAfterRefunds(ctx context.Context, q querier, orderID 
 	if err != nil {
 		return err
 	}
-	next := chargeonce.OrderStatusAfterRefunds(order.Amount.Minor, refunded)
+	next := chargeonce.NextOrderStatus(order.Status,
+		chargeonce.OrderEvent{Kind: chargeonce.OrderRefundsSettled, Charged: order.Amount.Minor, Refunded: refunded})
 	if next == order.Status {
 		return nil
 	}
@@ -486,12 +484,12 @@ func (c LateCharge) validate() error {
 	return nil
 }
 
-func (s *db) RecordLateCharge(ctx context.Context, c LateCharge) (LateChargeDecision, *Refund, error) {
+func (s *db) RecordLateCharge(ctx context.Context, c LateCharge) (chargeonce.LateChargeDecision, *Refund, error) {
 	if err := c.validate(); err != nil {
 		return "", nil, fmt.Errorf("store: late charge: %w", err)
 	}
 	var (
-		d LateChargeDecision
+		d chargeonce.LateChargeDecision
 		f *Refund
 	)
 	err := s.txs.inTx(ctx, true, func(q querier) error {
@@ -505,7 +503,7 @@ func (s *db) RecordLateCharge(ctx context.Context, c LateCharge) (LateChargeDeci
 	return d, f, nil
 }
 
-func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (LateChargeDecision, *Refund, error) {
+func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (chargeonce.LateChargeDecision, *Refund, error) {
 	orderID, err := queryOne(ctx, q, scanInt64, `SELECT order_id FROM payment_attempts WHERE idempotency_key = $1`, c.AttemptKey)
 	if err != nil {
 		return "", nil, err
@@ -514,12 +512,9 @@ func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (Lat
 	if err != nil {
 		return "", nil, err
 	}
-	if order.ProviderPaymentID == c.ChargeID {
-		return LateChargeKnown, nil, nil
-	}
 	type found struct {
 		orderID   int64
-		decision  string
+		decision  chargeonce.LateChargeDecision
 		refundKey string
 	}
 	prior, err := queryOne(ctx, q, func(r rows) (found, error) {
@@ -532,49 +527,34 @@ func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (Lat
 		return "", nil, err
 	case prior.orderID != orderID:
 		return "", nil, fmt.Errorf("%w: the charge was recorded for order %d", ErrConflict, prior.orderID)
-	case prior.decision == string(LateChargeAdopted):
-		// Adopted, it paid the order, which a paid order's charge never
-		// stops doing; only a hand-made change gets here.
-		return "", nil, fmt.Errorf("the charge was adopted by order %d, which is now paid by %q", orderID, order.ProviderPaymentID)
-	case prior.refundKey == "":
-		return LateChargeRefunded, nil, nil
-	default:
+	}
+	facts := chargeonce.LateChargeFacts{
+		OrderID: orderID, OrderStatus: order.Status, OrderAmount: order.Amount, OrderPaidBy: order.ProviderPaymentID,
+		ChargeID: c.ChargeID, ChargeAmount: c.Amount, Decided: prior.decision,
+	}
+	decision, err := facts.Decide()
+	if err != nil || decision == chargeonce.LateChargeKnown {
+		return decision, nil, err
+	}
+	if decision == chargeonce.LateChargeAdopted {
+		return decision, nil, s.adoptLateCharge(ctx, q, c, order)
+	}
+	if prior.decision == chargeonce.LateChargeRefunded {
+		if prior.refundKey == "" {
+			// Refunds of others had returned the whole charge already.
+			return decision, nil, nil
+		}
 		f, err := queryOne(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds WHERE idempotency_key = $1`, prior.refundKey)
 		if err != nil {
 			return "", nil, err
 		}
 		if f.Status != chargeonce.RefundNotProcessed {
-			return LateChargeRefunded, &f, nil
+			return decision, &f, nil
 		}
 		// Nothing was refunded under that key: the charge gets a new
-		// refund below.
+		// refund.
 	}
-	if prior.decision == "" && !order.Status.Paid() && c.Amount == order.Amount {
-		// The customer's money was taken for this order: the merchant
-		// delivers. The attempt keeps its status; late_charges says why
-		// the order is paid.
-		n, err := queryOne(ctx, q, scanNumbered, `UPDATE orders SET status = 'paid', provider_payment_id = $2, updated_at = $3,
-				event_sequence = event_sequence + 1
-			WHERE id = $1 RETURNING event_sequence, status`,
-			orderID, c.ChargeID, s.t(c.Now))
-		if err != nil {
-			return "", nil, err
-		}
-		if _, err := q.exec(ctx,
-			`INSERT INTO late_charges (charge_id, attempt_key, order_id, amount_minor, currency, decision, refund_key, found_at)
-			VALUES ($1, $2, $3, $4, $5, 'adopted', NULL, $6)`,
-			c.ChargeID, c.AttemptKey, orderID, c.Amount.Minor, c.Amount.Currency, s.t(c.Now)); err != nil {
-			return "", nil, err
-		}
-		// To the merchant, the attempt whose charge paid the order
-		// succeeded, whatever status it settled with before.
-		err = s.insertEvent(ctx, q, newEvent{typ: chargeonce.EventPaymentSucceeded, orderID: orderID, attemptKey: c.AttemptKey,
-			amount: c.Amount, providerID: c.ChargeID, status: string(chargeonce.AttemptSucceeded), at: c.Now}, n)
-		return LateChargeAdopted, nil, err
-	}
-	// Paid by another charge, or not the order's amount: the whole charge
-	// goes back, less what refunds of it hold already.
-	f, err := s.refundLateCharge(ctx, q, c, order)
+	f, err := s.refundLateCharge(ctx, q, c, order, facts.RefundReason())
 	if err != nil {
 		return "", nil, err
 	}
@@ -590,13 +570,37 @@ func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (Lat
 			VALUES ($1, $2, $3, $4, $5, 'refunded', $6, $7)`,
 			c.ChargeID, c.AttemptKey, orderID, c.Amount.Minor, c.Amount.Currency, refundKey, s.t(c.Now))
 	}
-	return LateChargeRefunded, f, err
+	return decision, f, err
+}
+
+// adoptLateCharge makes a late charge pay its locked order: the customer's
+// money was taken for this order, so the merchant delivers. The attempt
+// keeps its status; late_charges says why the order is paid.
+func (s *db) adoptLateCharge(ctx context.Context, q querier, c LateCharge, order Order) error {
+	next := chargeonce.NextOrderStatus(order.Status, chargeonce.OrderEvent{Kind: chargeonce.OrderLateChargeAdopted})
+	n, err := queryOne(ctx, q, scanNumbered, `UPDATE orders SET status = $4, provider_payment_id = $2, updated_at = $3,
+			event_sequence = event_sequence + 1
+		WHERE id = $1 RETURNING event_sequence, status`,
+		order.ID, c.ChargeID, s.t(c.Now), string(next))
+	if err != nil {
+		return err
+	}
+	if _, err := q.exec(ctx,
+		`INSERT INTO late_charges (charge_id, attempt_key, order_id, amount_minor, currency, decision, refund_key, found_at)
+		VALUES ($1, $2, $3, $4, $5, 'adopted', NULL, $6)`,
+		c.ChargeID, c.AttemptKey, order.ID, c.Amount.Minor, c.Amount.Currency, s.t(c.Now)); err != nil {
+		return err
+	}
+	// To the merchant, the attempt whose charge paid the order succeeded,
+	// whatever status it settled with before.
+	return s.insertEvent(ctx, q, newEvent{typ: chargeonce.EventPaymentSucceeded, orderID: order.ID, attemptKey: c.AttemptKey,
+		amount: c.Amount, providerID: c.ChargeID, status: string(chargeonce.AttemptSucceeded), at: c.Now}, n)
 }
 
 // refundLateCharge stores the repair's refund of all that a late charge of
 // a locked order can still refund; nil when refunds that hold return the
 // whole charge already.
-func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, order Order) (*Refund, error) {
+func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, order Order, reason string) (*Refund, error) {
 	if err := s.lockCharge(ctx, q, c.ChargeID); err != nil {
 		return nil, err
 	}
@@ -607,10 +611,6 @@ func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, orde
 	}
 	if err != nil {
 		return nil, err
-	}
-	reason := fmt.Sprintf("late charge: order %d was paid by charge %s", order.ID, order.ProviderPaymentID)
-	if !order.Status.Paid() {
-		reason = fmt.Sprintf("late charge: %s is not the amount of order %d, %s", c.Amount, order.ID, order.Amount)
 	}
 	f := Refund{RefundIntent: chargeonce.RefundIntent{
 		Key:               c.RefundKey,

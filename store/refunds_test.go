@@ -566,7 +566,7 @@ func lateCharge(t *testing.T, attemptKey, chargeID string) store.LateCharge {
 	}
 }
 
-func recordLateCharge(t *testing.T, s store.Store, c store.LateCharge) (store.LateChargeDecision, *store.Refund) {
+func recordLateCharge(t *testing.T, s store.Store, c store.LateCharge) (chargeonce.LateChargeDecision, *store.Refund) {
 	t.Helper()
 	d, f, err := s.RecordLateCharge(context.Background(), c)
 	require.NoError(t, err)
@@ -584,7 +584,7 @@ func TestStore_LateChargeOfAnOrderNotPaidSinceIsAdopted(t *testing.T) {
 		require.True(t, settle(t, s, abandoned.Key, chargeonce.AttemptAbandoned, ""))
 
 		d, f := recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
-		require.Equal(t, store.LateChargeAdopted, d)
+		require.Equal(t, chargeonce.LateChargeAdopted, d)
 		require.Nil(t, f)
 		o, attempts := getOrder(t, s, order.ID)
 		require.Equal(t, chargeonce.OrderPaid, o.Status)
@@ -593,7 +593,7 @@ func TestStore_LateChargeOfAnOrderNotPaidSinceIsAdopted(t *testing.T) {
 		require.Equal(t, chargeonce.AttemptAbandoned, attempts[0].Status, "a terminal status is never overwritten")
 
 		d, f = recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
-		require.Equal(t, store.LateChargeKnown, d, "found again, it is the charge that paid the order")
+		require.Equal(t, chargeonce.LateChargeKnown, d, "found again, it is the charge that paid the order")
 		require.Nil(t, f)
 		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM late_charges WHERE decision = 'adopted'`))
 
@@ -621,7 +621,7 @@ func TestStore_LateChargeOfAnOrderPaidByAnotherIsRefundedOnce(t *testing.T) {
 
 		c := lateCharge(t, abandoned.Key, "ch_late")
 		d, f := recordLateCharge(t, s, c)
-		require.Equal(t, store.LateChargeRefunded, d)
+		require.Equal(t, chargeonce.LateChargeRefunded, d)
 		require.NotNil(t, f)
 		require.Equal(t, c.RefundKey, f.Key)
 		require.Equal(t, order.ID, f.OrderID)
@@ -634,7 +634,7 @@ func TestStore_LateChargeOfAnOrderPaidByAnotherIsRefundedOnce(t *testing.T) {
 		require.NoError(t, f.Validate())
 
 		d, again := recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
-		require.Equal(t, store.LateChargeRefunded, d)
+		require.Equal(t, chargeonce.LateChargeRefunded, d)
 		require.Equal(t, f, again, "one refund per late charge, however often found")
 
 		for _, id := range []string{"ch_late", "ch_paid"} {
@@ -644,7 +644,7 @@ func TestStore_LateChargeOfAnOrderPaidByAnotherIsRefundedOnce(t *testing.T) {
 		}
 
 		d, known := recordLateCharge(t, s, lateCharge(t, paid.Key, "ch_paid"))
-		require.Equal(t, store.LateChargeKnown, d)
+		require.Equal(t, chargeonce.LateChargeKnown, d)
 		require.Nil(t, known)
 
 		require.True(t, settleRefund(t, s, f.Key, chargeonce.RefundSucceeded, "re_late"))
@@ -668,11 +668,11 @@ func TestStore_LateChargeOfAnOrderPaidByAnotherIsRefundedOnce(t *testing.T) {
 		_, first := recordLateCharge(t, s, lateCharge(t, lost.Key, "ch_lost"))
 		require.True(t, settleRefund(t, s, first.Key, chargeonce.RefundNotProcessed, ""))
 		d, next := recordLateCharge(t, s, lateCharge(t, lost.Key, "ch_lost"))
-		require.Equal(t, store.LateChargeRefunded, d)
+		require.Equal(t, chargeonce.LateChargeRefunded, d)
 		require.NotEqual(t, first.Key, next.Key)
 		require.Equal(t, chargeonce.RefundPending, next.Status)
 		d, same := recordLateCharge(t, s, lateCharge(t, lost.Key, "ch_lost"))
-		require.Equal(t, store.LateChargeRefunded, d)
+		require.Equal(t, chargeonce.LateChargeRefunded, d)
 		require.Equal(t, next.Key, same.Key)
 		require.Equal(t, int64(2), rawCount(t, dsn, `SELECT count(*) FROM late_charges WHERE decision = 'refunded'`))
 	})
@@ -689,7 +689,7 @@ func TestStore_LateChargeOfAnotherAmountIsRefunded(t *testing.T) {
 		c := lateCharge(t, abandoned.Key, "ch_odd")
 		c.Amount = chargeonce.Money{Minor: 100, Currency: "TRY"}
 		d, f := recordLateCharge(t, s, c)
-		require.Equal(t, store.LateChargeRefunded, d)
+		require.Equal(t, chargeonce.LateChargeRefunded, d)
 		require.Equal(t, c.Amount, f.Amount)
 		o, _ := getOrder(t, s, order.ID)
 		require.Equal(t, chargeonce.OrderPlaced, o.Status, "the customer may still pay")
@@ -767,7 +767,7 @@ func TestStore_SettlingNeverUnpaysARefundedOrder(t *testing.T) {
 		require.True(t, settle(t, s, abandoned.Key, chargeonce.AttemptAbandoned, ""))
 		open, _ := checkout(t, s, order.ID, card("mastercard"), base.Add(time.Minute))
 		d, _ := recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
-		require.Equal(t, store.LateChargeAdopted, d, "an order payment_pending was not paid since")
+		require.Equal(t, chargeonce.LateChargeAdopted, d, "an order payment_pending was not paid since")
 		f, _ := startRefund(t, s, newRefund(t, order.ID, 100, ""))
 		require.True(t, settleRefund(t, s, f.Key, chargeonce.RefundSucceeded, "re_1"))
 

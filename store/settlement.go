@@ -199,8 +199,8 @@ type RecordedLateCharge struct {
 	AttemptKey string
 	OrderID    int64
 	Amount     chargeonce.Money
-	// Decision is LateChargeAdopted or LateChargeRefunded.
-	Decision LateChargeDecision
+	// Decision is chargeonce.LateChargeAdopted or LateChargeRefunded.
+	Decision chargeonce.LateChargeDecision
 	// RefundKey is the repair's refund, when the decision is refunded.
 	RefundKey string
 	FoundAt   time.Time
@@ -519,7 +519,7 @@ func scanLateCharge(r rows) (RecordedLateCharge, error) {
 	if c.Amount, err = chargeonce.NewMoney(minor, currency); err != nil {
 		return RecordedLateCharge{}, errCorrupt("late charge", c.ChargeID, err)
 	}
-	c.Decision = LateChargeDecision(decision)
+	c.Decision = chargeonce.LateChargeDecision(decision)
 	if c.FoundAt, err = found.required("found_at"); err != nil {
 		return RecordedLateCharge{}, errCorrupt("late charge", c.ChargeID, err)
 	}

@@ -296,12 +296,12 @@ func TestStore_LateChargesAndRefundExceptionsReadBack(t *testing.T) {
 		decision, refund, err := s.RecordLateCharge(ctx, store.LateCharge{AttemptKey: attempts[0].Key, ChargeID: "ch_late",
 			Amount: o.Amount, RefundKey: newKey(t), ReferencePrefix: "bookstore", Now: base})
 		require.NoError(t, err)
-		require.Equal(t, store.LateChargeRefunded, decision)
+		require.Equal(t, chargeonce.LateChargeRefunded, decision)
 
 		late, err := s.LateCharges(ctx, []string{"ch_late", "ch_other"})
 		require.NoError(t, err)
 		require.Equal(t, []store.RecordedLateCharge{{ChargeID: "ch_late", AttemptKey: attempts[0].Key, OrderID: o.ID, Amount: o.Amount,
-			Decision: store.LateChargeRefunded, RefundKey: refund.Key, FoundAt: stored(base)}}, late)
+			Decision: chargeonce.LateChargeRefunded, RefundKey: refund.Key, FoundAt: stored(base)}}, late)
 
 		e := store.SettlementException{Seq: 1, Kind: chargeonce.ExceptionLateChargeRefunded, ChargeID: "ch_late", OrderID: o.ID,
 			RefundKey: refund.Key, RefundID: "re_1", Detail: "refunded"}

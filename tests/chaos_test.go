@@ -79,8 +79,8 @@ func requireLateChargesRepaired(t *testing.T, sum chaos.Summary) {
 	before, after := sum.Faults[chaos.FaultLateBeforePaid], sum.Faults[chaos.FaultLateAfterPaid]
 	require.Positive(t, before, "late charges planted before the customer paid again")
 	require.Positive(t, after, "late charges planted after the order was paid again")
-	require.GreaterOrEqual(t, sum.Report.LateCharges[store.LateChargeAdopted], before, "adopted late charges")
-	require.GreaterOrEqual(t, sum.Report.LateCharges[store.LateChargeRefunded], after, "refunded late charges")
+	require.GreaterOrEqual(t, sum.Report.LateCharges[chargeonce.LateChargeAdopted], before, "adopted late charges")
+	require.GreaterOrEqual(t, sum.Report.LateCharges[chargeonce.LateChargeRefunded], after, "refunded late charges")
 }
 
 // postgresURLEnv names the variable with a PostgreSQL URL whose role may

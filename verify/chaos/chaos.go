@@ -324,7 +324,7 @@ func (s Summary) String() string {
 	row("orders paid / placed / pending", fmt.Sprintf("%d / %d / %d",
 		s.Orders[chargeonce.OrderPaid], s.Orders[chargeonce.OrderPlaced], s.Orders[chargeonce.OrderPaymentPending]))
 	row("late charges adopted / refunded", fmt.Sprintf("%d / %d",
-		s.Report.LateCharges[store.LateChargeAdopted], s.Report.LateCharges[store.LateChargeRefunded]))
+		s.Report.LateCharges[chargeonce.LateChargeAdopted], s.Report.LateCharges[chargeonce.LateChargeRefunded]))
 	row("attempts succeeded / declined / abandoned / not processed / failed / open", fmt.Sprintf("%d / %d / %d / %d / %d / %d",
 		s.Attempts[chargeonce.AttemptSucceeded], s.Attempts[chargeonce.AttemptDeclined], s.Attempts[chargeonce.AttemptAbandoned],
 		s.Attempts[chargeonce.AttemptNotProcessed], s.Attempts[chargeonce.AttemptFailed], s.Attempts[chargeonce.AttemptOpen]))

@@ -123,7 +123,7 @@ type Report struct {
 	// decision.
 	Refunds, RefundRequests int
 	RefundsByStatus         map[chargeonce.RefundStatus]int
-	LateCharges             map[store.LateChargeDecision]int
+	LateCharges             map[chargeonce.LateChargeDecision]int
 }
 
 // OK reports whether no invariant is broken.
@@ -260,7 +260,7 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	c.report.Orders, c.report.Attempts = len(w.orders), len(w.attempts)
 	c.report.Charges, c.report.ChargeRequests = len(ps.Charges), len(w.requests)
 	c.report.Refunds, c.report.RefundRequests = len(ps.Refunds), len(w.refundRequests)
-	c.report.RefundsByStatus, c.report.LateCharges = map[chargeonce.RefundStatus]int{}, map[store.LateChargeDecision]int{}
+	c.report.RefundsByStatus, c.report.LateCharges = map[chargeonce.RefundStatus]int{}, map[chargeonce.LateChargeDecision]int{}
 	for _, r := range w.ours {
 		c.report.RefundsByStatus[r.Status]++
 	}
@@ -477,7 +477,7 @@ func (c *checker) chargesMatchAttempts() {
 		if lc, repaired := c.late[ch.ID]; repaired {
 			// Adopted, it must pay its order; refunded, invariant 1
 			// holds it to its window.
-			if lc.Decision == store.LateChargeAdopted && c.orders[lc.OrderID].ProviderPaymentID != ch.ID {
+			if lc.Decision == chargeonce.LateChargeAdopted && c.orders[lc.OrderID].ProviderPaymentID != ch.ID {
 				v.Message = fmt.Sprintf("late charge adopted by order %d, which is paid by %q", lc.OrderID, c.orders[lc.OrderID].ProviderPaymentID)
 				c.add(v)
 			}
@@ -557,7 +557,7 @@ func (c *checker) chargesMatchAttempts() {
 				n++
 			}
 		}
-		if lc, ok := c.late[o.ProviderPaymentID]; ok && lc.Decision == store.LateChargeAdopted && lc.OrderID == id {
+		if lc, ok := c.late[o.ProviderPaymentID]; ok && lc.Decision == chargeonce.LateChargeAdopted && lc.OrderID == id {
 			n++
 		}
 		if n != 1 {

@@ -85,7 +85,7 @@ func (c *checker) repairing(ch fakeprovider.Charge) (bool, string) {
 	case !found:
 		age := c.now.Sub(ch.Created)
 		return age < c.repairWindow, fmt.Sprintf("no repair recorded for it %s after it was made (window %s)", age.Round(1e6), c.repairWindow)
-	case lc.Decision != store.LateChargeRefunded:
+	case lc.Decision != chargeonce.LateChargeRefunded:
 		return false, fmt.Sprintf("the repair %s it", lc.Decision)
 	}
 	r, ok := c.ours[lc.RefundKey]
