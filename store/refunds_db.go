@@ -123,21 +123,20 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 	// refund its twin committed meanwhile, and is replayed rather than
 	// counted against the charge.
 	c, err := s.lockRefundableCharge(ctx, q, n.OrderID, n.ChargeID)
+	if errors.Is(err, ErrNotRefundable) {
+		// A request key that asked for a refund before is answered as
+		// such, whatever it names now: a key sent again with another
+		// request is key_reused, as it is for a refundable target.
+		if prior, d, found, keyErr := s.requestKeyDecision(ctx, q, n); found || keyErr != nil {
+			return prior, d, keyErr
+		}
+	}
 	if err != nil {
 		return Refund{}, "", err
 	}
 	for range getOrStartPasses {
-		if n.RequestKey != "" {
-			prior, err := queryOne(ctx, q, scanRefund,
-				`SELECT `+refundColumns+` FROM refunds WHERE request_key = $1 AND status <> 'not_processed'`, n.RequestKey)
-			switch {
-			case err == nil && prior.RequestFingerprint == n.RequestFingerprint:
-				return prior, RefundReplayed, nil
-			case err == nil:
-				return prior, RefundKeyReused, nil
-			case !errors.Is(err, ErrNotFound):
-				return Refund{}, "", err
-			}
+		if prior, d, found, err := s.requestKeyDecision(ctx, q, n); found || err != nil {
+			return prior, d, err
 		}
 		amount, err := refundAmount(ctx, q, c, n.Amount)
 		if err != nil {
@@ -169,6 +168,27 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 		// committed meanwhile: read it again and decide on it.
 	}
 	return Refund{}, "", fmt.Errorf("refunds with request key %q kept appearing and settling; gave up after %d reads", n.RequestKey, getOrStartPasses)
+}
+
+// requestKeyDecision finds the live refund (any but not_processed) that n's
+// request key asked for before, if any, and decides on it: replayed when
+// its fingerprint is n's, key_reused otherwise.
+func (s *db) requestKeyDecision(ctx context.Context, q querier, n NewRefund) (Refund, RefundDecision, bool, error) {
+	if n.RequestKey == "" {
+		return Refund{}, "", false, nil
+	}
+	prior, err := queryOne(ctx, q, scanRefund,
+		`SELECT `+refundColumns+` FROM refunds WHERE request_key = $1 AND status <> 'not_processed'`, n.RequestKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Refund{}, "", false, nil
+	case err != nil:
+		return Refund{}, "", false, err
+	case prior.RequestFingerprint == n.RequestFingerprint:
+		return prior, RefundReplayed, true, nil
+	default:
+		return prior, RefundKeyReused, true, nil
+	}
 }
 
 // lockRefundableCharge finds the charge a refund is for and locks it: the

@@ -93,6 +93,9 @@ func TestRefund_SucceedsInPartsAndTheKeyRulesHold(t *testing.T) {
 	other := s.refund(t, id, key, `{"amount": "31.00", "reason": "damaged"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, other.status)
 	require.Equal(t, "urn:chargeonce:problem:idempotency-key-reused", problemOf(t, other).Type)
+	unpaid := s.refund(t, s.createOrder(t, "100.00", "TRY"), key, `{"amount": "30.00", "reason": "damaged"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, unpaid.status, "another order, never paid: body: %s", unpaid.body)
+	require.Equal(t, "urn:chargeonce:problem:idempotency-key-reused", problemOf(t, unpaid).Type)
 
 	over := s.refund(t, id, uuid.NewString(), `{"amount": "70.01", "reason": "too much"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, over.status)
