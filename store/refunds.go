@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"chargeonce"
+	"chargeonce/internal/idemkey"
 )
 
 // ErrRefundExceedsCharge is returned when a refund would make the refunds
@@ -45,8 +46,9 @@ type Refund struct {
 }
 
 // MaxRequestKeyLength bounds the Idempotency-Key of an API request that a
-// refund keeps, in bytes; the key is free text (chargeonce.ValidateText).
-const MaxRequestKeyLength = 255
+// refund keeps, in bytes: the longest key the header may carry. The key is
+// free text (chargeonce.ValidateText).
+const MaxRequestKeyLength = idemkey.MaxLength
 
 // NewRefund is what StartRefund needs to find or create a refund.
 type NewRefund struct {

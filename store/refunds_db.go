@@ -9,8 +9,8 @@ import (
 	"chargeonce"
 )
 
-// maxChargeIDLength bounds a charge id; providers' ids are far shorter.
-const maxChargeIDLength = 255
+// MaxChargeIDLength bounds a charge id; providers' ids are far shorter.
+const MaxChargeIDLength = 255
 
 const refundColumns = `idempotency_key, COALESCE(order_id, 0), charge_id, amount_minor, currency, reason, origin, merchant_reference,
 	status, COALESCE(provider_refund_id, ''), failure_reason, COALESCE(request_key, ''), COALESCE(request_fingerprint, ''),
@@ -62,8 +62,8 @@ func (n NewRefund) validate() error {
 		return errors.New("only an operator refunds a charge without naming its order")
 	case n.OrderID == 0 && n.ChargeID == "":
 		return errors.New("a refund names its order, its charge, or both")
-	case len(n.ChargeID) > maxChargeIDLength:
-		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(n.ChargeID), maxChargeIDLength)
+	case len(n.ChargeID) > MaxChargeIDLength:
+		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(n.ChargeID), MaxChargeIDLength)
 	case n.Amount < 0:
 		return fmt.Errorf("amount %d is negative", n.Amount)
 	case !chargeonce.ValidKey(n.Key):
@@ -402,8 +402,8 @@ func (s *db) SettleRefund(ctx context.Context, key string, status chargeonce.Ref
 		return false, fmt.Errorf("store: settle refund %s: status %q is not a settled one", key, status)
 	case status == chargeonce.RefundSucceeded && providerRefundID == "":
 		return false, fmt.Errorf("store: settle refund %s: a succeeded refund needs the provider's refund ID", key)
-	case len(providerRefundID) > maxChargeIDLength:
-		return false, fmt.Errorf("store: settle refund %s: the provider's refund ID has %d bytes; at most %d are allowed", key, len(providerRefundID), maxChargeIDLength)
+	case len(providerRefundID) > MaxChargeIDLength:
+		return false, fmt.Errorf("store: settle refund %s: the provider's refund ID has %d bytes; at most %d are allowed", key, len(providerRefundID), MaxChargeIDLength)
 	case at.IsZero():
 		return false, fmt.Errorf("store: settle refund %s: the time is missing", key)
 	}
@@ -488,8 +488,8 @@ func (c LateCharge) validate() error {
 		return fmt.Errorf("attempt key %q is not a lower-case UUID", c.AttemptKey)
 	case c.ChargeID == "":
 		return errors.New("the charge ID is empty")
-	case len(c.ChargeID) > maxChargeIDLength:
-		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(c.ChargeID), maxChargeIDLength)
+	case len(c.ChargeID) > MaxChargeIDLength:
+		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(c.ChargeID), MaxChargeIDLength)
 	case !chargeonce.ValidKey(c.RefundKey):
 		return fmt.Errorf("refund key %q is not a lower-case UUID", c.RefundKey)
 	case !chargeonce.ValidReferencePrefix(c.ReferencePrefix):
