@@ -37,15 +37,23 @@ var acts *activities.Activities
 // attempt's StartToClose timeout does.
 func newActivityEnv(t *testing.T, env *activitiestest.Env, deadline time.Duration) *testsuite.TestActivityEnvironment {
 	t.Helper()
+	ctx := context.Background()
+	if deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, deadline)
+		t.Cleanup(cancel)
+	}
+	return activityEnvWithin(env, ctx)
+}
+
+// activityEnvWithin is a test environment of env's activities whose
+// executions end when ctx does, as at an activity's deadline.
+func activityEnvWithin(env *activitiestest.Env, ctx context.Context) *testsuite.TestActivityEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	aenv := suite.NewTestActivityEnvironment()
 	aenv.RegisterActivity(env.Activities)
-	if deadline > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), deadline)
-		t.Cleanup(cancel)
-		aenv.SetWorkerOptions(worker.Options{BackgroundActivityContext: ctx})
-	}
+	aenv.SetWorkerOptions(worker.Options{BackgroundActivityContext: ctx})
 	return aenv
 }
 
@@ -326,6 +334,40 @@ func TestCharge_RequestLogFailureKeepsTheOutcome(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	require.Len(t, env.Fake.Charges(), 1)
+}
+
+// busyLog is the real store whose request log is written only once busy
+// has ended, as a database busy with other writers would.
+type busyLog struct {
+	activities.Store
+	busy <-chan struct{}
+}
+
+func (s busyLog) LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error) {
+	<-s.busy
+	return s.Store.LogProviderRequest(ctx, r)
+}
+
+func TestCharge_TimedOutRequestIsLoggedAfterTheActivityDeadline(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * time.Second}}})
+	intent := env.NewIntent(t, "tok_visa", amount, time.Now())
+	// The database stays busy until the activity's deadline has passed:
+	// the request has used the activity's whole time by the moment its
+	// record can be written.
+	deadline, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	t.Cleanup(cancel)
+	env.Activities.Store = busyLog{env.Store, deadline.Done()}
+
+	_, err := charge(t, activityEnvWithin(env, deadline), intent)
+
+	// The activity ended after its deadline, which Temporal reports as
+	// its timeout.
+	var timeout *temporal.TimeoutError
+	require.ErrorAs(t, err, &timeout)
+	require.Equal(t, []string{activitiestest.Quoted(intent.Key)}, env.ChargeKeys())
+	logged := env.Attempt(t, intent.Key).Requests
+	require.Len(t, logged, 1, "the request sent is listed although it used the activity's time up")
+	require.Equal(t, string(provider.Timeout), logged[0].Outcome)
 }
 
 func TestFindCharge_ReadsWhatTheProviderHolds(t *testing.T) {

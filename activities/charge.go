@@ -44,6 +44,13 @@ type ChargeResult struct {
 // the HTTP request for recording its outcome.
 const maxDeadlineMargin = 250 * time.Millisecond
 
+// requestLogTimeout bounds the write of a sent request to its key's request
+// log. The write has a deadline of its own rather than the activity's: a
+// request that timed out has used the activity's time up, a busy database
+// may need more than the margin kept back for it, and every request sent is
+// listed all the same.
+const requestLogTimeout = 5 * time.Second
+
 // requestContext bounds the HTTP request a little before the activity's own
 // deadline. A provider that does not answer in time is then observed here,
 // logged and written to the request log as a timeout, and reported as a
@@ -174,7 +181,7 @@ func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest
 		// request, which only replays the same answer while the timeline
 		// stays as incomplete as before. The worker log keeps the exchange
 		// either way.
-		n, err := logRequest(ctx, r)
+		n, err := writeRequestLog(ctx, logRequest, r)
 		if err != nil {
 			log.Warn("could not write the provider request log", "error", err)
 		} else {
@@ -186,6 +193,15 @@ func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest
 		log.Info("provider replayed the stored response for the key")
 	}
 	return log
+}
+
+// writeRequestLog writes r with logRequest under a context of its own,
+// bounded by requestLogTimeout, which keeps ctx's values but not its
+// deadline or cancellation.
+func writeRequestLog(ctx context.Context, logRequest func(context.Context, chargeonce.ProviderRequest) (int, error), r chargeonce.ProviderRequest) (int, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLogTimeout)
+	defer cancel()
+	return logRequest(ctx, r)
 }
 
 // requestError is the error of a request that brought no result: it tells

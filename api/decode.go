@@ -1,15 +1,21 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/docs"
 	"chargeonce/internal/strictjson"
 )
 
@@ -18,7 +24,9 @@ const maxBodyBytes = 64 << 10
 
 // decodeJSON reads the body of r into dst: a single JSON object of at most
 // maxBodyBytes, sent as application/json, read by strictjson (exact field
-// names, no duplicate or unknown fields, valid UTF-8, nothing after it).
+// names, no duplicate or unknown fields, valid UTF-8, nothing after it),
+// with every member that the schema of dst's type in docs/openapi.json
+// requires, and no null where that schema allows none.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "application/json" {
@@ -33,6 +41,73 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	}
 	if err := strictjson.Unmarshal(body, dst); err != nil {
 		return badRequest("%v", err)
+	}
+	return requestSchemas.check(reflect.TypeOf(dst).Elem().Name(), body)
+}
+
+// memberRules are the rules of a request body's schema in docs/openapi.json
+// that its Go type cannot tell strictjson: which members are required, and
+// which may be null.
+type memberRules struct {
+	required []string
+	nullable map[string]bool
+}
+
+// schemaRules are the memberRules of the document's schemas, by name.
+type schemaRules map[string]memberRules
+
+// requestSchemas are the rules of the document, which owns them: a request
+// body is read under the schema named as its wire type, so that what the
+// document refuses the API refuses too.
+var requestSchemas = mustSchemaRules(docs.OpenAPI)
+
+func mustSchemaRules(document []byte) schemaRules {
+	var d struct {
+		Components struct {
+			Schemas map[string]struct {
+				Required   []string `json:"required"`
+				Properties map[string]struct {
+					Type any `json:"type"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(document, &d); err != nil {
+		panic("api: docs/openapi.json cannot be read: " + err.Error())
+	}
+	rules := schemaRules{}
+	for name, s := range d.Components.Schemas {
+		r := memberRules{required: s.Required, nullable: map[string]bool{}}
+		for member, p := range s.Properties {
+			types, _ := p.Type.([]any)
+			r.nullable[member] = slices.Contains(types, any("null"))
+		}
+		rules[name] = r
+	}
+	return rules
+}
+
+// check refuses a body, already read by strictjson as one object, that
+// leaves out a member its schema requires or has null where the schema
+// allows none.
+func (rules schemaRules) check(schema string, body []byte) error {
+	r, ok := rules[schema]
+	if !ok {
+		return fmt.Errorf("docs/openapi.json has no schema %s for a request body", schema)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return badRequest("%v", err)
+	}
+	for _, name := range r.required {
+		if _, ok := members[name]; !ok {
+			return badRequest("field %q is required", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if string(members[name]) == "null" && !r.nullable[name] {
+			return badRequest("field %q must not be null: send a value, or leave the field out where it is optional", name)
+		}
 	}
 	return nil
 }

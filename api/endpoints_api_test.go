@@ -135,7 +135,14 @@ func TestEventEndpoints_BadRequestsAre400AndChangeNothing(t *testing.T) {
 		{"a limit that is no number", "GET", "/api/webhook-endpoints/" + e.ID + "/deliveries?limit=ten", ``, "limit"},
 		{"two limits", "GET", "/api/webhook-endpoints/" + e.ID + "/deliveries?limit=1&limit=2", ``, "given once"},
 		{"a malformed event id", "POST", "/api/events/evt_1/replay", `{"endpointId": "` + e.ID + `"}`, `event id "evt_1" must be evt_`},
-		{"a replay without an endpoint", "POST", "/api/events/evt_0123456789abcdef0123456789abcdef/replay", `{}`, `field "endpointId" is ""`},
+		{"a replay without an endpoint", "POST", "/api/events/evt_0123456789abcdef0123456789abcdef/replay", `{}`, `field "endpointId" is required`},
+		// What the document forbids, sent on purpose: null where it
+		// requires a value of a type.
+		{"a null description", "POST", "/api/webhook-endpoints", `{"url": "` + endpointURL + `", "eventTypes": [], "description": null}`, `field "description" must not be null`},
+		{"null eventTypes", "POST", "/api/webhook-endpoints", `{"url": "` + endpointURL + `", "eventTypes": null}`, `field "eventTypes" must not be null`},
+		{"a null URL", "POST", "/api/webhook-endpoints", `{"url": null}`, `field "url" must not be null`},
+		{"a null keep", "POST", "/api/webhook-endpoints/" + e.ID + "/rotate-secret", `{"keepPreviousFor": null}`, `field "keepPreviousFor" must not be null`},
+		{"a null endpoint to replay to", "POST", "/api/events/evt_0123456789abcdef0123456789abcdef/replay", `{"endpointId": null}`, `field "endpointId" must not be null`},
 		{"an order id of events that is no number", "GET", "/api/orders/abc/events", ``, `order id "abc"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,35 +10,24 @@ import (
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/internal/idemkey"
 	"chargeonce/refund"
 	"chargeonce/store"
 )
 
-// Headers of the API's own idempotency, after the IETF Idempotency-Key
-// draft's server side.
-const (
-	headerIdempotencyKey = "Idempotency-Key"
-	headerReplayed       = "Idempotent-Replayed"
-)
+// headerReplayed tells an answer that replays the first request with the
+// same Idempotency-Key, after the IETF Idempotency-Key draft's server side.
+const headerReplayed = "Idempotent-Replayed"
 
-// maxIdempotencyKeyLength bounds the Idempotency-Key a client may send; a
-// UUID is 36 characters.
-const maxIdempotencyKeyLength = 255
-
-// idempotencyKey reads the request's Idempotency-Key: required, of printable
-// ASCII without spaces, at most maxIdempotencyKeyLength long. The draft
-// allows any string; one that fits a log line and a database column is
-// enough for every client, and a UUID is the usual choice.
+// idempotencyKey reads the request's Idempotency-Key, in the draft's form:
+// one Structured Field String of at most idemkey.MaxLength characters,
+// whose value is the key. Anything else, a bare Token included, is refused
+// with a problem that names the form.
 func idempotencyKey(r *http.Request) (string, error) {
-	values := r.Header.Values(headerIdempotencyKey)
-	if len(values) != 1 || values[0] == "" {
+	key, err := idemkey.Parse(r.Header.Values(idemkey.Header))
+	if err != nil {
 		return "", &problemError{typ: wire.ProblemIdempotencyKeyRequired,
-			detail: "send one Idempotency-Key header, such as a fresh UUID, the same on every retry of this refund"}
-	}
-	key := values[0]
-	if len(key) > maxIdempotencyKeyLength || strings.IndexFunc(key, func(c rune) bool { return c <= ' ' || c > '~' }) >= 0 {
-		return "", &problemError{typ: wire.ProblemIdempotencyKeyRequired,
-			detail: fmt.Sprintf("the Idempotency-Key must be at most %d printable ASCII characters without spaces, such as a UUID", maxIdempotencyKeyLength)}
+			detail: err.Error() + "; send one, such as " + idemkey.Example + " with its quotes, the same on every retry of this refund"}
 	}
 	return key, nil
 }
@@ -80,7 +69,7 @@ func (s *server) refundOrder(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) refundCharge(w http.ResponseWriter, r *http.Request) {
 	chargeID := r.PathValue("id")
-	if err := chargeonce.ValidateText(chargeID); err != nil || chargeID == "" || len(chargeID) > maxIdempotencyKeyLength {
+	if err := chargeonce.ValidateText(chargeID); err != nil || chargeID == "" || len(chargeID) > store.MaxChargeIDLength {
 		s.fail(w, r, badRequest("charge id %q must be a provider's charge id, such as ch_000001", chargeID))
 		return
 	}

@@ -99,10 +99,17 @@ func TestClient_RefundGeneratesAnIdempotencyKeyAndReturnsIt(t *testing.T) {
 	require.NoError(t, err, "the key returned: %q", res.IdempotencyKey)
 	require.Equal(t, uuid.Version(7), key.Version())
 
-	// The caller's key is the one sent: the API refuses this one by name.
-	res, err = a.badInputClient(t, apikey.ScopeRefund).RefundOrder(ctx, o.ID, "not a key", wire.RefundRequest{})
-	requireProblem(t, err, http.StatusBadRequest, wire.ProblemIdempotencyKeyRequired)
-	require.Equal(t, "not a key", res.IdempotencyKey)
+	// The caller's key is the one sent, as the header's Structured Field
+	// String: one with spaces is a key like any other.
+	res, err = api.RefundOrder(ctx, o.ID, "order 1001, refund 1", wire.RefundRequest{})
+	requireProblem(t, err, http.StatusConflict, wire.ProblemNotRefundable)
+	require.Equal(t, "order 1001, refund 1", res.IdempotencyKey)
+
+	// A key that no String can hold is refused before anything is sent.
+	res, err = api.RefundOrder(ctx, o.ID, "anahtar-ş", wire.RefundRequest{})
+	require.ErrorContains(t, err, "Structured Field String")
+	require.Zero(t, client.HTTPStatus(err))
+	require.Equal(t, "anahtar-ş", res.IdempotencyKey)
 }
 
 func TestClient_UnknownRefundsChargesAndSettlementsAreProblems(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"chargeonce/api/wire"
+	"chargeonce/internal/idemkey"
 )
 
 // RefundResult is the answer of a refund request that did not fail.
@@ -34,7 +35,10 @@ type RefundResult struct {
 // idempotencyKey names this refund: send the same key, with the same req,
 // to retry it after an error or a lost answer, and it is refunded at most
 // once. An empty key is replaced by a new UUIDv7, returned in
-// RefundResult.IdempotencyKey, which the caller keeps for its retries.
+// RefundResult.IdempotencyKey, which the caller keeps for its retries. The
+// key is sent as the header's Structured Field String (with its quotes), so
+// it may be any printable ASCII text up to 255 characters; another is
+// refused before anything is sent.
 //
 // The answers that refund nothing come back as a *Problem:
 //   - 503 wire.ProblemNothingRefunded, with RetryAfter: the provider
@@ -67,7 +71,11 @@ func (c *Client) refund(ctx context.Context, path, key string, req wire.RefundRe
 		key = k.String()
 	}
 	res := RefundResult{IdempotencyKey: key}
-	a, err := c.call(ctx, http.MethodPost, path, req, http.Header{"Idempotency-Key": {key}}, &res.Refund)
+	sf, err := idemkey.Format(key)
+	if err != nil {
+		return res, fmt.Errorf("Idempotency-Key: %w", err)
+	}
+	a, err := c.call(ctx, http.MethodPost, path, req, http.Header{idemkey.Header: {sf}}, &res.Refund)
 	res.HTTPStatus = a.status
 	res.Replayed = a.header.Get("Idempotent-Replayed") == "true"
 	return res, err

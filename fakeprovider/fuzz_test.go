@@ -9,6 +9,8 @@ import (
 
 	"github.com/dunglas/httpsfv"
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/idemkey"
 )
 
 // postCharge sends one charge request straight to the handler. The fuzz
@@ -64,7 +66,7 @@ func FuzzParseKey(f *testing.F) {
 		}
 		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 		require.NotEmpty(t, key)
-		require.LessOrEqual(t, len(key), maxKeyLength)
+		require.LessOrEqual(t, len(key), idemkey.MaxLength)
 		require.Equal(t, key, p.Charges()[0].IdempotencyKey)
 		// The key survives a round trip through its canonical String form.
 		canonical, err := httpsfv.Marshal(httpsfv.NewItem(key))

@@ -11,51 +11,37 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dunglas/httpsfv"
 	"golang.org/x/text/currency"
 
 	"chargeonce"
+	"chargeonce/internal/idemkey"
 	"chargeonce/internal/strictjson"
 )
 
 const (
-	maxKeyLength         = 255
 	maxBodyBytes         = 64 << 10
 	maxSourceLength      = 255
 	maxReferenceLength   = 255
 	maxDescriptionLength = 1000
 )
 
-// parseKey reads the Idempotency-Key header values. The header is an RFC 9651
-// Item whose value is a String; a bare Token is accepted too. Parameters are
-// ignored, as RFC 9651 asks of parameters a field does not define.
+// parseKey reads the Idempotency-Key header values as idemkey reads them,
+// a bare Token accepted too, and answers a refused header with the
+// problem its error calls for.
 func parseKey(values []string) (string, *problem) {
-	if len(values) == 0 {
+	key, err := idemkey.ParseTokenToo(values)
+	switch {
+	case err == nil:
+		return key, nil
+	case errors.Is(err, idemkey.ErrMissing):
 		return "", newProblem(codeInvalidKey, msgKeyMissing)
-	}
-	if len(values) == 1 && strings.TrimSpace(values[0]) == "" {
+	case errors.Is(err, idemkey.ErrEmpty):
 		return "", newProblem(codeInvalidKey, msgKeyEmpty)
-	}
-	item, err := httpsfv.UnmarshalItem(values)
-	if err != nil {
-		return "", newProblem(codeInvalidKey, msgKeyMalformed)
-	}
-	var key string
-	switch v := item.Value.(type) {
-	case string:
-		key = v
-	case httpsfv.Token:
-		key = string(v)
+	case errors.Is(err, idemkey.ErrTooLong):
+		return "", newProblem(codeInvalidKey, msgKeyTooLong)
 	default:
 		return "", newProblem(codeInvalidKey, msgKeyMalformed)
 	}
-	switch {
-	case key == "":
-		return "", newProblem(codeInvalidKey, msgKeyEmpty)
-	case len(key) > maxKeyLength:
-		return "", newProblem(codeInvalidKey, msgKeyTooLong)
-	}
-	return key, nil
 }
 
 // chargeRequest is the body of POST /v1/charges. Its fields are declared in

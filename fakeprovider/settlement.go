@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"chargeonce"
+	"chargeonce/internal/idemkey"
 	"chargeonce/provider/settlement"
 )
 
@@ -128,7 +129,7 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 	if pc.Status != ChargeSucceeded && pc.Status != ChargeFailed {
 		return Charge{}, &FieldError{"status", msgPlantedStatus}
 	}
-	if len(pc.IdempotencyKey) > maxKeyLength {
+	if len(pc.IdempotencyKey) > idemkey.MaxLength {
 		return Charge{}, &FieldError{"idempotency_key", msgKeyTooLong}
 	}
 	p.mu.Lock()

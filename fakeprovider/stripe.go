@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"chargeonce/internal/idemkey"
 )
 
 // StripeTestKey is a secret key the Stripe dialect accepts, as it accepts
@@ -202,7 +204,7 @@ func (p *Provider) stripeKey(w http.ResponseWriter, r *http.Request, rec *Reques
 	case key == "":
 		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgStripeKeyMissing))
 		return "", false
-	case len(key) > maxKeyLength:
+	case len(key) > idemkey.MaxLength:
 		stripe.fail(w, rec, outcomeBadKey, newProblem(codeInvalidKey, msgKeyTooLong))
 		return "", false
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"chargeonce"
+	"chargeonce/internal/idemkey"
 )
 
 // ErrRefundExceedsCharge is returned when a refund would make the refunds
@@ -45,8 +46,9 @@ type Refund struct {
 }
 
 // MaxRequestKeyLength bounds the Idempotency-Key of an API request that a
-// refund keeps, in bytes; the key is free text (chargeonce.ValidateText).
-const MaxRequestKeyLength = 255
+// refund keeps, in bytes: the longest key the header may carry. The key is
+// free text (chargeonce.ValidateText).
+const MaxRequestKeyLength = idemkey.MaxLength
 
 // NewRefund is what StartRefund needs to find or create a refund.
 type NewRefund struct {
@@ -125,7 +127,10 @@ type RefundStore interface {
 	// for a charge of no order, the charge), what a refund request does. A
 	// refund with the same RequestKey is replayed when its fingerprint is
 	// the same, and key_reused otherwise; a not_processed refund frees its
-	// request key, so that the same request may be sent again. Otherwise
+	// request key, so that the same request may be sent again. The key
+	// decides before the target's refundability does: a key sent again
+	// with another request is key_reused even where the order was never
+	// paid or the charge is not one the books hold. Otherwise
 	// the amount (0: the rest) is checked against what the charge can still
 	// refund, its amount less its refunds that hold, and a pending refund is
 	// inserted. Concurrent calls for one charge never pass its amount

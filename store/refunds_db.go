@@ -9,8 +9,8 @@ import (
 	"chargeonce"
 )
 
-// maxChargeIDLength bounds a charge id; providers' ids are far shorter.
-const maxChargeIDLength = 255
+// MaxChargeIDLength bounds a charge id; providers' ids are far shorter.
+const MaxChargeIDLength = 255
 
 const refundColumns = `idempotency_key, COALESCE(order_id, 0), charge_id, amount_minor, currency, reason, origin, merchant_reference,
 	status, COALESCE(provider_refund_id, ''), failure_reason, COALESCE(request_key, ''), COALESCE(request_fingerprint, ''),
@@ -62,8 +62,8 @@ func (n NewRefund) validate() error {
 		return errors.New("only an operator refunds a charge without naming its order")
 	case n.OrderID == 0 && n.ChargeID == "":
 		return errors.New("a refund names its order, its charge, or both")
-	case len(n.ChargeID) > maxChargeIDLength:
-		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(n.ChargeID), maxChargeIDLength)
+	case len(n.ChargeID) > MaxChargeIDLength:
+		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(n.ChargeID), MaxChargeIDLength)
 	case n.Amount < 0:
 		return fmt.Errorf("amount %d is negative", n.Amount)
 	case !chargeonce.ValidKey(n.Key):
@@ -123,21 +123,20 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 	// refund its twin committed meanwhile, and is replayed rather than
 	// counted against the charge.
 	c, err := s.lockRefundableCharge(ctx, q, n.OrderID, n.ChargeID)
+	if errors.Is(err, ErrNotRefundable) {
+		// A request key that asked for a refund before is answered as
+		// such, whatever it names now: a key sent again with another
+		// request is key_reused, as it is for a refundable target.
+		if prior, d, found, keyErr := s.requestKeyDecision(ctx, q, n); found || keyErr != nil {
+			return prior, d, keyErr
+		}
+	}
 	if err != nil {
 		return Refund{}, "", err
 	}
 	for range getOrStartPasses {
-		if n.RequestKey != "" {
-			prior, err := queryOne(ctx, q, scanRefund,
-				`SELECT `+refundColumns+` FROM refunds WHERE request_key = $1 AND status <> 'not_processed'`, n.RequestKey)
-			switch {
-			case err == nil && prior.RequestFingerprint == n.RequestFingerprint:
-				return prior, RefundReplayed, nil
-			case err == nil:
-				return prior, RefundKeyReused, nil
-			case !errors.Is(err, ErrNotFound):
-				return Refund{}, "", err
-			}
+		if prior, d, found, err := s.requestKeyDecision(ctx, q, n); found || err != nil {
+			return prior, d, err
 		}
 		amount, err := refundAmount(ctx, q, c, n.Amount)
 		if err != nil {
@@ -169,6 +168,27 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 		// committed meanwhile: read it again and decide on it.
 	}
 	return Refund{}, "", fmt.Errorf("refunds with request key %q kept appearing and settling; gave up after %d reads", n.RequestKey, getOrStartPasses)
+}
+
+// requestKeyDecision finds the live refund (any but not_processed) that n's
+// request key asked for before, if any, and decides on it: replayed when
+// its fingerprint is n's, key_reused otherwise.
+func (s *db) requestKeyDecision(ctx context.Context, q querier, n NewRefund) (Refund, RefundDecision, bool, error) {
+	if n.RequestKey == "" {
+		return Refund{}, "", false, nil
+	}
+	prior, err := queryOne(ctx, q, scanRefund,
+		`SELECT `+refundColumns+` FROM refunds WHERE request_key = $1 AND status <> 'not_processed'`, n.RequestKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Refund{}, "", false, nil
+	case err != nil:
+		return Refund{}, "", false, err
+	case prior.RequestFingerprint == n.RequestFingerprint:
+		return prior, RefundReplayed, true, nil
+	default:
+		return prior, RefundKeyReused, true, nil
+	}
 }
 
 // lockRefundableCharge finds the charge a refund is for and locks it: the
@@ -379,8 +399,8 @@ func (s *db) SettleRefund(ctx context.Context, key string, status chargeonce.Ref
 		return false, fmt.Errorf("store: settle refund %s: status %q is not a settled one", key, status)
 	case status == chargeonce.RefundSucceeded && providerRefundID == "":
 		return false, fmt.Errorf("store: settle refund %s: a succeeded refund needs the provider's refund ID", key)
-	case len(providerRefundID) > maxChargeIDLength:
-		return false, fmt.Errorf("store: settle refund %s: the provider's refund ID has %d bytes; at most %d are allowed", key, len(providerRefundID), maxChargeIDLength)
+	case len(providerRefundID) > MaxChargeIDLength:
+		return false, fmt.Errorf("store: settle refund %s: the provider's refund ID has %d bytes; at most %d are allowed", key, len(providerRefundID), MaxChargeIDLength)
 	case at.IsZero():
 		return false, fmt.Errorf("store: settle refund %s: the time is missing", key)
 	}
@@ -466,8 +486,8 @@ func (c LateCharge) validate() error {
 		return fmt.Errorf("attempt key %q is not a lower-case UUID", c.AttemptKey)
 	case c.ChargeID == "":
 		return errors.New("the charge ID is empty")
-	case len(c.ChargeID) > maxChargeIDLength:
-		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(c.ChargeID), maxChargeIDLength)
+	case len(c.ChargeID) > MaxChargeIDLength:
+		return fmt.Errorf("the charge ID has %d bytes; at most %d are allowed", len(c.ChargeID), MaxChargeIDLength)
 	case !chargeonce.ValidKey(c.RefundKey):
 		return fmt.Errorf("refund key %q is not a lower-case UUID", c.RefundKey)
 	case !chargeonce.ValidReferencePrefix(c.ReferencePrefix):

@@ -374,6 +374,35 @@ func TestStore_RequestKeyIsReplayedOrRefusedAndFreedByNotProcessed(t *testing.T)
 	})
 }
 
+// TestStore_RequestKeySentAgainForAnotherTargetIsKeyReused: a request key
+// sent again with another request is key_reused, even where the new
+// request names an order never paid or a charge the books do not hold.
+func TestStore_RequestKeySentAgainForAnotherTargetIsKeyReused(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		paid, _ := paidOrder(t, s)
+		placed := newOrder(t, s)
+		first, d := startRefund(t, s, newRefund(t, paid.ID, 1000, "req-1"))
+		require.Equal(t, store.RefundCreated, d)
+
+		unpaid := newRefund(t, placed.ID, 1000, "req-1")
+		unpaid.RequestFingerprint = fingerprint("another order")
+		got, d := startRefund(t, s, unpaid)
+		require.Equal(t, store.RefundKeyReused, d, "an order never paid")
+		require.Equal(t, first.Key, got.Key)
+
+		unknown := newRefund(t, 0, 0, "req-1")
+		unknown.ChargeID, unknown.Origin = "ch_never_seen", chargeonce.RefundByOperator
+		unknown.RequestFingerprint = fingerprint("a charge the books do not hold")
+		_, d = startRefund(t, s, unknown)
+		require.Equal(t, store.RefundKeyReused, d, "a charge the books do not hold")
+
+		_, _, err := s.StartRefund(context.Background(), newRefund(t, placed.ID, 1000, "req-2"))
+		require.ErrorIs(t, err, store.ErrNotRefundable, "a fresh key is refused for the order")
+		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM refunds`), "nothing is inserted")
+	})
+}
+
 // TestStore_ConcurrentRequestsWithOneKeyMakeOneRefund: copies of one
 // request for the rest, racing each other (held open on PostgreSQL as in
 // TestStore_ConcurrentRefundsNeverPassTheCharge), store one refund; the

@@ -44,6 +44,8 @@ func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
 
 	huge := strings.Repeat("x", 1<<20)
 	checkoutPath := fmt.Sprintf("/api/orders/%d/checkout", placed)
+	refundPath := fmt.Sprintf("/api/orders/%d/refunds", paid)
+	refundKey := func(header string) map[string]string { return map[string]string{"Idempotency-Key": header} }
 	api := []badRequest{
 		{name: "malformed JSON", path: "/api/orders", body: `{"amount": "1.00", "currency": "TRY"`},
 		{name: "not JSON", path: "/api/orders", body: `amount=1.00&currency=TRY`},
@@ -98,6 +100,14 @@ func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
 		{name: "dot segment", method: http.MethodGet, path: fmt.Sprintf("/api/./orders/%d", placed)},
 		{name: "no route", method: http.MethodGet, path: "/api/refunds"},
 		{name: "wrong method", method: http.MethodDelete, path: fmt.Sprintf("/api/orders/%d", placed)},
+		// What the document forbids, sent on purpose.
+		{name: "null description", path: "/api/orders", body: `{"amount": "1.00", "currency": "TRY", "description": null}`},
+		{name: "refund without a reason", path: refundPath, header: refundKey(quotedKey), body: `{"amount": "1.00"}`},
+		{name: "refund with a null reason", path: refundPath, header: refundKey(quotedKey), body: `{"amount": "1.00", "reason": null}`},
+		{name: "refund with a null amount", path: refundPath, header: refundKey(quotedKey), body: `{"amount": null, "reason": "x"}`},
+		{name: "refund key as a bare token", path: refundPath, header: refundKey(strings.Trim(quotedKey, `"`)), body: `{"amount": "1.00", "reason": "x"}`},
+		{name: "refund key as an integer", path: refundPath, header: refundKey("42"), body: `{"amount": "1.00", "reason": "x"}`},
+		{name: "refund key as a list", path: refundPath, header: refundKey(`"a", "b"`), body: `{"amount": "1.00", "reason": "x"}`},
 	}
 	for _, c := range api {
 		t.Run("api/"+c.name, func(t *testing.T) {

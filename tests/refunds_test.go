@@ -13,9 +13,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
+	"chargeonce/activities/activitiestest"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/idemkey"
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
+	"chargeonce/refund"
+	"chargeonce/store"
 )
 
 // refundView is a refund as the API answers it.
@@ -30,17 +35,30 @@ type refundView struct {
 	FailureReason    *string `json:"failureReason"`
 }
 
-// refund sends one refund request of the order under the Idempotency-Key.
+// refund sends one refund request of the order under the Idempotency-Key,
+// which it quotes as the header's Structured Field String.
 func (s *checkoutStack) refund(t *testing.T, id int64, key, body string) checkoutResponse {
+	t.Helper()
+	header := ""
+	if key != "" {
+		header = activitiestest.Quoted(key)
+	}
+	return s.refundWithHeader(t, id, header, body)
+}
+
+// refundWithHeader is refund with the Idempotency-Key header as it is
+// sent; an empty one is not sent.
+func (s *checkoutStack) refundWithHeader(t *testing.T, id int64, header, body string) checkoutResponse {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/orders/%d/refunds", s.apiURL, id), strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	} else {
-		// The document requires the key: a request without it is sent
+	if header != "" {
+		req.Header.Set("Idempotency-Key", header)
+	}
+	if _, err := idemkey.Parse(req.Header.Values("Idempotency-Key")); err != nil {
+		// The document requires a String: a request without one is sent
 		// on purpose, and only its answer is checked.
 		openapitest.ResponsesOnly(req)
 	}
@@ -77,6 +95,13 @@ func TestRefund_SucceedsInPartsAndTheKeyRulesHold(t *testing.T) {
 	require.Equal(t, "urn:chargeonce:problem:idempotency-key-required", problemOf(t, missing).Type)
 
 	key := uuid.NewString()
+	// The header is a Structured Field String: the key without its
+	// quotes is a Token, refused with a problem that names the form.
+	bare := s.refundWithHeader(t, id, key, `{"amount": "30.00", "reason": "damaged"}`)
+	require.Equal(t, http.StatusBadRequest, bare.status, "body: %s", bare.body)
+	require.Equal(t, "urn:chargeonce:problem:idempotency-key-required", problemOf(t, bare).Type)
+	require.Contains(t, problemOf(t, bare).Detail, "Structured Field String")
+
 	first := s.refund(t, id, key, `{"amount": "30.00", "reason": "damaged"}`)
 	require.Equal(t, http.StatusOK, first.status, "body: %s", first.body)
 	r := refundOf(t, first)
@@ -93,6 +118,9 @@ func TestRefund_SucceedsInPartsAndTheKeyRulesHold(t *testing.T) {
 	other := s.refund(t, id, key, `{"amount": "31.00", "reason": "damaged"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, other.status)
 	require.Equal(t, "urn:chargeonce:problem:idempotency-key-reused", problemOf(t, other).Type)
+	unpaid := s.refund(t, s.createOrder(t, "100.00", "TRY"), key, `{"amount": "30.00", "reason": "damaged"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, unpaid.status, "another order, never paid: body: %s", unpaid.body)
+	require.Equal(t, "urn:chargeonce:problem:idempotency-key-reused", problemOf(t, unpaid).Type)
 
 	over := s.refund(t, id, uuid.NewString(), `{"amount": "70.01", "reason": "too much"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, over.status)
@@ -106,6 +134,22 @@ func TestRefund_SucceedsInPartsAndTheKeyRulesHold(t *testing.T) {
 	nothing := s.refund(t, id, uuid.NewString(), `{"reason": "again"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, nothing.status, "body: %s", nothing.body)
 	require.Len(t, s.provider.Refunds(), 2, "one refund at the provider per refund intent")
+
+	// A key stored before the header was read as a String was stored as
+	// it was sent, bare; sent now as a String, it finds its refund.
+	legacyOrder := s.paidOrder(t, "10.00")
+	legacy := refund.Request{OrderID: legacyOrder, Reason: "legacy", RequestKey: "legacy-key-1"}
+	stored, _, err := s.store.StartRefund(t.Context(), store.NewRefund{
+		OrderID: legacyOrder, Reason: legacy.Reason, Origin: chargeonce.RefundByMerchant, Key: uuid.NewString(),
+		ReferencePrefix: "shop", RequestKey: legacy.RequestKey, RequestFingerprint: legacy.Fingerprint(), Now: time.Now().Add(-time.Hour),
+	})
+	require.NoError(t, err)
+	_, err = s.store.SettleRefund(t.Context(), stored.Key, chargeonce.RefundSucceeded, "re_legacy", "", time.Now())
+	require.NoError(t, err)
+	found := s.refund(t, legacyOrder, legacy.RequestKey, `{"reason": "legacy"}`)
+	require.Equal(t, http.StatusOK, found.status, "body: %s", found.body)
+	require.Equal(t, "true", found.header.Get("Idempotent-Replayed"))
+	require.Equal(t, stored.Key, refundOf(t, found).ID)
 }
 
 func TestRefund_TenConcurrentRefundsNeverPassTheCharge(t *testing.T) {
@@ -146,7 +190,7 @@ func (s *checkoutStack) refundNoFatal(id int64, key, body string) int {
 	}
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Idempotency-Key", activitiestest.Quoted(key))
 	resp, err := s.api.Do(req)
 	if err != nil {
 		return 0

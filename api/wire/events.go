@@ -62,7 +62,8 @@ type CreateEndpointRequest struct {
 	// URL is where events are POSTed: https, or http to a loopback host.
 	URL string `json:"url"`
 	// EventTypes are the event types sent to the endpoint; empty means all.
-	EventTypes  []string `json:"eventTypes"`
+	// An empty list is left out, since the API refuses null.
+	EventTypes  []string `json:"eventTypes,omitempty"`
 	Description string   `json:"description"`
 }
 

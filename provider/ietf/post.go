@@ -3,20 +3,15 @@ package ietf
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/dunglas/httpsfv"
-
 	"chargeonce"
+	"chargeonce/internal/idemkey"
 	"chargeonce/provider"
 )
-
-// maxKeyLength is the longest Idempotency-Key the provider accepts.
-const maxKeyLength = 255
 
 // answer is how one POST under an idempotency key ended, read the same way
 // for every endpoint of the contract: charges and refunds follow one set of
@@ -136,18 +131,12 @@ func classify(e endpoint, status int, header http.Header, body []byte, now time.
 // our side is a clear provider.InvalidRequest with Sent false rather than a
 // round trip whose 400 a caller might have to interpret.
 func keyed(key string) (http.Header, error) {
-	switch {
-	case key == "":
-		return nil, errors.New("idempotency key is empty")
-	case len(key) > maxKeyLength:
-		return nil, fmt.Errorf("idempotency key has %d characters, more than %d", len(key), maxKeyLength)
-	}
-	sf, err := httpsfv.Marshal(httpsfv.NewItem(key))
+	sf, err := idemkey.Format(key)
 	if err != nil {
-		return nil, fmt.Errorf("idempotency key %q is not a Structured Field String (printable ASCII only): %w", key, err)
+		return nil, err
 	}
 	header := http.Header{}
-	header.Set("Idempotency-Key", sf)
+	header.Set(idemkey.Header, sf)
 	header.Set("Content-Type", "application/json")
 	return header, nil
 }
