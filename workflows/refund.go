@@ -184,6 +184,9 @@ type refund struct {
 	// sentBy is when every request sent so far had ended; zero while
 	// none was sent by this refund's runs, or as RefundCarried.SentBy.
 	sentBy time.Time
+	// refused is set once the provider refused a request of this run as a
+	// contract violation, which a resend would only repeat.
+	refused bool
 	// final is the settled outcome; nil while the refund is pending.
 	final *RefundResult
 	// checkNow is set by a refund event and cleared by the next lookup.
@@ -350,6 +353,7 @@ func (r *refund) send(ctx workflow.Context) error {
 		// says that the key holds another refund, which may have returned
 		// money, and a failed refund would free its amount for another.
 		// The lookups find what the provider holds.
+		r.refused = true
 		r.log.Error("the provider refused the refund request as a contract violation: the refund stays pending and is looked up; a human must look at this key",
 			alert.Attr(alert.ContractViolation), "error", refusal.Error())
 		return nil
@@ -530,13 +534,14 @@ func (r *refund) check(ctx workflow.Context, horizon time.Time) error {
 // behind a refund (the worker checks it against its published limits), so
 // no request can still be processing; and the resend must fit before the
 // last send time. The lookup grid paces the resends: one per lookup at
-// most, backing off as the lookups do.
+// most, backing off as the lookups do. A request refused as a contract
+// violation is not sent again: a person looks at the key (its alert).
 func (r *refund) resendsNow(ctx workflow.Context, lookedUp time.Time) bool {
 	sentBy := r.sentBy
 	if sentBy.IsZero() {
 		sentBy = r.intent.CreatedAt.Add(r.timing.AbandonAfter)
 	}
-	if lookedUp.Before(sentBy.Add(r.timing.MinAge)) || workflow.Now(ctx).After(r.timing.refundLastSendAt(r.intent.CreatedAt, r.retention)) {
+	if r.refused || lookedUp.Before(sentBy.Add(r.timing.MinAge)) || workflow.Now(ctx).After(r.timing.refundLastSendAt(r.intent.CreatedAt, r.retention)) {
 		return false
 	}
 	return workflow.GetVersion(ctx, changeRefundResend, workflow.DefaultVersion, refundResend) == refundResend
