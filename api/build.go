@@ -19,9 +19,9 @@ type Settings struct {
 	// means the published charge budget plus two seconds
 	// (checkout.DefaultBudget).
 	CheckoutBudget time.Duration
-	// Charges verifies at the provider the late charges that its events
-	// report (refund.Config.Charges); nil leaves them to the settlement.
-	Charges refund.ChargeFinder
+	// Finder verifies at the provider what its events claim
+	// (refund.Config.Finder); nil leaves it to the settlement.
+	Finder refund.Finder
 	// ReferencePrefix starts every merchant reference; empty means
 	// checkout.DefaultReferencePrefix.
 	ReferencePrefix string
@@ -37,7 +37,7 @@ type Settings struct {
 // not hold the API's metrics yet, each of its errors is a bad setting.
 func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *checkout.Service, *refund.Service, error) {
 	refunds, err := refund.New(refund.Config{
-		Store: b.Store, Temporal: b.Temporal, Charges: s.Charges, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+		Store: b.Store, Temporal: b.Temporal, Finder: s.Finder, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -48,12 +48,17 @@ const (
 	// attempt's reference, or that cannot be verified here; it is kept for
 	// the books, whose settlement repairs what the report proves.
 	EventLateChargeUnverified EventResult = "late_charge_unverified"
+	// EventUnconfirmed: the event claims what the provider, asked, does not
+	// confirm (a refund failed that it holds as succeeded), or what cannot
+	// be verified here; nothing changes, and the event is kept for the
+	// books, whose settlement repairs what the report proves.
+	EventUnconfirmed EventResult = "unconfirmed"
 )
 
 // EventResults are every EventResult, for metrics that start each at 0.
 var EventResults = []EventResult{
 	EventSignaled, EventSettled, EventUnknownReference, EventNoWorkflow, EventDuplicate,
-	EventLateChargeAdopted, EventLateChargeRefunded, EventLateChargeUnverified,
+	EventLateChargeAdopted, EventLateChargeRefunded, EventLateChargeUnverified, EventUnconfirmed,
 }
 
 // Refunds is what the provider's events need of the refund service
@@ -61,7 +66,8 @@ var EventResults = []EventResult{
 // repair of a charge that came for an attempt that settled without it.
 type Refunds interface {
 	// HandleRefundEvent acts on a refund.succeeded or refund.failed event
-	// that was stored once by its ID.
+	// that was stored once by its ID, only on what a lookup at the
+	// provider finds.
 	HandleRefundEvent(ctx context.Context, ev ProviderEvent) (EventResult, error)
 	// RepairLateCharge verifies at the provider that the attempt's
 	// reference holds the succeeded charge, and repairs it: the order
@@ -96,8 +102,10 @@ const signalTimeout = 5 * time.Second
 // HandleProviderEvent stores the event once by its ID and tells the
 // attempt with its merchant reference to look the charge up, or hands a
 // refund's event to the refund service. The event is never trusted to
-// settle a charge itself: the workflow settles from what the lookup finds,
-// so a forged or stale event can only cause a lookup. A charge.succeeded for
+// settle a charge or a refund itself: the workflow settles from what the
+// lookup finds, so a forged or stale event can only cause a lookup, and a
+// refund's event for a settled refund changes it only when the provider
+// confirms it (Refunds.HandleRefundEvent). A charge.succeeded for
 // an attempt that settled without that charge (abandoned, not processed,
 // declined, or paid by another charge) is money taken: it is verified at
 // the provider and repaired (Refunds.RepairLateCharge), never dropped.

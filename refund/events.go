@@ -1,6 +1,7 @@
 package refund
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,12 +25,12 @@ import (
 const signalTimeout = 5 * time.Second
 
 // HandleRefundEvent acts on the provider's refund event, stored once by
-// checkout.HandleProviderEvent. A pending refund's workflow is told, and
-// looks the refund up at once: as for charges, the event alone settles
-// nothing pending. A refund.failed for a refund that had succeeded is
-// recorded at once, since no workflow listens any more, and alerted
-// (refund_failed_after_success): money the customer was told is back is
-// not. Every other event of a settled refund changes nothing.
+// checkout.HandleProviderEvent. As for charges, the event is a hint and
+// only what a lookup finds changes state. A pending refund's workflow is
+// told, and looks the refund up at once. A refund.failed for a refund that
+// had succeeded, which no workflow follows any more, is looked up here
+// (failAfterSuccess). Every other event of a settled refund changes
+// nothing.
 func (s *Service) HandleRefundEvent(ctx context.Context, ev checkout.ProviderEvent) (checkout.EventResult, error) {
 	log := s.log.With("event", ev.ID, "type", ev.Type, "provider_refund", ev.RefundID, "reference", ev.MerchantReference)
 	r, err := s.store.RefundByReference(ctx, ev.MerchantReference)
@@ -71,18 +72,27 @@ func (s *Service) signal(ctx context.Context, log *slog.Logger, r store.Refund, 
 	return checkout.EventSignaled, nil
 }
 
+// failAfterSuccess handles a refund.failed for a refund that succeeded. The
+// event is not trusted: only when the provider, asked, holds the refund
+// failed is it recorded, and alerted (refund_failed_after_success): money
+// the customer was told is back is not. Otherwise nothing changes and the
+// event is EventUnconfirmed.
 func (s *Service) failAfterSuccess(ctx context.Context, log *slog.Logger, r store.Refund, ev checkout.ProviderEvent) (checkout.EventResult, error) {
-	providerID := r.ProviderRefundID
-	if providerID == "" {
-		providerID = ev.RefundID
-	}
-	if ev.RefundID != "" && ev.RefundID != providerID {
+	if ev.RefundID != "" && r.ProviderRefundID != "" && ev.RefundID != r.ProviderRefundID {
 		// Another refund under this reference: not this refund's news. The
 		// settlement sees every refund the provider holds.
-		log.Warn("refund.failed for another provider refund than the one that succeeded, kept for the books", "succeeded_refund", providerID)
+		log.Warn("refund.failed for another provider refund than the one that succeeded, kept for the books", "succeeded_refund", r.ProviderRefundID)
 		return checkout.EventSettled, nil
 	}
-	moved, err := s.store.SettleRefund(ctx, r.Key, chargeonce.RefundFailed, providerID, ev.FailureReason, s.now())
+	failed, err := s.confirmFailed(ctx, r, cmp.Or(r.ProviderRefundID, ev.RefundID))
+	if err != nil {
+		return "", fmt.Errorf("refund: provider event %s: %w", ev.ID, err)
+	}
+	if failed == nil {
+		log.Warn("refund.failed that the provider does not confirm: the refund stays succeeded, and the event is kept for the books")
+		return checkout.EventUnconfirmed, nil
+	}
+	moved, err := s.store.SettleRefund(ctx, r.Key, chargeonce.RefundFailed, failed.ID, failed.FailureReason, s.now())
 	if err != nil {
 		return "", fmt.Errorf("refund: provider event %s: %w", ev.ID, err)
 	}
@@ -91,8 +101,28 @@ func (s *Service) failAfterSuccess(ctx context.Context, log *slog.Logger, r stor
 		return checkout.EventSettled, nil
 	}
 	log.Error("a refund that had succeeded failed at the provider: the money is not back with the customer; refund again or contact the customer",
-		alert.Attr(alert.RefundFailedAfterSuccess), "amount", r.Amount.String(), "failure_reason", ev.FailureReason)
+		alert.Attr(alert.RefundFailedAfterSuccess), "amount", r.Amount.String(), "failure_reason", failed.FailureReason)
 	return checkout.EventSettled, nil
+}
+
+// confirmFailed looks the refund up at the provider by its reference and
+// returns the refund with providerID when the provider holds it failed;
+// nil when it does not, or when no provider is configured here to ask.
+func (s *Service) confirmFailed(ctx context.Context, r store.Refund, providerID string) (*provider.Refund, error) {
+	if s.finder == nil {
+		s.log.Warn("a refund.failed cannot be verified: no provider is configured here to ask; the settlement compares the refund with the provider's report", "refund", r.Key)
+		return nil, nil
+	}
+	refunds, err := s.finder.FindRefunds(ctx, r.ChargeID, r.MerchantReference)
+	if err != nil {
+		return nil, fmt.Errorf("verify the refund at the provider: %w", err)
+	}
+	for i := range refunds {
+		if refunds[i].ID == providerID && refunds[i].Status == provider.RefundFailed {
+			return &refunds[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // RepairLateCharge repairs a charge that the provider reports succeeded
@@ -106,11 +136,11 @@ func (s *Service) failAfterSuccess(ctx context.Context, log *slog.Logger, r stor
 // this start fail).
 func (s *Service) RepairLateCharge(ctx context.Context, a store.Attempt, chargeID string) (checkout.EventResult, error) {
 	log := s.log.With("key", a.Key, "order", a.OrderID, "charge", chargeID, "status", a.Status)
-	if s.charges == nil {
+	if s.finder == nil {
 		log.Warn("a charge succeeded for an attempt that settled without it, and no provider is configured here to verify it; the settlement will repair it")
 		return checkout.EventLateChargeUnverified, nil
 	}
-	charges, err := s.charges.FindCharges(ctx, a.MerchantReference)
+	charges, err := s.finder.FindCharges(ctx, a.MerchantReference)
 	if err != nil {
 		return "", fmt.Errorf("refund: verify late charge %s: %w", chargeID, err)
 	}

@@ -74,9 +74,11 @@ type Config struct {
 	// Temporal is the client that starts and updates refund workflows.
 	// Required.
 	Temporal client.Client
-	// Charges verifies late charges at the provider (RepairLateCharge);
-	// nil leaves every late charge to the settlement, with a warning.
-	Charges ChargeFinder
+	// Finder verifies at the provider what its events claim: late charges
+	// (RepairLateCharge) and refunds that failed after they succeeded
+	// (HandleRefundEvent). Nil leaves both to the settlement, with a
+	// warning.
+	Finder Finder
 	// Budget is how long a refund request waits for the send phase before
 	// it answers pending. Zero means checkout.DefaultBudget of the
 	// published timing, read at each request.
@@ -93,10 +95,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ChargeFinder looks a charge up at the provider: the part of
-// provider.Port that the repair of late charges needs.
-type ChargeFinder interface {
+// Finder looks charges and refunds up at the provider: the part of
+// provider.Port that verifying the provider's events needs.
+type Finder interface {
 	FindCharges(ctx context.Context, merchantReference string) ([]provider.Charge, error)
+	FindRefunds(ctx context.Context, chargeID, merchantReference string) ([]provider.Refund, error)
 }
 
 // Service runs refund requests, the refunds' outbox sweep, the provider's
@@ -105,7 +108,7 @@ type ChargeFinder interface {
 type Service struct {
 	store    store.Store
 	temporal client.Client
-	charges  ChargeFinder
+	finder   Finder
 	budget   time.Duration
 	prefix   string
 	now      func() time.Time
@@ -143,7 +146,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Service{
-		store: cfg.Store, temporal: cfg.Temporal, charges: cfg.Charges, budget: cfg.Budget,
+		store: cfg.Store, temporal: cfg.Temporal, finder: cfg.Finder, budget: cfg.Budget,
 		prefix: cfg.ReferencePrefix, now: cfg.Now, newKey: cfg.NewKey, log: cfg.Logger,
 	}, nil
 }

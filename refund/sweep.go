@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"chargeonce/checkout"
+	"chargeonce/workflows"
 )
 
 // sweepBatch is how many unstarted refunds one Sweep pass starts at most;
@@ -44,6 +45,13 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 		started++
 	}
 	return started, errors.Join(errs...)
+}
+
+// SweepReach is how long after its creation a refund that nothing started
+// may wait for the sweep that runs every interval to start it: the request
+// budget that Sweep leaves it alone for, then a whole interval.
+func (s *Service) SweepReach(t workflows.Timing, interval time.Duration) time.Duration {
+	return s.budgetFor(t) + interval
 }
 
 // RunSweeper runs Sweep every interval until ctx ends; the worker runs it

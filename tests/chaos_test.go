@@ -18,7 +18,6 @@ import (
 	"chargeonce"
 	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
-	"chargeonce/store"
 	"chargeonce/verify/chaos"
 	"chargeonce/verify/invariant"
 )
@@ -168,13 +167,15 @@ func TestChaos_KeyExpiredBeforeALateRetryChargesTwiceWhichIsWhyTheWorkerChecksRe
 }
 
 // requireEveryPromiseKept fails the test unless the run broke no promise:
-// no invariant violation, no answer outside the checkout contract, and no
-// key sent after the provider's retention.
+// no invariant violation, no answer outside the checkout contract, no key
+// sent after the provider's retention, and no refund left pending that
+// could have settled.
 func requireEveryPromiseKept(t *testing.T, sum chaos.Summary) {
 	t.Helper()
 	require.Empty(t, sum.Report.Violations, "invariant violations")
 	require.Empty(t, sum.Unexpected, "answers that break the checkout contract")
 	require.Zero(t, sum.LateRequests, "no key was sent after its retention")
+	require.Zero(t, sum.RefundsUnsettled, "every refund that could settle settled by itself")
 	require.True(t, sum.OK())
 }
 

@@ -15,10 +15,12 @@ import (
 
 	"chargeonce"
 	"chargeonce/activities/activitiestest"
+	"chargeonce/api"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/idemkey"
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
+	"chargeonce/internal/webhook"
 	"chargeonce/refund"
 	"chargeonce/store"
 )
@@ -233,6 +235,56 @@ func TestRefund_PendingIsSettledByTheEventAndAFailureAfterSuccessIsShown(t *test
 	require.Eventually(t, func() bool { return s.getRefund(t, r.ID).Status == "failed" }, 20*time.Second, 100*time.Millisecond)
 	require.Equal(t, "paid", s.order(t, id).Status, "the money is not back")
 	require.Contains(t, s.metrics(t), `chargeonce_alerts_total{alert="refund_failed_after_success"} 1`)
+}
+
+// TestRefund_ARefundFailedEventTheProviderDoesNotConfirmChangesNothing
+// delivers a correctly signed refund.failed for a refund that the provider
+// holds as succeeded: a hint, which the lookup does not confirm, so the
+// refund stays succeeded, the order refunded, and nothing more can be
+// refunded of the charge.
+func TestRefund_ARefundFailedEventTheProviderDoesNotConfirmChangesNothing(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget, ProviderEvents: true})
+	id := s.paidOrder(t, "100.00")
+	whole := s.refund(t, id, uuid.NewString(), `{"reason": "returned"}`)
+	require.Equal(t, http.StatusOK, whole.status, "body: %s", whole.body)
+	r := refundOf(t, whole)
+	require.Equal(t, "succeeded", r.Status)
+	refunds := s.provider.Refunds()
+	require.Len(t, refunds, 1)
+	at := refunds[0]
+
+	status, result := s.deliverEvent(t, fmt.Sprintf(`{"type":"refund.failed","data":{"id":%q,"object":"refund","charge":%q,"amount":%d,"currency":%q,"status":"failed","failure_reason":"expired_or_canceled_card","merchant_reference":%q}}`,
+		at.ID, at.Charge, at.Amount, at.Currency, at.MerchantReference))
+
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "unconfirmed", result)
+	require.Contains(t, s.metrics(t), `chargeonce_provider_events_total{result="unconfirmed"} 1`)
+	require.Equal(t, "succeeded", s.getRefund(t, r.ID).Status)
+	require.Equal(t, "refunded", s.order(t, id).Status)
+	again := s.refund(t, id, uuid.NewString(), `{"amount": "10.00", "reason": "again"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, again.status, "body: %s", again.body)
+	require.Equal(t, "urn:chargeonce:problem:refund-exceeds-charge", problemOf(t, again).Type)
+	require.Len(t, s.provider.Refunds(), 1)
+}
+
+// deliverEvent posts body to the API as the provider's event, signed with
+// the stack's webhook secret, and returns the status and the result.
+func (s *checkoutStack) deliverEvent(t *testing.T, body string) (int, string) {
+	t.Helper()
+	secret, _, err := webhook.LoadOrCreateSecretFile(s.stack.WebhookSecretFile())
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, s.apiURL+api.WebhookPath, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	webhook.Sign(req.Header, "msg_"+strings.ReplaceAll(uuid.NewString(), "-", ""), time.Now(), []byte(body), secret)
+	resp, err := s.api.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var receipt struct {
+		Result string `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&receipt))
+	return resp.StatusCode, receipt.Result
 }
 
 func (s *checkoutStack) getRefund(t *testing.T, id string) refundView {

@@ -159,7 +159,7 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 		return nil, err
 	}
 	// Likewise for the refunds' sweep, which starts stored refunds only.
-	refunds, err := refund.New(refund.Config{Store: b.Store, Temporal: b.Temporal, Charges: p.provider, Logger: b.Logger})
+	refunds, err := refund.New(refund.Config{Store: b.Store, Temporal: b.Temporal, Finder: p.provider, Logger: b.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -129,6 +129,13 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	every := d.SweepEvery
+	if every == 0 {
+		every = DefaultSweepEvery
+	}
+	if err := CheckRefundWindow(d.Timing, limits.KeyRetention, d.Refunds.SweepReach(d.Timing, every)); err != nil {
+		return nil, err
+	}
 	if err := PublishTiming(ctx, d.Store, d.Timing, d.ReplaceTiming, d.Logger); err != nil {
 		return nil, err
 	}
@@ -176,10 +183,6 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		"max_open_attempts", d.Timing.LookupCapacity(limits.LookupsPerSecond))
 	watch := newCapacityWatch(d.Store, d.Timing, limits.LookupsPerSecond, d.Logger)
 
-	every := d.SweepEvery
-	if every == 0 {
-		every = DefaultSweepEvery
-	}
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	wk := &Worker{payments: w, lookups: lw, stop: stop}
 	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
@@ -226,6 +229,20 @@ func CheckLimits(ctx context.Context, p provider.Port, t workflows.Timing) (prov
 			"an earlier lookup could miss a charge that exists", t.MinAge, limits.LookupDelay)
 	}
 	return limits, nil
+}
+
+// CheckRefundWindow refuses a timing under which a refund that the refund
+// sweep starts, sweepReach after its creation at the latest, could be past
+// its last send time (workflows.Timing.RefundSendWindow) with the
+// provider's key retention: it would never be sent, and would wait for a
+// person at the horizon.
+func CheckRefundWindow(t workflows.Timing, retention, sweepReach time.Duration) error {
+	if window := t.RefundSendWindow(retention); window <= sweepReach {
+		return fmt.Errorf("worker: a refund may be sent until %v after its creation (the provider's key retention %v, less 8 times --reconcile-interval, "+
+			"--charge-budget and --reconcile-min-age), which must exceed the %v in which the refund sweep starts a refund that nothing started",
+			window, retention, sweepReach)
+	}
+	return nil
 }
 
 // PublishTiming makes t the payment timing in the merchant database, which

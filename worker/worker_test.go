@@ -56,6 +56,17 @@ func TestCheckLimits_RefusesAnAbandonDeadlinePastTheProvidersRetention(t *testin
 	require.NoError(t, err)
 }
 
+func TestCheckRefundWindow_RefusesAWindowTheRefundSweepCannotReach(t *testing.T) {
+	timing := workflows.Timing{MinAge: 10 * time.Second, Interval: 5 * time.Second, AbandonAfter: 40 * time.Second}.WithDefaults()
+
+	// 90 s less 40 s of lookups, 10 s of budget and 10 s of MinAge: 30 s.
+	err := worker.CheckRefundWindow(timing, 90*time.Second, 42*time.Second)
+	require.ErrorContains(t, err, "a refund may be sent until 30s after its creation")
+	require.ErrorContains(t, err, "must exceed the 42s in which the refund sweep starts")
+
+	require.NoError(t, worker.CheckRefundWindow(timing, 24*time.Hour, 42*time.Second), "a day's retention, not the 40 s abandon deadline, bounds the window")
+}
+
 func TestCheckLimits_ReturnsThePublishedLookupRate(t *testing.T) {
 	limits, err := worker.CheckLimits(context.Background(), providerWithLimits(t, 24*time.Hour, 12.5), workflows.DefaultTiming())
 

@@ -58,6 +58,10 @@ type RefundCarried struct {
 	KeyRetention time.Duration `json:"keyRetention,omitempty"`
 	// Unresolved is set once the alert refund_unknown was raised.
 	Unresolved bool `json:"unresolved,omitempty"`
+	// SentBy is when every refund request sent so far had ended; zero
+	// when a run before changeRefundResend continued, whose requests had
+	// all ended by the refund's CreatedAt+AbandonAfter.
+	SentBy time.Time `json:"sentBy,omitzero"`
 }
 
 // RefundUpdate is the input of the "refund" update: the caller asking for
@@ -116,12 +120,18 @@ func RefundStartSearchAttributes(intent chargeonce.RefundIntent) temporal.Search
 // provider accepted as pending is looked up until it settles. When no
 // request can have been processed, the refund settles as not_processed at
 // once. Anything else, and a contract violation (alerted), leaves the
-// outcome unknown. No request goes out after refundLastSendAt, so none
-// reaches a provider that has forgotten the key.
+// outcome unknown. No request goes out after refundLastSendAt, which the
+// key's retention bounds, so none reaches a provider that has forgotten the
+// key, and the refund sweep's late start still sends.
 //
 // Lookups: the refund is looked up by its merchant reference on the lookup
 // task queue, on the grid of the payment's lookups (nextLookupBefore), which
-// ends at the key's retention horizon (refundHorizon). A refund is never
+// ends at the key's retention horizon (refundHorizon). A lookup that finds
+// no refund MinAge or more after every request had ended proves that the
+// provider never processed one: the refund is sent again under its key,
+// with the same body, while its last send time allows (resendsNow), so that
+// a request lost before it reached the provider is finished here, not by a
+// person. A refund is never
 // abandoned: when the horizon's lookup finds none, it raises
 // refund_unknown and waits, without timed lookups, for a refund-event
 // signal, from the provider's webhook or from a person, each of which makes
@@ -171,6 +181,12 @@ type refund struct {
 	retention time.Duration
 	// unresolved is set once refund_unknown was raised.
 	unresolved bool
+	// sentBy is when every request sent so far had ended; zero while
+	// none was sent by this refund's runs, or as RefundCarried.SentBy.
+	sentBy time.Time
+	// refused is set once the provider refused a request of this run as a
+	// contract violation, which a resend would only repeat.
+	refused bool
 	// final is the settled outcome; nil while the refund is pending.
 	final *RefundResult
 	// checkNow is set by a refund event and cleared by the next lookup.
@@ -197,6 +213,7 @@ func newRefund(ctx workflow.Context, in RefundInput) (*refund, error) {
 		r.providerRefundID = c.ProviderRefundID
 		r.retention = c.KeyRetention
 		r.unresolved = c.Unresolved
+		r.sentBy = c.SentBy
 		if r.unresolved {
 			r.status.Phase = PhaseUnresolved
 		}
@@ -244,16 +261,36 @@ func (r *refund) handleRefund(ctx workflow.Context, _ RefundUpdate) (RefundResul
 	return r.outcome(), nil
 }
 
-// sendPhase sends the refund and settles a definite outcome; an unknown
-// one, or one the provider holds pending, moves the refund to lookups. Its
-// error is only cancellation.
+// changeRefundResend is the workflow.GetVersion change after which a
+// refund's last send time comes from its key's retention (refundLastSendAt)
+// instead of its payment timing's abandon deadline, and a refund that the
+// lookups prove the provider never got is sent again (resendsNow). It is
+// asked only where the two differ: a send later than the old last send time
+// allowed (CreatedAt + AbandonAfter − ChargeBudget), or a resend; runs
+// recorded without its marker keep the old rule. It retires by the rule of
+// PaymentWorkflow's gates, with a refund's bound: a refund runs until the
+// horizon of its key's retention, and past it only while it is pending at
+// the provider or unresolved, so retire it once Temporal lists no open
+// RefundWorkflow started before the change.
+const (
+	changeRefundResend                  = "refund-resend"
+	refundResend       workflow.Version = 1
+)
+
+// sendPhase sends the refund, unless its last send time has passed, and
+// settles a definite outcome; an unknown one, or one the provider holds
+// pending, moves the refund to lookups. Its error is only cancellation.
 func (r *refund) sendPhase(ctx workflow.Context) error {
 	defer func() {
 		if r.final == nil {
 			r.status.Phase = PhaseReconciling
 		}
 	}()
-	if lastSend := r.timing.refundLastSendAt(r.intent.CreatedAt); workflow.Now(ctx).After(lastSend) {
+	lastSend, err := r.lastSendAt(ctx)
+	if err != nil {
+		return err
+	}
+	if workflow.Now(ctx).After(lastSend) {
 		// The workflow starts this late only from the outbox, for a refund
 		// whose first start was lost; a request of an earlier run may
 		// exist, so the lookups decide.
@@ -261,6 +298,33 @@ func (r *refund) sendPhase(ctx workflow.Context) error {
 		r.log.Warn("not sending: the refund's last send time has passed, the lookups decide", "last_send_at", formatTime(lastSend))
 		return nil
 	}
+	return r.send(ctx)
+}
+
+// lastSendAt is the refund's last send time. Until the earliest last send
+// time that the key's retention allows, which needs no reading of it, it
+// reads nothing; later it reads the provider's key retention
+// (refundLastSendAt), or, for a run recorded before changeRefundResend,
+// keeps that run's rule. Its error is only cancellation.
+func (r *refund) lastSendAt(ctx workflow.Context) (time.Time, error) {
+	created := r.intent.CreatedAt
+	if earliest := r.timing.refundLastSendAt(created, 0); !workflow.Now(ctx).After(earliest) {
+		return earliest, nil
+	}
+	if workflow.GetVersion(ctx, changeRefundResend, workflow.DefaultVersion, refundResend) == workflow.DefaultVersion {
+		return created.Add(r.timing.AbandonAfter - r.timing.ChargeBudget), nil
+	}
+	if err := r.readRetention(ctx); err != nil {
+		return time.Time{}, err
+	}
+	return r.timing.refundLastSendAt(created, r.retention), nil
+}
+
+// send sends the refund's requests under its key, the same body each time,
+// until the provider answers or ChargeBudget ends, and settles a definite
+// outcome; an unknown one, or one the provider holds pending, leaves the
+// refund to the lookups. Its error is only cancellation.
+func (r *refund) send(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Refunding %s of charge %s with key %s: waiting for the provider's answer until %s at the latest.",
 		r.intent.Amount, r.intent.ChargeID, r.intent.Key, formatTime(workflow.Now(ctx).Add(r.timing.ChargeBudget))))
 	var res activities.RefundResult
@@ -270,6 +334,7 @@ func (r *refund) sendPhase(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	r.sentBy = workflow.Now(ctx)
 	switch end {
 	case sendAnswered:
 		if res.Status == chargeonce.RefundPending {
@@ -279,6 +344,8 @@ func (r *refund) sendPhase(ctx workflow.Context) error {
 		}
 		return r.settle(ctx, answeredRefund(res.Status, res.ProviderRefundID, res.FailureReason))
 	case sendNothingProcessed:
+		// Earlier requests, if any, processed nothing either: a resend
+		// follows only a lookup that proved it.
 		r.log.Warn("the provider processed no refund request: nothing was refunded, the refund is settled not_processed and may be asked for again", "error", r.status.LastError)
 		return r.settle(ctx, RefundResult{Status: chargeonce.RefundNotProcessed, Message: "the provider processed none of the refund requests; nothing was refunded"})
 	case sendRefused:
@@ -286,6 +353,7 @@ func (r *refund) sendPhase(ctx workflow.Context) error {
 		// says that the key holds another refund, which may have returned
 		// money, and a failed refund would free its amount for another.
 		// The lookups find what the provider holds.
+		r.refused = true
 		r.log.Error("the provider refused the refund request as a contract violation: the refund stays pending and is looked up; a human must look at this key",
 			alert.Attr(alert.ContractViolation), "error", refusal.Error())
 		return nil
@@ -443,6 +511,9 @@ func (r *refund) check(ctx workflow.Context, horizon time.Time) error {
 		return nil
 	}
 	r.providerRefundID = ""
+	if r.resendsNow(ctx, startedAt) {
+		return r.resend(ctx)
+	}
 	if startedAt.Before(horizon) || r.unresolved {
 		r.log.Info("no refund at the provider yet, will check again", "checks", r.status.Checks)
 		return nil
@@ -454,6 +525,41 @@ func (r *refund) check(ctx workflow.Context, horizon time.Time) error {
 		alert.Attr(alert.RefundUnknown), "reference", r.intent.MerchantReference, "amount", r.intent.Amount.String(), "created_at", formatTime(r.intent.CreatedAt),
 		"checks", r.status.Checks, "signal", chargeonce.SignalRefundEvent)
 	return nil
+}
+
+// resendsNow reports whether a lookup started at lookedUp that found no
+// refund proves that the provider never processed one, and the refund may
+// be sent again now. The lookup must start MinAge or more after every
+// request had ended, which is longer than the provider's lookups lag
+// behind a refund (the worker checks it against its published limits), so
+// no request can still be processing; and the resend must fit before the
+// last send time. The lookup grid paces the resends: one per lookup at
+// most, backing off as the lookups do. A request refused as a contract
+// violation is not sent again: a person looks at the key (its alert).
+func (r *refund) resendsNow(ctx workflow.Context, lookedUp time.Time) bool {
+	sentBy := r.sentBy
+	if sentBy.IsZero() {
+		sentBy = r.intent.CreatedAt.Add(r.timing.AbandonAfter)
+	}
+	if r.refused || lookedUp.Before(sentBy.Add(r.timing.MinAge)) || workflow.Now(ctx).After(r.timing.refundLastSendAt(r.intent.CreatedAt, r.retention)) {
+		return false
+	}
+	return workflow.GetVersion(ctx, changeRefundResend, workflow.DefaultVersion, refundResend) == refundResend
+}
+
+// resend sends the refund again, as the send phase did, after a lookup
+// proved that the provider holds no refund under its reference. Its error
+// is only cancellation.
+func (r *refund) resend(ctx workflow.Context) error {
+	r.log.Warn("the provider holds no refund under the reference, and no request can still be processing: sending the refund again under its key",
+		"checks", r.status.Checks, "sent_by", formatTime(r.sentBy))
+	r.status.Phase = PhaseRefunding
+	defer func() {
+		if r.final == nil {
+			r.status.Phase = PhaseReconciling
+		}
+	}()
+	return r.send(ctx)
 }
 
 // settle records a settled outcome in the database and completes the
@@ -503,6 +609,7 @@ func (r *refund) continueAsNew(ctx workflow.Context) error {
 		ProviderRefundID: r.providerRefundID,
 		KeyRetention:     r.retention,
 		Unresolved:       r.unresolved,
+		SentBy:           r.sentBy,
 	}
 	return workflow.NewContinueAsNewError(ctx, RefundWorkflow, next)
 }

@@ -246,7 +246,10 @@ func TestRefundWorkflow_UnknownAtTheRetentionHorizonAlertsAndWaitsForAnEvent(t *
 func TestRefundWorkflow_RefundStartedAfterItsLastSendOnlyLooksUp(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	r := newPaidRefund(t, env)
-	start := createdAt.Add(time.Hour)
+	// The fake provider keeps keys for a day: the last send time is the
+	// horizon, a day less a longest lookup gap, less ChargeBudget and
+	// MinAge.
+	start := createdAt.Add(fakeprovider.DefaultRetention)
 	wenv := newWorkflowEnv(t, env, start)
 	started := activitiesStarted(wenv)
 	wenv.RegisterDelayedCallback(func() {
@@ -320,4 +323,56 @@ func TestRefundWorkflow_ContinuedRunKeepsWaitingWithoutSending(t *testing.T) {
 	require.Equal(t, workflows.Status{Phase: workflows.PhaseUnresolved, Checks: 181}, during, "the alert's state is carried, and not raised again")
 	require.Equal(t, []string{"FindRefund"}, started(), "no send, no timed lookup, the retention known: only the event's lookup")
 	require.Equal(t, chargeonce.RefundSucceeded, res.Status)
+}
+
+// readmeTiming is the timing of the README's dev stack: an abandon deadline
+// of 40 s, shorter than the refund sweep's period plus its wait.
+var readmeTiming = workflows.Timing{MinAge: 10 * time.Second, Interval: 5 * time.Second, AbandonAfter: 40 * time.Second}
+
+func TestRefundWorkflow_RefundTheSweepStartsAfterTheAbandonDeadlineIsSent(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	r := newPaidRefund(t, env)
+	// The sweep started the settlement's repair refund 38.6 s after it was
+	// created: past CreatedAt + AbandonAfter − ChargeBudget, long before the
+	// key's retention ends.
+	wenv := newWorkflowEnv(t, env, createdAt.Add(38600*time.Millisecond))
+	started := activitiesStarted(wenv)
+
+	res := runRefund(t, wenv, workflows.RefundInput{Intent: r, Timing: readmeTiming})
+
+	require.Equal(t, chargeonce.RefundSucceeded, res.Status)
+	require.Equal(t, []string{"KeyRetention", "Refund"}, started(), "the key's retention bounds the send window, then the refund is sent")
+	requireRefundKeys(t, env, r, 1)
+	requireRefundStored(t, env, r, chargeonce.RefundSucceeded, res.ProviderRefundID, chargeonce.OrderPartiallyRefunded)
+}
+
+func TestRefundWorkflow_RefundTheProviderNeverGotIsSentAgainUntilItSucceeds(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{Breaker: patientBreaker})
+	r := newPaidRefund(t, env)
+	require.NoError(t, env.Fake.SetMode(dropping.Fake.Mode))
+	wenv, logs := newLoggedWorkflowEnv(t, env, createdAt)
+	started := activitiesStarted(wenv)
+	var during workflows.Status
+	var sentWhileDropping, heldWhileDropping int
+	// The provider loses every request for a while, as one that a kill
+	// cut off in flight, then works again.
+	wenv.RegisterDelayedCallback(func() {
+		during = queryStatus(t, wenv)
+		sentWhileDropping = len(env.RefundKeys())
+		heldWhileDropping = len(env.Fake.Refunds())
+		require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+	}, 5*time.Minute)
+
+	res := runRefund(t, wenv, workflows.RefundInput{Intent: r, Timing: shortCharge})
+
+	require.Equal(t, workflows.PhaseReconciling, during.Phase)
+	require.Zero(t, heldWhileDropping, "the lost requests left nothing at the provider")
+	require.Greater(t, sentWhileDropping, 1, "the lost requests were sent again while the provider lost them")
+	require.Equal(t, chargeonce.RefundSucceeded, res.Status)
+	require.Len(t, env.Fake.Refunds(), 1, "one refund under the key")
+	require.Greater(t, countOf(started(), "FindRefund"), 1, "a resend follows only a lookup that found nothing")
+	require.Greater(t, len(env.RefundKeys()), sentWhileDropping, "sent again once the lookups proved nothing arrived")
+	requireRefundKeys(t, env, r, len(env.RefundKeys()))
+	require.NotContains(t, logs.String(), string(alert.RefundUnknown), "no person is needed")
+	requireRefundStored(t, env, r, chargeonce.RefundSucceeded, res.ProviderRefundID, chargeonce.OrderPartiallyRefunded)
 }

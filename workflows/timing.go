@@ -298,11 +298,25 @@ func (t Timing) longestLookupGap() time.Duration {
 }
 
 // refundLastSendAt is the latest time a refund created at created may still
-// be sent: its requests all end by CreatedAt+AbandonAfter, which the worker
-// keeps below the provider's key retention, so that no request of a refund
-// ever reaches a provider that has forgotten its key.
-func (t Timing) refundLastSendAt(created time.Time) time.Time {
-	return created.Add(t.AbandonAfter - t.ChargeBudget)
+// be sent when the provider keeps keys for retention: a request sent then
+// ends within ChargeBudget, and the provider has MinAge more to finish it,
+// by the horizon (refundHorizon), whose lookup must see every refund the
+// key can ever have, and which comes before the provider forgets the key.
+// So the window is bounded by the key's retention alone, never by the
+// payment's abandon deadline. Without the retention (0, not read yet) it is
+// the earliest the retention allows, since the worker keeps AbandonAfter
+// below it.
+func (t Timing) refundLastSendAt(created time.Time, retention time.Duration) time.Time {
+	return t.refundHorizon(created, retention).Add(-t.ChargeBudget - t.MinAge)
+}
+
+// RefundSendWindow is how long after its creation a refund may still be
+// sent when the provider keeps keys for retention (refundLastSendAt). The
+// worker refuses to start when its refund sweep could start a refund later
+// than that.
+func (t Timing) RefundSendWindow(retention time.Duration) time.Duration {
+	var created time.Time
+	return t.refundLastSendAt(created, retention).Sub(created)
 }
 
 // refundHorizon is when the lookups of an unknown refund created at created

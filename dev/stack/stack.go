@@ -290,14 +290,14 @@ func (s *Stack) start(ctx context.Context) error {
 	if err := s.loadOrCreateAPIKey(ctx); err != nil {
 		return err
 	}
-	// The API verifies the late charges that the provider's events report
-	// at the provider, as the worker looks charges up.
-	charges, err := dialect.New(dialect.Config{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), BaseURL: s.providerS.URL(),
+	// The API verifies at the provider what its events claim, as the
+	// worker looks charges and refunds up.
+	finder, err := dialect.New(dialect.Config{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), BaseURL: s.providerS.URL(),
 		HTTPClient: &http.Client{Timeout: worker.DefaultProviderTimeout}, StripeAPIKey: s.stripeKey(), Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}, Charges: charges})
+	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}, Finder: finder})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}

@@ -273,12 +273,17 @@ type Summary struct {
 	Faults     map[string]int
 	// Provider's view at the end.
 	ChargesSucceeded, ChargesFailed, ChargeRequests int
-	// LateRequests counts charge requests that reached the provider with a
-	// key first seen longer than the retention before: each could have
-	// charged again.
+	// LateRequests counts charge and refund requests that reached the
+	// provider with a key first seen longer than the retention before:
+	// each could have charged or refunded again.
 	LateRequests int
-	Orders       map[chargeonce.OrderStatus]int
-	Attempts     map[chargeonce.AttemptStatus]int
+	// RefundsUnsettled counts the refunds left pending that could still
+	// settle (settleableRefunds): one the provider holds, or one inside
+	// its send window, which the workflow sends again until it settles.
+	// Each is a refund that did not finish by itself.
+	RefundsUnsettled int
+	Orders           map[chargeonce.OrderStatus]int
+	Attempts         map[chargeonce.AttemptStatus]int
 	// EventTries counts the provider's event delivery tries by outcome
 	// (fakeprovider.Delivery.Outcome).
 	EventTries map[string]int
@@ -292,7 +297,7 @@ type Summary struct {
 // OK reports whether the run kept every promise.
 func (s Summary) OK() bool {
 	return s.Report.OK() && len(s.Unexpected) == 0 && s.LateRequests == 0 &&
-		s.Attempts[chargeonce.AttemptOpen] == 0
+		s.Attempts[chargeonce.AttemptOpen] == 0 && s.RefundsUnsettled == 0
 }
 
 // String renders the summary as a table, followed by the checker's report.
@@ -321,6 +326,7 @@ func (s Summary) String() string {
 		row("event tries: "+k, s.EventTries[k])
 	}
 	row("requests with a key past retention", s.LateRequests)
+	row("refunds left pending that could settle", s.RefundsUnsettled)
 	row("orders paid / placed / pending", fmt.Sprintf("%d / %d / %d",
 		s.Orders[chargeonce.OrderPaid], s.Orders[chargeonce.OrderPlaced], s.Orders[chargeonce.OrderPaymentPending]))
 	row("late charges adopted / refunded", fmt.Sprintf("%d / %d",
@@ -747,10 +753,12 @@ func (r *run) settle(ctx context.Context, refunds bool) error {
 
 // settleableRefunds counts the pending refunds that can still settle: the
 // ones the provider created, which a lookup or its event settles, and the
-// ones still inside their send window. A refund the provider never created
-// by its last send time is never sent again, so it stays pending by design
-// (it raises refund_unknown at its key's horizon): waiting for it would
-// only wait out the settle timeout.
+// ones still inside their send window, which the refund workflow sends
+// again once its lookups find nothing (a request lost to a mode or cut off
+// by a kill). A refund the provider never created by its last send time is
+// never sent again, so it stays pending by design (it raises
+// refund_unknown at its key's horizon): waiting for it would only wait out
+// the settle timeout.
 func (r *run) settleableRefunds(ctx context.Context) (int, error) {
 	requests, err := r.stack.ProviderRequests(ctx)
 	if err != nil {
@@ -762,7 +770,7 @@ func (r *run) settleableRefunds(ctx context.Context) (int, error) {
 			created[req.Key] = true
 		}
 	}
-	lastSend := time.Now().Add(-r.cfg.Timing.AbandonAfter)
+	lastSend := time.Now().Add(-r.cfg.Timing.RefundSendWindow(r.cfg.Retention))
 	r.mu.Lock()
 	orders := slices.Clone(r.orders)
 	r.mu.Unlock()

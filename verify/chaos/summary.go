@@ -54,6 +54,9 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		}
 	}
 	s.ChargeRequests, s.LateRequests = chargeRequests(ps.Requests, r.cfg.Retention)
+	if s.RefundsUnsettled, err = r.settleableRefunds(ctx); err != nil {
+		return s, fmt.Errorf("chaos: pending refunds: %w", err)
+	}
 	hooks, err := r.stack.ProviderWebhooks(ctx)
 	if err != nil {
 		return s, fmt.Errorf("chaos: the provider's webhooks: %w", err)
@@ -84,17 +87,20 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 	return s, err
 }
 
-// chargeRequests counts the charge requests, and those among them whose key
-// the provider had first seen at least retention earlier: a provider that
-// forgot the key would have charged again.
+// chargeRequests counts the charge requests, and the charge and refund
+// requests whose key the provider had first seen at least retention
+// earlier: a provider that forgot the key would have charged or refunded
+// again.
 func chargeRequests(records []fakeprovider.RequestRecord, retention time.Duration) (all, late int) {
 	first := map[string]time.Time{}
 	var sent []fakeprovider.RequestRecord
 	for _, rec := range records {
-		if !rec.IsCharge() {
+		switch {
+		case rec.IsCharge():
+			all++
+		case !rec.IsRefund():
 			continue
 		}
-		all++
 		if rec.Key == "" || rec.Fingerprint == "" {
 			continue
 		}

@@ -207,9 +207,11 @@ type Config struct {
 
 // RepairDeadline is how long after a late or second charge is found its
 // refund may take to succeed: the refund sweep may take one sweepInterval
-// to start its workflow, whose last send is abandonAfter after the refund
-// was stored, and whose lookups learn the outcome within one more
-// reconciliation interval. A charge that nothing has found yet gets the
+// to start its workflow, which sends the refund at once; abandonAfter
+// covers its send phase and the lookups that send again a request the
+// provider lost (its send window, which the key's retention bounds, is
+// longer), and one more reconciliation interval the lookup that learns the
+// outcome. A charge that nothing has found yet gets the
 // same time from its creation; the run's settlement finds it at the
 // latest.
 func RepairDeadline(abandonAfter, interval, sweepInterval time.Duration) time.Duration {

@@ -64,6 +64,14 @@ func refundScenarios() []refundScenario {
 			want: chargeonce.RefundSucceeded,
 		},
 		{
+			name: "refund-resent", opts: activitiestest.Options{Breaker: patient}, timing: found,
+			before: setMode(fakeprovider.Mode{Name: fakeprovider.ModeDrop}),
+			// The provider lost every request; working again, it gets the
+			// resend that follows a lookup that found nothing.
+			during: setMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}),
+			want:   chargeonce.RefundSucceeded,
+		},
+		{
 			name: "refund-not-processed", opts: activitiestest.Options{Breaker: patient}, timing: threeRequests,
 			before: setMode(fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}),
 			want:   chargeonce.RefundNotProcessed,
