@@ -32,6 +32,7 @@ import (
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/webhook"
+	"chargeonce/notify"
 	"chargeonce/refund"
 	"chargeonce/store"
 )
@@ -65,6 +66,9 @@ type Config struct {
 	// Registerer takes the metrics of the API's own; required with
 	// WebhookSecrets.
 	Registerer prometheus.Registerer
+	// EventNetworks are the internal networks that event endpoints may
+	// point at; none by default (notify.AllowedNetworks).
+	EventNetworks notify.AllowedNetworks
 }
 
 // healthTimeout bounds the database check of /healthz.
@@ -77,6 +81,8 @@ type server struct {
 	temporal client.Client
 	log      *slog.Logger
 	mux      *http.ServeMux
+	// eventNetworks are Config.EventNetworks.
+	eventNetworks notify.AllowedNetworks
 }
 
 // New returns the API's handler. Shutting it down is the caller's job,
@@ -94,7 +100,8 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{checkout: cfg.Checkout, refunds: cfg.Refunds, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &server{checkout: cfg.Checkout, refunds: cfg.Refunds, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux(),
+		eventNetworks: cfg.EventNetworks}
 	// Every route but the publicPaths needs the scope it names here.
 	s.mux.HandleFunc("POST /api/orders", s.require(apikey.ScopeCheckout, s.createOrder))
 	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.require(apikey.ScopeCheckout, s.checkoutOrder))

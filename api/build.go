@@ -8,6 +8,7 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/internal/backend"
 	"chargeonce/internal/webhook"
+	"chargeonce/notify"
 	"chargeonce/refund"
 )
 
@@ -28,6 +29,9 @@ type Settings struct {
 	// WebhookSecrets verify the provider's events (Config.WebhookSecrets);
 	// empty serves no webhook route.
 	WebhookSecrets []webhook.Secret
+	// EventNetworks are the internal networks that event endpoints may
+	// point at (Config.EventNetworks); none by default.
+	EventNetworks notify.AllowedNetworks
 }
 
 // Build builds the API that s describes on the connected backend b: the
@@ -54,7 +58,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *che
 	}
 	h, err := New(Config{
 		Checkout: svc, Refunds: refunds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
-		WebhookSecrets: s.WebhookSecrets, Registerer: b.Registry,
+		WebhookSecrets: s.WebhookSecrets, Registerer: b.Registry, EventNetworks: s.EventNetworks,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/internal/webhook"
+	"chargeonce/notify"
 	"chargeonce/store"
 )
 
@@ -78,11 +78,12 @@ func newEndpointBody(e store.Endpoint, now time.Time) wire.Endpoint {
 	return b
 }
 
-// validateEndpointURL checks where events are to be sent: an absolute
-// https URL, or http to a loopback host only (a receiver on the same
-// machine, as in development), since events carry payment data and their
-// signature does not hide it.
-func validateEndpointURL(raw string) error {
+// validateEndpointURL checks where events are to be sent: an absolute URL
+// whose scheme and host the dispatcher's rule allows
+// (notify.AllowedNetworks.CheckURL): https to a public address or a name,
+// or http to a loopback host; an internal address only where the
+// deployment allows its network.
+func validateEndpointURL(raw string, allows notify.AllowedNetworks) error {
 	const rule = "must be an absolute https URL, or http to localhost, 127.0.0.0/8 or [::1]"
 	if raw == "" {
 		return badRequest(`field "url" is required: it %s`, rule)
@@ -104,24 +105,11 @@ func validateEndpointURL(raw string) error {
 		return badRequest(`field "url" must not hold a user name or password: the signature authenticates each event`)
 	case u.Fragment != "" || strings.Contains(raw, "#"):
 		return badRequest(`field "url" must not have a #fragment, which is never sent`)
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-		return nil
-	case u.Scheme == "http":
-		return badRequest(`field "url" is http to %s, which is not a loopback host: events carry payment data, so the URL %s`, u.Hostname(), rule)
-	default:
-		return badRequest(`field "url" has the scheme %q: it %s`, u.Scheme, rule)
 	}
-}
-
-// isLoopback reports whether host is localhost or a loopback address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
+	if err := allows.CheckURL(u); err != nil {
+		return badRequest(`field "url" %v`, err)
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return nil
 }
 
 // parseEventTypes checks the event types an endpoint wants: known ones,
@@ -148,8 +136,8 @@ func parseEventTypes(list []string) ([]chargeonce.EventType, error) {
 }
 
 // parseCreateEndpoint checks the body of POST /api/webhook-endpoints.
-func parseCreateEndpoint(req wire.CreateEndpointRequest) ([]chargeonce.EventType, error) {
-	if err := validateEndpointURL(req.URL); err != nil {
+func parseCreateEndpoint(req wire.CreateEndpointRequest, allows notify.AllowedNetworks) ([]chargeonce.EventType, error) {
+	if err := validateEndpointURL(req.URL, allows); err != nil {
 		return nil, err
 	}
 	types, err := parseEventTypes(req.EventTypes)
@@ -214,7 +202,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	types, err := parseCreateEndpoint(req)
+	types, err := parseCreateEndpoint(req, s.eventNetworks)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -344,7 +332,7 @@ func (s *server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	body := wire.DeliveryList{Deliveries: make([]wire.Delivery, 0, len(tries))}
 	for _, a := range tries {
 		d := wire.Delivery{EventID: a.EventID, EventType: string(a.EventType), EndpointID: a.EndpointID, Attempt: a.Attempt,
-			At: a.At.UTC(), Result: string(a.Result), Error: optional(a.Error), DurationMS: a.Duration.Milliseconds()}
+			At: a.At.UTC(), Result: string(a.Result), Failure: optional(string(a.Failure)), DurationMS: a.Duration.Milliseconds()}
 		if a.HTTPStatus != 0 {
 			status := a.HTTPStatus
 			d.HTTPStatus = &status

@@ -93,7 +93,7 @@ func TestEventEndpoints_CreateShowsTheSecretOnceAndDisableAndEnableChangeTheStat
 	e.Secret = ""
 	require.Equal(t, e, got)
 
-	all, _ := createEndpoint(t, a, `{"url": "http://127.0.0.1:8097/events", "eventTypes": [], "description": ""}`)
+	all, _ := createEndpoint(t, a, `{"url": "https://hooks.shop.example/events", "eventTypes": [], "description": ""}`)
 	require.Empty(t, all.EventTypes, "an empty list is every type")
 	var list wire.EndpointList
 	getJSON(t, a, "/api/webhook-endpoints", &list)
@@ -154,6 +154,72 @@ func TestEventEndpoints_BadRequestsAre400AndChangeNothing(t *testing.T) {
 			require.Equal(t, before, endpointsSnapshot(t, a))
 		})
 	}
+}
+
+// TestEventEndpoints_InternalAddressesAreRefusedAndNothingIsStored: the
+// URLs that pointed the dispatcher at the service's own network are each a
+// 400, where no network is allowed (production's default).
+func TestEventEndpoints_InternalAddressesAreRefusedAndNothingIsStored(t *testing.T) {
+	a := startTestAPI(t)
+	for _, u := range []string{
+		"https://169.254.169.254/",
+		"https://10.0.0.1/",
+		"https://127.0.0.1:8443/",
+		"https://0.0.0.0:8443/",
+		"https://[::ffff:169.254.169.254]/",
+		"https://2130706433/",
+		"https://0177.0.0.1/",
+		"https://localhost:8443/",
+		"http://127.0.0.1:8097/events",
+	} {
+		t.Run(u, func(t *testing.T) {
+			status, header, data := a.send(t, http.MethodPost, "/api/webhook-endpoints", "application/json",
+				`{"url": "`+u+`", "eventTypes": [], "description": ""}`)
+			p := requireProblem(t, http.StatusBadRequest, status, header, data)
+			require.Equal(t, string(wire.ProblemInvalidRequest), p.Type)
+			require.Contains(t, p.Detail, `field "url"`)
+			require.Empty(t, endpointsSnapshot(t, a))
+		})
+	}
+}
+
+// TestEventEndpoints_TheDeliveryLogShowsTheClassOfEachFailureNeverItsText:
+// the log of an endpoint shows http_status for an answer and a class for
+// no answer; a try recorded before classes, whose text named an address,
+// shows its class only.
+func TestEventEndpoints_TheDeliveryLogShowsTheClassOfEachFailureNeverItsText(t *testing.T) {
+	ctx := context.Background()
+	a := startTestAPI(t)
+	e, _ := createEndpoint(t, a, `{"url": "`+endpointURL+`", "eventTypes": [], "description": ""}`)
+	paidOrderEvent(t, a)
+	at := time.Now()
+	due, err := a.store.ClaimDeliveries(ctx, at, time.Minute, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	for i, try := range []store.DeliveryAttempt{
+		{HTTPStatus: 0, Failure: store.FailureTLS},
+		{HTTPStatus: 302, Failure: store.FailureHTTPStatus},
+		{HTTPStatus: 0, Failure: store.FailureRefusedAddress},
+	} {
+		try.DeliveryID, try.Attempt, try.Result = due[0].ID, i+1, store.DeliveryFailed
+		try.At, try.NextAttemptAt = at, at
+		require.NoError(t, a.store.RecordDeliveryAttempt(ctx, try))
+	}
+	_, err = a.db.ExecContext(ctx, `UPDATE event_delivery_attempts SET error = ? WHERE attempt = 1`,
+		"x509: cannot validate certificate for 10.0.0.1 because it doesn't contain any IP SANs")
+	require.NoError(t, err)
+
+	status, _, data := a.send(t, http.MethodGet, "/api/webhook-endpoints/"+e.ID+"/deliveries", "", "")
+	require.Equal(t, http.StatusOK, status, "body: %s", data)
+	require.NotContains(t, string(data), "10.0.0.1")
+	var log wire.DeliveryList
+	require.NoError(t, json.Unmarshal(data, &log))
+	var failures []string
+	for _, d := range log.Deliveries {
+		failures = append(failures, *d.Failure)
+	}
+	require.Equal(t, []string{"refused_address", "http_status", "connection_failed"}, failures, "newest first")
+	require.Equal(t, 302, *log.Deliveries[1].HTTPStatus)
 }
 
 func TestEventEndpoints_UnknownEndpointsAndEventsAre404(t *testing.T) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,9 @@ import (
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/docs"
+	"chargeonce/notify"
+	"chargeonce/store"
 )
 
 // requireBadRequest checks that err is a 400 whose detail names want.
@@ -21,19 +25,26 @@ func requireBadRequest(t *testing.T, err error, want string) {
 	require.Contains(t, pe.detail, want)
 }
 
-func TestValidateEndpointURL_HTTPSAnywhereHTTPOnlyToLoopback(t *testing.T) {
+func TestValidateEndpointURL_HTTPSToPublicHostsHTTPOnlyToLoopbackInternalOnlyWhereAllowed(t *testing.T) {
 	for _, ok := range []string{
 		"https://shop.example/chargeonce-events",
 		"https://shop.example:8443/hooks?source=chargeonce",
-		"https://203.0.113.7/hooks",
+		"https://8.8.8.8/hooks",
+		"https://[2606:4700:4700::1111]/hooks",
+		"https://shop.example/" + strings.Repeat("a", maxEndpointURLBytes-len("https://shop.example/")),
+	} {
+		require.NoError(t, validateEndpointURL(ok, nil), ok)
+	}
+	for _, ok := range []string{
 		"http://localhost:8097/events",
 		"http://LOCALHOST/events",
 		"http://127.0.0.1:8097/events",
 		"http://127.8.9.10/events",
 		"http://[::1]:8097/events",
-		"https://shop.example/" + strings.Repeat("a", maxEndpointURLBytes-len("https://shop.example/")),
+		"https://127.0.0.1:8443/events",
 	} {
-		require.NoError(t, validateEndpointURL(ok), ok)
+		require.NoError(t, validateEndpointURL(ok, notify.LoopbackNetworks), "%s, with loopback allowed", ok)
+		requireBadRequest(t, validateEndpointURL(ok, nil), "loopback address")
 	}
 	for _, tc := range []struct{ url, want string }{
 		{"", "is required"},
@@ -53,8 +64,13 @@ func TestValidateEndpointURL_HTTPSAnywhereHTTPOnlyToLoopback(t *testing.T) {
 		{"https://shop.example:port/hooks", "not a URL"},
 		{"https://shop.example/\u202ehooks", "format character"},
 		{"https://shop.example/" + strings.Repeat("a", maxEndpointURLBytes), "at most 2048"},
+		{"https://169.254.169.254/", "169.254.169.254 is a link-local address"},
+		{"https://10.0.0.1/", "10.0.0.1 is a private address"},
+		{"https://[::ffff:169.254.169.254]/", "169.254.169.254 is a link-local address"},
+		{"https://2130706433/", "has the host 2130706433, which is an IPv4 address written in another form"},
+		{"https://0177.0.0.1/", "has the host 0177.0.0.1, which is an IPv4 address written in another form"},
 	} {
-		requireBadRequest(t, validateEndpointURL(tc.url), tc.want)
+		requireBadRequest(t, validateEndpointURL(tc.url, notify.LoopbackNetworks), tc.want)
 	}
 }
 
@@ -89,4 +105,24 @@ func TestParseKeepPrevious_ADurationUpToThirtyDaysWithADayByDefault(t *testing.T
 		_, err := parseKeepPrevious(raw)
 		requireBadRequest(t, err, `to "720h", such as "24h"`)
 	}
+}
+
+// TestDeliveryFailures_AreTheDocuments keeps the Delivery schema's failure
+// enum equal to the classes the store keeps.
+func TestDeliveryFailures_AreTheDocuments(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Enum []any `json:"enum"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(docs.OpenAPI, &doc))
+	want := []any{nil}
+	for _, f := range store.DeliveryFailures() {
+		want = append(want, string(f))
+	}
+	require.ElementsMatch(t, want, doc.Components.Schemas["Delivery"].Properties["failure"].Enum)
 }

@@ -22,6 +22,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/envflag"
+	"chargeonce/notify"
 	"chargeonce/provider/dialect"
 	"chargeonce/worker"
 )
@@ -89,11 +90,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.BoolVar(&cfg.ProviderEvents, "provider-events", true, "the fake provider posts a signed event per finished charge to the API, as a real provider does; false leaves unknown outcomes to lookups and retries")
 	fs.StringVar(&cfg.Receiver, stack.FlagReceiver, "127.0.0.1:8097", "`address` of the dev receiver, which is registered as an event endpoint and prints each signed event it verifies; empty runs none")
 	fs.StringVar(&cfg.CodecKeys, "codec-keys", "", "payload `keyring` id:base64key,… (first is current) (default: a key file in the data directory)")
+	// The dev receiver listens on loopback.
+	eventNetworks := cli.EventNetworks(fs, notify.LoopbackNetworks)
 	timing := cli.Timing(fs)
 	logFlags := cli.Logging(fs)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return stack.Config{}, nil, err
 	}
+	cfg.EventNetworks = *eventNetworks
 	cfg.Provider.Mode.Name = fakeprovider.ModeName(*mode)
 	if cfg.DataDir != "" {
 		// The provider's books stay with the orders and workflows they

@@ -12,6 +12,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/helptext"
+	"chargeonce/notify"
 	"chargeonce/provider/dialect"
 )
 
@@ -47,4 +48,21 @@ func TestTryCommand_ReachesTheStackWithTheDialectsCard(t *testing.T) {
 			require.Equal(t, tt.want, tryCommand(tt.cfg, tt.apiURL, tt.cfg.DataDir+"/api.key"))
 		})
 	}
+}
+
+// TestParseFlags_DevAllowsLoopbackForEventsUnlessTold: the dev receiver is
+// on loopback, so dev allows it; the flag or its variable replaces the list.
+func TestParseFlags_DevAllowsLoopbackForEventsUnlessTold(t *testing.T) {
+	var stderr bytes.Buffer
+	cfg, _, err := parseFlags(nil, func(string) string { return "" }, &stderr)
+	require.NoError(t, err)
+	require.Equal(t, notify.LoopbackNetworks, cfg.EventNetworks)
+	cfg, _, err = parseFlags(nil, func(name string) string {
+		if name == cli.EnvName(cli.FlagEventNetworks) {
+			return "10.20.0.0/16"
+		}
+		return ""
+	}, &stderr)
+	require.NoError(t, err)
+	require.Equal(t, "10.20.0.0/16", cfg.EventNetworks.String())
 }

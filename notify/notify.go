@@ -23,7 +23,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,9 +49,6 @@ const DefaultPoll = 500 * time.Millisecond
 // once: a batch of Timeout-long tries ends well within Lease.
 const batch = 16
 
-// maxErrorBytes bounds what the log keeps of why a try got no answer.
-const maxErrorBytes = 500
-
 // userAgent names the sender to the receiver's logs.
 const userAgent = "chargeonce-events/1"
 
@@ -71,8 +67,11 @@ type Config struct {
 	// Poll is how often to look for due deliveries; zero means
 	// DefaultPoll.
 	Poll time.Duration
-	// HTTPClient sends the events; nil means one that follows no
-	// redirect, since a receiver that moved says so by its answer.
+	// AllowedNetworks are the internal networks that events may be sent
+	// to; none by default, so that events reach public addresses only.
+	AllowedNetworks AllowedNetworks
+	// HTTPClient sends the events; nil means NewHTTPClient's, which
+	// connects to the addresses AllowedNetworks allows only.
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -85,6 +84,7 @@ type Dispatcher struct {
 	schedule []time.Duration
 	poll     time.Duration
 	client   *http.Client
+	allows   AllowedNetworks
 	now      func() time.Time
 	results  *prometheus.CounterVec
 }
@@ -94,7 +94,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Store == nil || cfg.Logger == nil {
 		return nil, errors.New("notify: the store and the logger are required")
 	}
-	d := &Dispatcher{store: cfg.Store, log: cfg.Logger, schedule: cfg.Schedule, poll: cfg.Poll, client: cfg.HTTPClient, now: cfg.Now}
+	d := &Dispatcher{store: cfg.Store, log: cfg.Logger, schedule: cfg.Schedule, poll: cfg.Poll, client: cfg.HTTPClient, allows: cfg.AllowedNetworks, now: cfg.Now}
 	if d.schedule == nil {
 		d.schedule = DefaultSchedule
 	}
@@ -108,7 +108,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("notify: the poll period %v is negative", d.poll)
 	}
 	if d.client == nil {
-		d.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		d.client = NewHTTPClient(d.allows)
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -158,20 +158,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // deliver makes one try of dd and records it.
 func (d *Dispatcher) deliver(ctx context.Context, dd store.DueDelivery) {
 	at := d.now()
-	status, sendErr := d.send(ctx, dd, at)
+	status, failure, sendErr := d.send(ctx, dd, at)
 	if ctx.Err() != nil {
 		return
 	}
-	a := store.DeliveryAttempt{DeliveryID: dd.ID, Attempt: dd.Attempt, At: at, HTTPStatus: status, Duration: d.now().Sub(at)}
+	a := store.DeliveryAttempt{DeliveryID: dd.ID, Attempt: dd.Attempt, At: at, HTTPStatus: status, Failure: failure, Duration: d.now().Sub(at)}
 	switch {
-	case sendErr == nil && status >= 200 && status < 300:
+	case failure == "":
 		a.Result = store.DeliveryDelivered
 	case status == http.StatusGone:
 		a.Result = store.DeliveryGone
 	default:
-		if sendErr != nil {
-			a.Error = truncate(sendErr.Error())
-		}
 		if w, ok := wait(d.schedule, dd.FailedInRound); ok {
 			a.Result, a.NextAttemptAt = store.DeliveryFailed, at.Add(w)
 		} else {
@@ -187,8 +184,11 @@ func (d *Dispatcher) deliver(ctx context.Context, dd store.DueDelivery) {
 	d.results.WithLabelValues(string(a.Result)).Inc()
 	attrs := []any{"event", dd.Event.ID, "type", dd.Event.Type, "order", dd.Event.OrderID, "sequence", dd.Event.Sequence,
 		"endpoint", dd.Endpoint.ID, "attempt", dd.Attempt, "status", status, "duration", a.Duration.Round(time.Millisecond)}
-	if a.Error != "" {
-		attrs = append(attrs, "error", a.Error)
+	if a.Failure != "" {
+		attrs = append(attrs, "failure", a.Failure)
+	}
+	if sendErr != nil {
+		attrs = append(attrs, "error", sendErr)
 	}
 	switch a.Result {
 	case store.DeliveryDelivered:
@@ -203,33 +203,43 @@ func (d *Dispatcher) deliver(ctx context.Context, dd store.DueDelivery) {
 }
 
 // send POSTs the event of dd, signed at at, and returns the endpoint's
-// status; 0 and an error when no answer arrived.
-func (d *Dispatcher) send(ctx context.Context, dd store.DueDelivery, at time.Time) (int, error) {
+// status, 0 when no answer arrived, and the class of the failure unless
+// it answered 2xx; the error says what the class does not, for the
+// worker's log.
+func (d *Dispatcher) send(ctx context.Context, dd store.DueDelivery, at time.Time) (int, store.DeliveryFailure, error) {
 	secrets, err := LiveSecrets(dd.Endpoint, at)
 	if err != nil {
-		return 0, err
+		return 0, store.FailureNotSent, err
 	}
 	body, err := json.Marshal(Render(dd.Event))
 	if err != nil {
-		return 0, fmt.Errorf("encode the event: %w", err)
+		return 0, store.FailureNotSent, fmt.Errorf("encode the event: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dd.Endpoint.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("the endpoint's URL: %w", err)
+		return 0, store.FailureNotSent, fmt.Errorf("the endpoint's URL: %w", err)
+	}
+	// An endpoint registered before the rule, or while a wider list
+	// was allowed, is held to it now.
+	if err := d.allows.CheckURL(req.URL); err != nil {
+		return 0, store.FailureRefusedAddress, fmt.Errorf("the endpoint's URL %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	webhook.Sign(req.Header, dd.Event.ID, at, body, secrets...)
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, classify(err), err
 	}
 	defer resp.Body.Close()
 	// Read a little of the answer, so that the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	return resp.StatusCode, nil
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, store.FailureHTTPStatus, nil
+	}
+	return resp.StatusCode, "", nil
 }
 
 // LiveSecrets are the endpoint's secrets that sign at at: the current
@@ -248,15 +258,6 @@ func LiveSecrets(e store.Endpoint, at time.Time) ([]webhook.Secret, error) {
 		secrets = append(secrets, previous)
 	}
 	return secrets, nil
-}
-
-// truncate keeps the start of a transport error for the delivery log.
-func truncate(s string) string {
-	s = strings.ToValidUTF8(s, "?")
-	if len(s) <= maxErrorBytes {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxErrorBytes], "") + "…"
 }
 
 // Render is the wire form of an event: the body of every try, and an entry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -77,13 +78,16 @@ func dropConnection(w http.ResponseWriter) {
 type fixture struct {
 	s        store.Store
 	registry *prometheus.Registry
+	// allows is the dispatcher's allowed networks: loopback, where the
+	// test's receivers listen, unless a test says otherwise.
+	allows notify.AllowedNetworks
 }
 
 func newFixture(t *testing.T) *fixture {
 	s, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	return &fixture{s: s, registry: prometheus.NewRegistry()}
+	return &fixture{s: s, registry: prometheus.NewRegistry(), allows: notify.LoopbackNetworks}
 }
 
 // schedule is short, so that retries come at once.
@@ -96,7 +100,7 @@ func (f *fixture) run(t *testing.T, reg prometheus.Registerer) {
 
 func (f *fixture) runWith(t *testing.T, reg prometheus.Registerer, schedule []time.Duration) {
 	d, err := notify.New(notify.Config{Store: f.s, Logger: slog.New(slog.DiscardHandler), Registerer: reg,
-		Schedule: schedule, Poll: 5 * time.Millisecond})
+		Schedule: schedule, Poll: 5 * time.Millisecond, AllowedNetworks: f.allows})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -227,7 +231,8 @@ func TestDispatcher_RetriesAfterA500AndADroppedConnection(t *testing.T) {
 	log := f.waitForLog(t, e.ID, 3)
 	require.Equal(t, []string{"failed", "failed", "delivered"}, results(log))
 	require.Equal(t, []int{500, 0, 200}, []int{log[0].HTTPStatus, log[1].HTTPStatus, log[2].HTTPStatus})
-	require.NotEmpty(t, log[1].Error, "no answer: the log says why")
+	require.Equal(t, []store.DeliveryFailure{store.FailureHTTPStatus, store.FailureConnection, ""},
+		[]store.DeliveryFailure{log[0].Failure, log[1].Failure, log[2].Failure}, "the log keeps the class of each failure")
 	require.Equal(t, []int{1, 2, 3}, []int{log[0].Attempt, log[1].Attempt, log[2].Attempt})
 	verifier := webhook.NewVerifier([]webhook.Secret{secret}, nil)
 	for _, got := range r.requests() {
@@ -329,6 +334,109 @@ func TestDispatcher_GoneDisablesTheEndpoint(t *testing.T) {
 	require.Len(t, r.requests(), 2)
 }
 
+// TestDispatcher_DoesNotFollowARedirect: a 3xx is a failed try, of class
+// http_status, and its Location is never fetched, since it could point
+// anywhere the endpoint's URL could not.
+func TestDispatcher_DoesNotFollowARedirect(t *testing.T) {
+	f := newFixture(t)
+	elsewhere := newReceiver(t, answerWith(http.StatusOK))
+	r := newReceiver(t, func(_ int, w http.ResponseWriter) {
+		w.Header().Set("Location", elsewhere.URL+"/moved")
+		w.WriteHeader(http.StatusFound)
+	})
+	e, _ := f.endpoint(t, r.URL)
+	f.declined(t)
+	f.runWith(t, nil, []time.Duration{time.Hour})
+
+	log := f.waitForLog(t, e.ID, 1)
+	require.Equal(t, []string{"failed"}, results(log))
+	require.Equal(t, http.StatusFound, log[0].HTTPStatus)
+	require.Equal(t, store.FailureHTTPStatus, log[0].Failure)
+	require.Len(t, r.requests(), 1)
+	require.Empty(t, elsewhere.requests(), "the Location was not fetched")
+}
+
+// TestDispatcher_RefusesAnInternalAddressUnlessItsNetworkIsAllowed: an
+// endpoint on loopback, stored before the rule or while loopback was
+// allowed, gets nothing once it is not, and its log says refused_address
+// only, never the address.
+func TestDispatcher_RefusesAnInternalAddressUnlessItsNetworkIsAllowed(t *testing.T) {
+	f := newFixture(t)
+	f.allows = nil
+	r := newReceiver(t, answerWith(http.StatusOK))
+	e, _ := f.endpoint(t, r.URL)
+	f.declined(t)
+	f.runWith(t, nil, []time.Duration{time.Hour})
+
+	log := f.waitForLog(t, e.ID, 1)
+	require.Equal(t, []string{"failed"}, results(log))
+	require.Zero(t, log[0].HTTPStatus)
+	require.Equal(t, store.FailureRefusedAddress, log[0].Failure)
+	require.Empty(t, r.requests())
+}
+
+// TestDispatcher_ClassifiesWhatWentWrong: the log keeps the class of a
+// failure with no answer, not the transport's words.
+func TestDispatcher_ClassifiesWhatWentWrong(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // nothing listens there any more
+	untrusted := httptest.NewUnstartedServer(http.NotFoundHandler())
+	untrusted.Config.ErrorLog = stdlog.New(io.Discard, "", 0) // the handshake's failure is the point
+	untrusted.StartTLS()
+	t.Cleanup(untrusted.Close)
+	for name, c := range map[string]struct {
+		url  string
+		want store.DeliveryFailure
+	}{
+		"nothing listens":             {closed.URL, store.FailureConnectionRefused},
+		"certificate does not verify": {untrusted.URL, store.FailureTLS},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			e, _ := f.endpoint(t, c.url)
+			f.declined(t)
+			f.runWith(t, nil, []time.Duration{time.Hour})
+			log := f.waitForLog(t, e.ID, 1)
+			require.Equal(t, c.want, log[0].Failure)
+		})
+	}
+}
+
+// TestNewHTTPClient_RefusesANameThatResolvesToADisallowedAddress: the
+// dialer judges the address a name resolved to, so that a name is no way
+// around the rule.
+func TestNewHTTPClient_RefusesANameThatResolvesToADisallowedAddress(t *testing.T) {
+	r := newReceiver(t, answerWith(http.StatusOK))
+	byName := strings.Replace(r.URL, "127.0.0.1", "localhost", 1)
+
+	_, err := notify.NewHTTPClient(nil).Get(byName)
+	var refused *notify.RefusedAddressError
+	require.ErrorAs(t, err, &refused)
+	require.True(t, refused.Addr.IsLoopback(), "refused %v", refused.Addr)
+	require.Empty(t, r.requests())
+
+	resp, err := notify.NewHTTPClient(notify.LoopbackNetworks).Get(byName)
+	require.NoError(t, err, "allowed, the same name is reached")
+	require.NoError(t, resp.Body.Close())
+	require.Len(t, r.requests(), 1)
+}
+
+// TestNewHTTPClient_UsesNoProxy: a proxy from the environment would
+// connect on the client's behalf, out of reach of its dialer's check.
+// The proxy is on loopback, which the client may reach: had it taken the
+// proxy, the proxy would have had the request for a documentation address
+// that the client may not reach. (The environment's proxy is read once per
+// process, so this holds only where no test read it before.)
+func TestNewHTTPClient_UsesNoProxy(t *testing.T) {
+	proxy := newReceiver(t, answerWith(http.StatusOK))
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("HTTPS_PROXY", proxy.URL)
+	_, err := notify.NewHTTPClient(notify.LoopbackNetworks).Get("http://192.0.2.1/")
+	var refused *notify.RefusedAddressError
+	require.ErrorAs(t, err, &refused)
+	require.Empty(t, proxy.requests())
+}
+
 // TestDispatcher_SignsWithBothSecretsWhileTheOldOneLives: after a rotation,
 // a receiver that knows either secret verifies the event.
 func TestDispatcher_SignsWithBothSecretsWhileTheOldOneLives(t *testing.T) {
@@ -367,7 +475,7 @@ func TestDispatcher_TwoDispatchersDeliverEachTryOnce(t *testing.T) {
 	second, err := store.Open(context.Background(), "sqlite:"+path)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, second.Close()) })
-	f1, f2 := &fixture{s: first}, &fixture{s: second}
+	f1, f2 := &fixture{s: first, allows: notify.LoopbackNetworks}, &fixture{s: second, allows: notify.LoopbackNetworks}
 
 	r := newReceiver(t, answerWith(http.StatusOK))
 	e, _ := f1.endpoint(t, r.URL)

@@ -110,6 +110,42 @@ const (
 	DeliveryGivenUp DeliveryResult = "given_up"
 )
 
+// DeliveryFailure is the class of a failed try, as the delivery log shows
+// it. It never holds the transport's own error, which names addresses,
+// ports and resolvers of the service's network: the worker's log keeps
+// that.
+type DeliveryFailure string
+
+// The classes of failure.
+const (
+	// FailureHTTPStatus: the endpoint answered with a status other than 2xx.
+	FailureHTTPStatus DeliveryFailure = "http_status"
+	// FailureDNS: the endpoint's host name did not resolve.
+	FailureDNS DeliveryFailure = "dns_failure"
+	// FailureConnectionRefused: nothing listened at the endpoint's address.
+	FailureConnectionRefused DeliveryFailure = "connection_refused"
+	// FailureTimeout: no answer arrived in time.
+	FailureTimeout DeliveryFailure = "timeout"
+	// FailureTLS: the TLS handshake failed, as on a certificate that does
+	// not verify.
+	FailureTLS DeliveryFailure = "tls_failure"
+	// FailureRefusedAddress: the endpoint's address is not one that events
+	// are sent to (an internal one), so nothing was sent.
+	FailureRefusedAddress DeliveryFailure = "refused_address"
+	// FailureConnection: the connection failed in another way, as when it
+	// closed before the answer.
+	FailureConnection DeliveryFailure = "connection_failed"
+	// FailureNotSent: the event could not be sent from the endpoint's
+	// record, as when its secret is unreadable.
+	FailureNotSent DeliveryFailure = "not_sent"
+)
+
+// DeliveryFailures lists every class of failure.
+func DeliveryFailures() []DeliveryFailure {
+	return []DeliveryFailure{FailureHTTPStatus, FailureDNS, FailureConnectionRefused, FailureTimeout, FailureTLS,
+		FailureRefusedAddress, FailureConnection, FailureNotSent}
+}
+
 // DeliveryAttempt is one try of a delivery, as the delivery log keeps it.
 type DeliveryAttempt struct {
 	DeliveryID int64
@@ -119,10 +155,13 @@ type DeliveryAttempt struct {
 	Attempt    int
 	At         time.Time
 	Result     DeliveryResult
-	// HTTPStatus is 0 when no answer arrived; Error then says why.
+	// HTTPStatus is 0 when no answer arrived.
 	HTTPStatus int
-	Error      string
-	Duration   time.Duration
+	// Failure is why a try that was not delivered failed: FailureHTTPStatus
+	// for an answer, another class when no answer arrived; empty for a
+	// delivered try.
+	Failure  DeliveryFailure
+	Duration time.Duration
 	// NextAttemptAt is when a failed delivery is tried again.
 	NextAttemptAt time.Time
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,10 +20,6 @@ const EndpointGoneReason = "the endpoint answered 410 Gone"
 
 // MaxDeliveriesLimit bounds a page of the delivery log, and a claim.
 const MaxDeliveriesLimit = 1000
-
-// maxDeliveryErrorLength bounds what the log keeps of why a try got no
-// answer; a transport error is far shorter.
-const maxDeliveryErrorLength = 1000
 
 var endpointIDPattern = regexp.MustCompile(`^we_[0-9a-f]{32}$`)
 
@@ -163,11 +160,13 @@ func scanDeliveryAttempt(r rows) (DeliveryAttempt, error) {
 		durationUS   int64
 		at, nextTime timestamp
 	)
-	if err := r.Scan(&a.DeliveryID, &a.EventID, &typ, &a.EndpointID, &a.Attempt, &at, &result, &a.HTTPStatus, &a.Error,
+	var failure string
+	if err := r.Scan(&a.DeliveryID, &a.EventID, &typ, &a.EndpointID, &a.Attempt, &at, &result, &a.HTTPStatus, &failure,
 		&durationUS, &nextTime); err != nil {
 		return DeliveryAttempt{}, err
 	}
 	a.EventType, a.Result = chargeonce.EventType(typ), DeliveryResult(result)
+	a.Failure = readFailure(a.Result, a.HTTPStatus, failure)
 	a.Duration = time.Duration(durationUS) * time.Microsecond
 	a.NextAttemptAt = nextTime.t
 	var err error
@@ -175,6 +174,25 @@ func scanDeliveryAttempt(r rows) (DeliveryAttempt, error) {
 		return DeliveryAttempt{}, errCorrupt("try of delivery", a.DeliveryID, err)
 	}
 	return a, nil
+}
+
+// readFailure reads the class of a try's failure from its error column.
+// Tries recorded before the log kept classes hold the transport's own
+// error there, or nothing for an answer; they read as the class of their
+// kind, so that the log never shows the old text. Reading them so, rather
+// than rewriting them, keeps one rule of what the log shows, in Go, for
+// both databases.
+func readFailure(result DeliveryResult, status int, stored string) DeliveryFailure {
+	switch {
+	case result == DeliveryDelivered:
+		return ""
+	case status != 0:
+		return FailureHTTPStatus
+	case slices.Contains(DeliveryFailures(), DeliveryFailure(stored)):
+		return DeliveryFailure(stored)
+	default:
+		return FailureConnection
+	}
 }
 
 func (n NewEndpoint) validate() error {
@@ -496,10 +514,14 @@ func (a DeliveryAttempt) validate() error {
 		return errors.New("the time of the try is missing")
 	case a.HTTPStatus != 0 && (a.HTTPStatus < 100 || a.HTTPStatus > 599):
 		return fmt.Errorf("status code %d is neither 0 (no answer) nor an HTTP status", a.HTTPStatus)
-	case a.HTTPStatus == 0 && a.Error == "":
-		return errors.New("a try with no answer needs its error")
-	case len(a.Error) > maxDeliveryErrorLength:
-		return fmt.Errorf("the error has %d bytes; at most %d are kept", len(a.Error), maxDeliveryErrorLength)
+	case a.Failure != "" && !slices.Contains(DeliveryFailures(), a.Failure):
+		return fmt.Errorf("%q is not a class of failure", a.Failure)
+	case a.Result == DeliveryDelivered && a.Failure != "":
+		return fmt.Errorf("a delivered try has no failure, not %s", a.Failure)
+	case a.Result != DeliveryDelivered && a.HTTPStatus != 0 && a.Failure != FailureHTTPStatus:
+		return fmt.Errorf("a try answered %d that was not delivered failed with %s, not %q", a.HTTPStatus, FailureHTTPStatus, a.Failure)
+	case a.HTTPStatus == 0 && (a.Failure == "" || a.Failure == FailureHTTPStatus):
+		return fmt.Errorf("a try with no answer needs the class of its failure, not %q", a.Failure)
 	case a.Duration < 0:
 		return fmt.Errorf("duration %v is negative", a.Duration)
 	case a.Result == DeliveryGone && a.HTTPStatus != 410:
@@ -559,7 +581,7 @@ func (s *db) RecordDeliveryAttempt(ctx context.Context, a DeliveryAttempt) error
 		if _, err := q.exec(ctx,
 			`INSERT INTO event_delivery_attempts (delivery_id, endpoint_id, attempt, at, result, http_status, error, duration_us, next_attempt_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			a.DeliveryID, endpointID, a.Attempt, at, string(a.Result), a.HTTPStatus, a.Error, a.Duration.Microseconds(), next); err != nil {
+			a.DeliveryID, endpointID, a.Attempt, at, string(a.Result), a.HTTPStatus, string(a.Failure), a.Duration.Microseconds(), next); err != nil {
 			return err
 		}
 		if a.Result != DeliveryGone {

@@ -67,8 +67,11 @@ func record(t *testing.T, s store.Store, d store.DueDelivery, result store.Deliv
 	t.Helper()
 	a := store.DeliveryAttempt{DeliveryID: d.ID, Attempt: d.Attempt, At: at, Result: result, HTTPStatus: status,
 		Duration: 3 * time.Millisecond, NextAttemptAt: next}
-	if status == 0 {
-		a.Error = "connection refused"
+	switch {
+	case status == 0:
+		a.Failure = store.FailureConnectionRefused
+	case result != store.DeliveryDelivered:
+		a.Failure = store.FailureHTTPStatus
 	}
 	require.NoError(t, s.RecordDeliveryAttempt(context.Background(), a))
 }
@@ -421,12 +424,26 @@ func TestStore_TriesMoveADeliveryOn(t *testing.T) {
 			fmt.Sprintf("%d 1 failed 0", second.ID),
 			fmt.Sprintf("%d 1 failed 500", first.ID),
 		}, results)
-		require.Equal(t, "connection refused", log[2].Error)
+		require.Equal(t, store.FailureConnectionRefused, log[2].Failure)
+		require.Equal(t, store.FailureHTTPStatus, log[1].Failure)
+		require.Empty(t, log[0].Failure)
 		require.Equal(t, stored(t1.Add(5*time.Second)), log[2].NextAttemptAt)
 		require.Equal(t, first.Event.ID, log[0].EventID)
 		require.Equal(t, chargeonce.EventPaymentDeclined, log[0].EventType)
 		require.Equal(t, e.ID, log[0].EndpointID)
 		require.Equal(t, 3*time.Millisecond, log[0].Duration)
+
+		// A try recorded before the log kept classes holds the transport's
+		// own text, or nothing for an answer: each reads as its class, and
+		// the text never shows.
+		rawExec(t, dsn, `UPDATE event_delivery_attempts SET error = $1 WHERE delivery_id = $2 AND attempt = 1`,
+			"dial tcp 10.0.0.1:443: connect: connection refused", second.ID)
+		rawExec(t, dsn, `UPDATE event_delivery_attempts SET error = '' WHERE delivery_id = $1 AND attempt = 1`, first.ID)
+		log, err = s.Deliveries(ctx, e.ID, 10)
+		require.NoError(t, err)
+		require.Equal(t, store.FailureConnection, log[2].Failure)
+		require.Equal(t, store.FailureHTTPStatus, log[3].Failure)
+
 		log, err = s.Deliveries(ctx, e.ID, 1)
 		require.NoError(t, err)
 		require.Len(t, log, 1)

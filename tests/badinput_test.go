@@ -18,6 +18,7 @@ import (
 
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/openapitest"
+	"chargeonce/store"
 )
 
 // badRequest is one request that must be refused.
@@ -108,6 +109,15 @@ func TestBadInput_IsRefusedWithAProblemAndChangesNothing(t *testing.T) {
 		{name: "refund key as a bare token", path: refundPath, header: refundKey(strings.Trim(quotedKey, `"`)), body: `{"amount": "1.00", "reason": "x"}`},
 		{name: "refund key as an integer", path: refundPath, header: refundKey("42"), body: `{"amount": "1.00", "reason": "x"}`},
 		{name: "refund key as a list", path: refundPath, header: refundKey(`"a", "b"`), body: `{"amount": "1.00", "reason": "x"}`},
+	}
+	// Event endpoints at the inside of the network, in every spelling; the
+	// stack allows loopback for its receivers, so loopback is left out.
+	for _, u := range []string{
+		"https://169.254.169.254/", "https://10.0.0.1/", "https://0.0.0.0:8443/", "https://[::ffff:169.254.169.254]/",
+		"https://2130706433/", "https://0177.0.0.1/", "https://[fd00::1]/", "https://100.64.0.1/",
+	} {
+		api = append(api, badRequest{name: "event endpoint at " + u, path: "/api/webhook-endpoints",
+			body: `{"url": "` + u + `", "eventTypes": [], "description": ""}`})
 	}
 	for _, c := range api {
 		t.Run("api/"+c.name, func(t *testing.T) {
@@ -232,10 +242,12 @@ type stateSnapshot struct {
 	Orders     []orderView
 	OpenCount  int
 	OldestOpen time.Time
+	Endpoints  []store.Endpoint
 }
 
 // snapshot reads the provider's charges, the requests it processed, the
-// given orders as the API shows them, and the store's open attempts.
+// given orders as the API shows them, the store's open attempts and its
+// event endpoints.
 func (s *checkoutStack) snapshot(t *testing.T, ids ...int64) stateSnapshot {
 	t.Helper()
 	snap := stateSnapshot{Charges: s.provider.Charges()}
@@ -249,6 +261,8 @@ func (s *checkoutStack) snapshot(t *testing.T, ids ...int64) stateSnapshot {
 	}
 	var err error
 	snap.OpenCount, snap.OldestOpen, err = s.store.OpenAttemptStats(t.Context())
+	require.NoError(t, err)
+	snap.Endpoints, err = s.store.Endpoints(t.Context())
 	require.NoError(t, err)
 	return snap
 }

@@ -24,6 +24,7 @@ import (
 	"chargeonce/internal/logging"
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
+	"chargeonce/notify"
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
 	"chargeonce/store"
@@ -751,9 +752,11 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		ProviderEvents: cfg.ProviderEvents,
 		DataDir:        cfg.DataDir,
 		EventRetries:   cfg.EventRetries,
-		Receiver:       cfg.Receiver,
-		ReceiverOut:    cfg.ReceiverOut,
-		Logger:         logger,
+		// The tests' receivers listen on loopback.
+		EventNetworks: notify.LoopbackNetworks,
+		Receiver:      cfg.Receiver,
+		ReceiverOut:   cfg.ReceiverOut,
+		Logger:        logger,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -53,6 +53,9 @@ type Config struct {
 	// Deps.EventPoll).
 	EventRetries []time.Duration
 	EventPoll    time.Duration
+	// EventNetworks are the internal networks that events may be sent to
+	// (Deps.EventNetworks); none by default.
+	EventNetworks notify.AllowedNetworks
 	// Options tune the Temporal workers (Deps.Options).
 	Options sdkworker.Options
 }
@@ -175,6 +178,7 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 		SweepEvery:          p.cfg.SweepEvery,
 		EventRetries:        p.cfg.EventRetries,
 		EventPoll:           p.cfg.EventPoll,
+		EventNetworks:       p.cfg.EventNetworks,
 		Registerer:          b.Registry,
 		Options:             p.cfg.Options,
 		Logger:              b.Logger,

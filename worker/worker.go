@@ -73,6 +73,9 @@ type Deps struct {
 	// EventPoll is how often the events' dispatcher looks for due
 	// deliveries; zero means notify.DefaultPoll.
 	EventPoll time.Duration
+	// EventNetworks are the internal networks that events may be sent to
+	// (notify.Config.AllowedNetworks); none by default.
+	EventNetworks notify.AllowedNetworks
 	// Registerer receives the activities' metrics and the gauges of the
 	// lookup backlog; nil registers nothing.
 	Registerer prometheus.Registerer
@@ -152,7 +155,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	}
 	acts := &activities.Activities{Provider: d.Provider, Store: d.Store, Logger: d.Logger, Metrics: actMetrics}
 	events, err := notify.New(notify.Config{Store: d.Store, Logger: d.Logger, Registerer: d.Registerer,
-		Schedule: d.EventRetries, Poll: d.EventPoll})
+		Schedule: d.EventRetries, Poll: d.EventPoll, AllowedNetworks: d.EventNetworks})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}

@@ -122,8 +122,11 @@ type Delivery struct {
 	Result string `json:"result"`
 	// HTTPStatus is the endpoint's status, null when no answer arrived.
 	HTTPStatus *int `json:"httpStatus"`
-	// Error says what went wrong when no answer arrived.
-	Error      *string `json:"error"`
+	// Failure is the class of failure of a try that was not delivered
+	// (store.DeliveryFailures): http_status for an answer other than
+	// 2xx, or why no answer arrived; null for a delivered try. It never
+	// names an address: the worker's log has the detail.
+	Failure    *string `json:"failure"`
 	DurationMS int64   `json:"durationMs"`
 }
 

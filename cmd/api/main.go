@@ -38,6 +38,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
 	var secretList envflag.List
 	fs.Var(&secretList, "webhook-secret", "whsec_ `secret` that signs the provider's events at POST /webhooks/provider; repeat it, or give a comma-separated list,\nto keep an old secret valid while the provider rotates to a new one (default: no webhook endpoint)")
+	eventNetworks := cli.EventNetworks(fs, nil)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, ReferencePrefix: *prefix, WebhookSecrets: secrets})
+	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, ReferencePrefix: *prefix, WebhookSecrets: secrets, EventNetworks: *eventNetworks})
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

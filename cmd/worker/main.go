@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	codecToken := fs.String("codec-token", "", "`secret` every caller of the payload codec must present (Authorization: Bearer, or the Web UI's endpoint <url>/codec/<secret>); at least 32 characters of A-Z a-z 0-9 - _")
 	tlsFlags := cli.ServerTLS(fs, "/healthz, /metrics and the payload codec")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
+	eventNetworks := cli.EventNetworks(fs, nil)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	prepared, err := worker.Prepare(worker.Config{
 		Provider: pc, SettlementURL: *settlementURL, SettlementGraceDays: *graceDays,
 		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery,
-		EventRetries: retries, EventPoll: *eventPoll,
+		EventRetries: retries, EventPoll: *eventPoll, EventNetworks: *eventNetworks,
 	}, logger)
 	if err != nil {
 		return cli.UsageError{Err: err}

@@ -117,6 +117,11 @@ type Config struct {
 	// zero mean notify's defaults. Tests shorten them.
 	EventRetries []time.Duration
 	EventPoll    time.Duration
+	// EventNetworks are the internal networks that events may be sent to,
+	// at their registration through the API and by the dispatcher; nil
+	// allows none, as in production. The dev receiver needs loopback
+	// (notify.LoopbackNetworks).
+	EventNetworks notify.AllowedNetworks
 	// ExternalWorkers leaves the payment worker, and with it the outbox
 	// sweep, to separate worker processes, so that a fault-injection run can
 	// kill them without killing the stack.
@@ -297,7 +302,8 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}, Finder: finder})
+	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
+		EventNetworks: cfg.EventNetworks})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
@@ -342,6 +348,19 @@ func (s *Stack) stopping(what string) {
 	}
 }
 
+// checkReceiverURL refuses a dev receiver that the dispatcher would not
+// send to, as one whose network is not allowed.
+func checkReceiverURL(raw string, allows notify.AllowedNetworks) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("stack: dev receiver: %w", err)
+	}
+	if err := allows.CheckURL(u); err != nil {
+		return fmt.Errorf("stack: the dev receiver's URL %s %w; allow its network (--event-allowed-networks) or run no receiver", raw, err)
+	}
+	return nil
+}
+
 // receiverDescription names the endpoints of the dev receiver.
 const receiverDescription = "dev stack receiver"
 
@@ -351,6 +370,9 @@ const receiverDescription = "dev stack receiver"
 // (enabled or disabled through the API): one per address, not one per start.
 func (s *Stack) startReceiver(ctx context.Context, ln net.Listener) error {
 	url := "http://" + ln.Addr().String() + receiver.Path
+	if err := checkReceiverURL(url, s.cfg.EventNetworks); err != nil {
+		return err
+	}
 	st := s.conn.Store
 	endpoints, err := st.Endpoints(ctx)
 	if err != nil {
@@ -642,6 +664,7 @@ func (s *Stack) startWorker(ctx context.Context) error {
 		SweepEvery:          cmp.Or(s.cfg.SweepEvery, worker.DefaultSweepEvery),
 		EventRetries:        retries,
 		EventPoll:           cmp.Or(s.cfg.EventPoll, notify.DefaultPoll),
+		EventNetworks:       s.cfg.EventNetworks,
 		Options:             s.cfg.WorkerOptions,
 	}, s.cfg.Logger)
 	if err != nil {

@@ -12,11 +12,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"chargeonce/internal/envflag"
 	"chargeonce/internal/logging"
+	"chargeonce/notify"
 	"chargeonce/workflows"
 )
 
@@ -86,6 +88,21 @@ func ExitCode(w io.Writer, name string, err error) int {
 	}
 	fmt.Fprintln(w, msg)
 	return 1
+}
+
+// FlagEventNetworks names the flag of the internal networks that events
+// may be sent to.
+const FlagEventNetworks = "event-allowed-networks"
+
+// EventNetworks defines --event-allowed-networks on fs, the internal
+// networks that merchant event endpoints may point at and the dispatcher
+// may connect to, for the processes that register endpoints (api, dev) or
+// send events (worker, dev). Production allows none by default; defaults
+// are dev's.
+func EventNetworks(fs *flag.FlagSet, defaults notify.AllowedNetworks) *notify.AllowedNetworks {
+	n := slices.Clone(defaults)
+	fs.Var(&n, FlagEventNetworks, "comma-separated `CIDRs` of internal networks that merchant event endpoints may point at, such as 10.20.0.0/16 for a receiver in the deployment's own network;\nan endpoint at any other internal address (loopback, private, link-local, …) is refused, at registration and on every connection")
+	return &n
 }
 
 // TimingFlags are the payment timing flags of the processes that run a

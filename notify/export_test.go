@@ -1,0 +1,4 @@
+package notify
+
+// Classify is classify, for the tests.
+var Classify = classify
