@@ -9,9 +9,11 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 )
@@ -77,9 +79,26 @@ func TestBrokenReferences_ReportsWhatIsMissing(t *testing.T) {
 		{
 			name: "Markdown links that resolve, and links that are not files",
 			files: map[string]string{
-				"README.md":    "[API](docs/api.md#errors) [ref] [Temporal](https://temporal.io) [up](#layout) [mail](mailto:a@b.example)\n\n[ref]: deploy/\n",
-				"docs/api.md":  "# API\n",
+				"README.md":    "[API](docs/api.md#errors) [ref] [Temporal](https://temporal.io) [up](#layout) [mail](mailto:a@b.example)\n\n[ref]: deploy/\n\n## Layout\n",
+				"docs/api.md":  "# API\n\n## Errors\n",
 				"deploy/a.yml": "a: 1\n",
+			},
+		},
+		{
+			name:  "a line that starts with an inline link and a colon is no definition",
+			files: map[string]string{"README.md": "- the tests and\n  [Benchmarks](docs/bench.md): what they measure\n", "docs/bench.md": "# Benchmarks\n"},
+		},
+		{
+			name: "a fragment names a heading of its Markdown target",
+			files: map[string]string{
+				"README.md": "# chargeonce\n\n## Two commands\n\n[up](#two-commands) [API](docs/api.md#get-apiordersid) [again](docs/api.md#errors-1)\n" +
+					"[file](docs/api.md) [code](api.go#L3) [gone](#three-commands) [other](docs/api.md#fenced)\n",
+				"docs/api.md": "# API\n\n### `GET /api/orders/{id}`\n\n## Errors\n\n```sh\n# fenced\n```\n\n## Errors ##\n",
+				"api.go":      "package api\n",
+			},
+			want: []string{
+				"README.md:6: links to #three-commands, which names no heading of README.md",
+				"README.md:6: links to docs/api.md#fenced, which names no heading of docs/api.md",
 			},
 		},
 		{
@@ -197,14 +216,16 @@ func (r *refChecker) goComments(src []byte) {
 func (r *refChecker) markdown(text string) {
 	for i, line := range strings.Split(text, "\n") {
 		var targets []string
-		for _, m := range mdLinkPattern.FindAllStringSubmatch(line, -1) {
-			targets = append(targets, m[1])
-		}
-		line = mdLinkPattern.ReplaceAllString(line, "]")
+		// A definition is told before the inline links go: a line that
+		// starts with one, "[a](b): c", would read as "[a]: c" after.
 		if m := mdRefDefPattern.FindStringSubmatch(line); m != nil {
 			targets = append(targets, m[1])
 			line = ""
 		}
+		for _, m := range mdLinkPattern.FindAllStringSubmatch(line, -1) {
+			targets = append(targets, m[1])
+		}
+		line = mdLinkPattern.ReplaceAllString(line, "]")
 		for _, target := range targets {
 			r.link(target, i+1)
 		}
@@ -239,20 +260,77 @@ func isCitation(ref string) bool {
 	return upperNamePattern.MatchString(path.Base(ref))
 }
 
-// link checks one Markdown link target, relative to the file that holds it.
+// link checks one Markdown link target, relative to the file that holds it,
+// and its fragment, which must name a heading of a Markdown target.
 func (r *refChecker) link(target string, n int) {
-	if target == "" || strings.HasPrefix(target, "#") || schemePattern.MatchString(target) {
+	if target == "" || schemePattern.MatchString(target) {
 		return
 	}
-	target, _, _ = strings.Cut(target, "#")
+	target, fragment, _ := strings.Cut(target, "#")
 	target, _, _ = strings.Cut(target, "?")
-	dir := path.Dir(r.file)
-	switch {
-	case strings.HasPrefix(path.Join(dir, target), "../"):
-		r.report(n, "links to %s, which is outside the repository", target)
-	case !r.exists(dir, target):
-		r.report(n, "links to %s, which does not exist", target)
+	file := r.file
+	if target != "" {
+		dir := path.Dir(r.file)
+		file = path.Join(dir, target)
+		switch {
+		case strings.HasPrefix(file, "../"):
+			r.report(n, "links to %s, which is outside the repository", target)
+			return
+		case !r.exists(dir, target):
+			r.report(n, "links to %s, which does not exist", target)
+			return
+		}
 	}
+	if fragment == "" || !strings.HasSuffix(file, ".md") {
+		return
+	}
+	src, err := os.ReadFile(filepath.Join(r.root, filepath.FromSlash(file)))
+	if err != nil || !slices.Contains(headingAnchors(string(src)), fragment) {
+		r.report(n, "links to %s#%s, which names no heading of %s", target, fragment, file)
+	}
+}
+
+var (
+	// headingPattern matches an ATX heading; its group is the title.
+	headingPattern = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$`)
+	// fencePattern matches the line that opens or closes a code block.
+	fencePattern = regexp.MustCompile("^ {0,3}(```|~~~)")
+)
+
+// headingAnchors are the fragments that name the headings of a Markdown
+// text, as GitHub makes them: the title in lower case, without punctuation,
+// its spaces hyphens, and a repeated one numbered from -1 on.
+func headingAnchors(text string) []string {
+	var anchors []string
+	seen := map[string]int{}
+	inFence := false
+	for _, line := range strings.Split(text, "\n") {
+		if fencePattern.MatchString(line) {
+			inFence = !inFence
+			continue
+		}
+		m := headingPattern.FindStringSubmatch(line)
+		if inFence || m == nil {
+			continue
+		}
+		slug := strings.Map(func(c rune) rune {
+			switch {
+			case c == ' ':
+				return '-'
+			case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '-':
+				return unicode.ToLower(c)
+			}
+			return -1
+		}, m[1])
+		if n, ok := seen[slug]; ok {
+			seen[slug] = n + 1
+			slug = fmt.Sprintf("%s-%d", slug, n+1)
+		} else {
+			seen[slug] = 0
+		}
+		anchors = append(anchors, slug)
+	}
+	return anchors
 }
 
 // exists reports whether ref, relative to dir (both slash-separated and

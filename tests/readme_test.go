@@ -17,15 +17,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The README's transcripts are its promise to a newcomer, so they run.
+// The transcripts of the README and of its walkthrough are their promise to
+// a newcomer, so they run.
 //
 // The convention, which TestReadme_RunsAsWritten holds:
+//   - readmeDocuments are read in turn, as a newcomer reads them: the
+//     README, then the walkthrough it leads to.
 //   - A ```console block is a transcript: a line starting with "$ " is a
 //     command (a line ending in "\" continues on the next), the lines up to
 //     the next command are its output, stdout and stderr as a terminal
-//     shows them. Every console block runs, in README order, in one bash,
-//     so that variables carry from block to block as in a reader's
-//     terminal, against one dev stack.
+//     shows them. Every console block runs, in the documents' order, in one
+//     bash, so that variables carry from block to block and from section to
+//     section as in a reader's terminal, against one dev stack. Each section
+//     (a "#" heading of any level) that holds a block is a subtest named
+//     after its title, so that a failure names its section.
 //   - A ```text dev-terminal block shows lines of the terminal that runs
 //     `go run ./dev`, such as the dev receiver's line per event: they must
 //     appear there, in this order, among others, within a minute of the
@@ -43,39 +48,56 @@ import (
 //     Temporal of the reader's. A transcript, a line starting with "$ ", is
 //     allowed in console blocks only.
 //
-// The walkthrough's stack is the one the README's scenarios start: the
-// flags of its `go run ./dev …` line. Its first checkout, shown before that
-// line, is a plain 201 that no timing flag changes. The variables the README
-// sets at the top of the walkthrough (API, PROVIDER) are set to the stack's
-// real addresses instead of the README's defaults, and `go run ./starter`
-// runs the starter built once for the test, so that no command compiles.
+// The stack is the one the walkthrough's scenarios start: the flags of the
+// `go run ./dev …` line in its section readmeDevSection. The README's
+// checkouts, shown before that line, are a plain 201 and the slow provider's
+// replay, which no timing flag changes. The variables the README sets first
+// (API, PROVIDER) are set to the stack's real addresses instead of the
+// README's defaults. `go run ./starter …` is the real `go run`, of the
+// module the test runs in, with the test's Go caches and the reader's
+// current directory: its outputs are a reader's, the `exit status N` line
+// and the exit status 1 that `go run` gives for any failure included. Any
+// other go command in a console block is refused.
 
-// readmeDevLine is the section whose `go run ./dev …` line starts the stack
-// the walkthrough runs on.
-const readmeDevSection = "## The scenarios, step by step"
+// readmeDocuments are the documents whose transcripts run, in the order a
+// newcomer reads them, relative to the repository's root.
+var readmeDocuments = []string{"README.md", "docs/walkthrough.md"}
 
-// readmeStep is one command of a console block and the output the README
+// readmeDevSection is the section whose `go run ./dev …` line starts the
+// stack the transcripts run on.
+const readmeDevSection = "## The stack for the scenarios"
+
+// readmeStep is one command of a console block and the output the document
 // shows for it.
 type readmeStep struct {
-	line    int // in README.md, of the command
+	line    int // in the document, of the command
 	command string
 	want    []string
 }
 
 type readmeBlock struct {
-	line    int // of the opening fence
-	heading string
-	steps   []readmeStep
+	line  int // of the opening fence
+	steps []readmeStep
 	// devTerminal marks a ```text dev-terminal block: lines that the
 	// terminal running `go run ./dev` shows by now, in this order, among
 	// others. It has one step, with no command.
 	devTerminal bool
 }
 
-// readmeDoc is what the test reads from the README.
-type readmeDoc struct {
+// readmeSection is a heading's blocks; it runs as a subtest named after the
+// heading's title.
+type readmeSection struct {
+	file    string
+	heading string // the heading's line, "#"s included
 	blocks  []readmeBlock
-	devArgs []string
+}
+
+func (s readmeSection) title() string { return strings.TrimSpace(strings.TrimLeft(s.heading, "#")) }
+
+// readmeDoc is what the test reads from the documents.
+type readmeDoc struct {
+	sections []readmeSection
+	devArgs  []string
 	// problems are violations of the convention, reported before anything
 	// runs.
 	problems []string
@@ -83,9 +105,10 @@ type readmeDoc struct {
 
 var readmeVariable = regexp.MustCompile(`^(API|PROVIDER)=\S+$`)
 
-func parseReadme(text string) readmeDoc {
-	var doc readmeDoc
-	heading, section := "", ""
+// parse adds the sections of the document file, whose text is text, and
+// what else it finds, to doc.
+func (doc *readmeDoc) parse(file, text string) {
+	heading := ""
 	var fence string // the open fence's info string; "" outside a block
 	var block *readmeBlock
 	lines := strings.Split(text, "\n")
@@ -99,23 +122,20 @@ func parseReadme(text string) readmeDoc {
 				}
 				switch fence {
 				case "console":
-					block = &readmeBlock{line: n, heading: heading}
+					block = &readmeBlock{line: n}
 				case "text dev-terminal":
-					block = &readmeBlock{line: n, heading: heading, devTerminal: true, steps: []readmeStep{{line: n}}}
+					block = &readmeBlock{line: n, devTerminal: true, steps: []readmeStep{{line: n}}}
 				}
 				continue
 			}
 			if strings.HasPrefix(line, "#") {
 				heading = line
-				if strings.HasPrefix(line, "## ") {
-					section = line
-				}
 			}
 			continue
 		}
 		if strings.HasPrefix(line, "```") {
 			if block != nil {
-				doc.blocks = append(doc.blocks, *block)
+				doc.add(file, heading, *block)
 				block = nil
 			}
 			fence = ""
@@ -123,9 +143,9 @@ func parseReadme(text string) readmeDoc {
 		}
 		if block == nil {
 			if strings.HasPrefix(line, "$ ") {
-				doc.problems = append(doc.problems, fmt.Sprintf("README.md:%d: a transcript in a ```%s block, which does not run; make it ```console", n, fence))
+				doc.problems = append(doc.problems, fmt.Sprintf("%s:%d: a transcript in a ```%s block, which does not run; make it ```console", file, n, fence))
 			}
-			if args, ok := strings.CutPrefix(line, "go run ./dev "); ok && fence == "sh" && section == readmeDevSection && doc.devArgs == nil {
+			if args, ok := strings.CutPrefix(line, "go run ./dev "); ok && fence == "sh" && heading == readmeDevSection && doc.devArgs == nil {
 				doc.devArgs = strings.Fields(strings.SplitN(args, "#", 2)[0])
 			}
 			continue
@@ -136,19 +156,28 @@ func parseReadme(text string) readmeDoc {
 				cmd += "\n" + lines[i]
 			}
 			if !readmeVariable.MatchString(cmd) && (strings.Contains(cmd, ":8080") || strings.Contains(cmd, ":8099") || strings.Contains(cmd, "localhost")) {
-				doc.problems = append(doc.problems, fmt.Sprintf("README.md:%d: a command names a port or host of its own; use $API or $PROVIDER", n))
+				doc.problems = append(doc.problems, fmt.Sprintf("%s:%d: a command names a port or host of its own; use $API or $PROVIDER", file, n))
 			}
 			block.steps = append(block.steps, readmeStep{line: n, command: cmd})
 			continue
 		}
 		if len(block.steps) == 0 {
-			doc.problems = append(doc.problems, fmt.Sprintf("README.md:%d: output before the block's first command", n))
+			doc.problems = append(doc.problems, fmt.Sprintf("%s:%d: output before the block's first command", file, n))
 			continue
 		}
 		step := &block.steps[len(block.steps)-1]
 		step.want = append(step.want, line)
 	}
-	return doc
+}
+
+// add puts block into its section, the last one when the block is under
+// the same heading.
+func (doc *readmeDoc) add(file, heading string, block readmeBlock) {
+	if last := len(doc.sections) - 1; last >= 0 && doc.sections[last].file == file && doc.sections[last].heading == heading {
+		doc.sections[last].blocks = append(doc.sections[last].blocks, block)
+		return
+	}
+	doc.sections = append(doc.sections, readmeSection{file: file, heading: heading, blocks: []readmeBlock{block}})
 }
 
 // readmeShapes are replaced by their names before lines are compared.
@@ -211,22 +240,39 @@ func readmeMatch(want, got []string) bool {
 }
 
 func TestReadme_ParsesTheConvention(t *testing.T) {
-	doc := parseReadme("# t\n## A\n```console\n$ echo a \\\n    b\na b\n$ true\n```\n```sh\n$ echo no\n```\n")
-	require.Len(t, doc.blocks, 1)
-	require.Equal(t, []readmeStep{{line: 4, command: "echo a \\\n    b", want: []string{"a b"}}, {line: 7, command: "true"}}, doc.blocks[0].steps)
+	var doc readmeDoc
+	doc.parse("README.md", "# t\n## A\n```console\n$ echo a \\\n    b\na b\n$ true\n```\n```sh\n$ echo no\n```\n")
+	require.Len(t, doc.sections, 1)
+	require.Equal(t, "A", doc.sections[0].title())
+	require.Equal(t, []readmeStep{{line: 4, command: "echo a \\\n    b", want: []string{"a b"}}, {line: 7, command: "true"}}, doc.sections[0].blocks[0].steps)
 	require.Equal(t, []string{"README.md:10: a transcript in a ```sh block, which does not run; make it ```console"}, doc.problems)
 
-	devTerminal := parseReadme("```text dev-terminal\n$ not a command\nevent x\n```\n")
-	require.Equal(t, []readmeBlock{{line: 1, devTerminal: true, steps: []readmeStep{{line: 1, want: []string{"$ not a command", "event x"}}}}}, devTerminal.blocks)
+	var devTerminal readmeDoc
+	devTerminal.parse("README.md", "```text dev-terminal\n$ not a command\nevent x\n```\n")
+	require.Equal(t, []readmeSection{{file: "README.md", blocks: []readmeBlock{{line: 1, devTerminal: true, steps: []readmeStep{{line: 1, want: []string{"$ not a command", "event x"}}}}}}}, devTerminal.sections)
 
-	require.Equal(t, []string{"README.md:3: a command names a port or host of its own; use $API or $PROVIDER"},
-		parseReadme("```console\n$ echo a\n$ curl localhost:8080/x\n```\n").problems)
+	var port readmeDoc
+	port.parse("docs/walkthrough.md", "```console\n$ echo a\n$ curl localhost:8080/x\n```\n")
+	require.Equal(t, []string{"docs/walkthrough.md:3: a command names a port or host of its own; use $API or $PROVIDER"}, port.problems)
+
+	// Sections: each heading's blocks together, a heading of another
+	// document a section of its own, and the stack's flags from the dev
+	// section's sh block.
+	var two readmeDoc
+	two.parse("README.md", "## A\n```console\n$ a\n```\ntext\n```console\n$ b\n```\n### B\n```console\n$ c\n```\n")
+	two.parse("docs/walkthrough.md", "# W\n"+readmeDevSection+"\n```sh\ngo run ./dev --abandon-after 40s   # short\n```\n## A\n```console\n$ d\n```\n")
+	var got []string
+	for _, s := range two.sections {
+		got = append(got, fmt.Sprintf("%s %s %d", s.file, s.title(), len(s.blocks)))
+	}
+	require.Equal(t, []string{"README.md A 2", "README.md B 1", "docs/walkthrough.md A 1"}, got)
+	require.Equal(t, []string{"--abandon-after", "40s"}, two.devArgs)
 
 	require.True(t, readmeMatch([]string{"key 01a22b83-2a17-7017-be92-b07d3c754fef", "…", "paid ch_…"},
 		[]string{"key 01a23f00-0000-7000-8000-000000000000", "attempt 1", "attempt 2", "paid ch_000004"}))
 	require.True(t, readmeMatch([]string{"a", "…", "b"}, []string{"a", "b"}))
 	require.False(t, readmeMatch([]string{"attempt 4  201 replayed"}, []string{"attempt 5  201 replayed"}))
-	require.False(t, readmeMatch([]string{"a"}, []string{"a", "b"}), "a line the README lacks")
+	require.False(t, readmeMatch([]string{"a"}, []string{"a", "b"}), "a line the document lacks")
 	require.False(t, readmeMatch([]string{"a", "b"}, []string{"a"}), "a line the output lacks")
 }
 
@@ -235,27 +281,40 @@ func TestReadme_RunsAsWritten(t *testing.T) {
 		t.Skip("runs the README's walkthrough against the dev binary")
 	}
 	t.Parallel()
-	raw, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	doc := parseReadme(string(raw))
-	require.Empty(t, doc.problems, "the README breaks the console convention")
+	var doc readmeDoc
+	for _, file := range readmeDocuments {
+		raw, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
+		require.NoError(t, err)
+		doc.parse(file, string(raw))
+	}
+	require.Empty(t, doc.problems, "the documents break the console convention")
 	require.NotEmpty(t, doc.devArgs, "no `go run ./dev …` line in a sh block of %q", readmeDevSection)
-	require.NotEmpty(t, doc.blocks)
+	require.NotEmpty(t, doc.sections)
 
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		_, err := exec.LookPath(tool)
-		require.NoError(t, err, "the README's commands need %s (.ci/run installs it)", tool)
+		require.NoError(t, err, "the documents' commands need %s (.ci/run installs it)", tool)
 	}
 	devBin := buildBinary(t, "chargeonce/dev")
-	starterBin := buildBinary(t, "chargeonce/starter")
 	work := t.TempDir()
 	dev := startDev(t, devBin, filepath.Join(work, ".chargeonce"), doc.devArgs...)
 	defer dev.stop(t)
 
-	sh := startReadmeShell(t, work, starterBin)
-	for _, block := range doc.blocks {
+	sh := startReadmeShell(t, work)
+	for _, section := range doc.sections {
+		t.Run(section.title(), func(t *testing.T) { runReadmeSection(t, sh, dev, section) })
+		if sh.busy != "" {
+			t.Fatalf("%s, section %q: the shell is still running\n$ %s\nso the sections after it cannot run", section.file, section.title(), sh.busy)
+		}
+	}
+}
+
+// runReadmeSection runs a section's blocks on the shell and compares what
+// they print with what the section shows.
+func runReadmeSection(t *testing.T, sh *readmeShell, dev *devProcess, section readmeSection) {
+	for _, block := range section.blocks {
 		if block.devTerminal {
-			checkDevTerminal(t, dev, block)
+			checkDevTerminal(t, dev, section, block)
 			continue
 		}
 		for _, step := range block.steps {
@@ -265,8 +324,8 @@ func TestReadme_RunsAsWritten(t *testing.T) {
 			}
 			got := sh.run(t, command, 5*time.Minute)
 			if !readmeMatch(step.want, got) {
-				t.Errorf("README.md:%d, in the console block under %q (README.md:%d):\n$ %s\n%s",
-					step.line, block.heading, block.line, step.command, readmeDiff(step.want, got))
+				t.Errorf("%s:%d, in the console block at line %d:\n$ %s\n%s",
+					section.file, step.line, block.line, step.command, readmeDiff(step.want, got))
 			}
 		}
 	}
@@ -274,7 +333,7 @@ func TestReadme_RunsAsWritten(t *testing.T) {
 
 // checkDevTerminal waits until dev's output holds the block's lines in
 // order, as the events a dispatcher delivers arrive when they arrive.
-func checkDevTerminal(t *testing.T, dev *devProcess, block readmeBlock) {
+func checkDevTerminal(t *testing.T, dev *devProcess, section readmeSection, block readmeBlock) {
 	t.Helper()
 	want := []string{"…"}
 	for _, w := range block.steps[0].want {
@@ -288,18 +347,18 @@ func checkDevTerminal(t *testing.T, dev *devProcess, block readmeBlock) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("README.md:%d, the dev terminal's lines under %q are not all in dev's output, in order, within a minute:\n%s",
-				block.line, block.heading, readmeDiff(block.steps[0].want, got))
+			t.Errorf("%s:%d, the dev terminal's lines are not all in dev's output, in order, within a minute:\n%s",
+				section.file, block.line, readmeDiff(block.steps[0].want, got))
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// readmeDiff shows the README's lines and the output's, each prefixed.
+// readmeDiff shows the document's lines and the output's, each prefixed.
 func readmeDiff(want, got []string) string {
 	var b strings.Builder
-	b.WriteString("--- the README shows\n")
+	b.WriteString("--- the document shows\n")
 	for _, w := range want {
 		b.WriteString("- " + w + "\n")
 	}
@@ -310,24 +369,65 @@ func readmeDiff(want, got []string) string {
 	return b.String()
 }
 
-// readmeShell is one bash that runs the README's commands in turn, as a
+// readmeShell is one bash that runs the documents' commands in turn, as a
 // reader's terminal would.
 type readmeShell struct {
 	stdin    io.WriteCloser
 	lines    chan string
 	sentinel string
+	// busy is the command that did not end in time, or during which bash
+	// exited; no command can run after it.
+	busy string
 }
 
-func startReadmeShell(t *testing.T, dir, starterBin string) *readmeShell {
+// readmeGoEnv are the go command's settings that the test's go command has
+// and a reader's shell with its own HOME would not: without them, `go run`
+// in the shell would compile everything again into an empty cache.
+var readmeGoEnv = []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOTOOLCHAIN", "CGO_ENABLED"}
+
+// shQuote quotes s as one word for sh.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// writeReadmeGo writes into bin the go command the shell finds on its PATH:
+// `go run ./starter …` runs the real go run of the module the test runs in,
+// its program in the shell's current directory; every other go command is
+// refused, since it would not be tested as the reader runs it.
+func writeReadmeGo(t *testing.T, bin string) {
 	t.Helper()
-	// `go run ./starter …` runs the starter built for the test; any other go
-	// command in a console block is refused, since it would not be tested
-	// as the reader runs it.
-	bin := filepath.Join(t.TempDir(), "bin")
-	require.NoError(t, os.Mkdir(bin, 0o755))
-	wrapper := "#!/bin/sh\nif [ \"$1\" = run ] && [ \"$2\" = ./starter ]; then shift 2; exec " + starterBin + " \"$@\"; fi\n" +
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	goBin, err = filepath.Abs(goBin)
+	require.NoError(t, err)
+	module, err := filepath.Abs("..")
+	require.NoError(t, err)
+	out, err := exec.Command(goBin, append([]string{"env"}, readmeGoEnv...)...).Output()
+	require.NoError(t, err, "go env")
+	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Len(t, values, len(readmeGoEnv), "go env")
+	var env strings.Builder
+	for i, name := range readmeGoEnv {
+		fmt.Fprintf(&env, "export %s=%s\n", name, shQuote(values[i]))
+	}
+	// go run -C runs the program in the module's directory too; the exec
+	// helper takes it back to the reader's.
+	inDir := filepath.Join(bin, "in-reader-dir")
+	require.NoError(t, os.WriteFile(inDir, []byte("#!/bin/sh\ncd \"$README_DIR\" || exit 1\nunset README_DIR\nexec \"$@\"\n"), 0o755))
+	wrapper := "#!/bin/sh\n" +
+		"if [ \"$1\" = run ] && [ \"$2\" = ./starter ]; then\n" +
+		"\tshift 2\n" +
+		"\tREADME_DIR=$PWD; export README_DIR\n" +
+		env.String() +
+		"\texec " + shQuote(goBin) + " run -C " + shQuote(module) + " -exec " + shQuote(shQuote(inDir)) + " ./starter \"$@\"\n" +
+		"fi\n" +
 		"echo \"README test: console blocks run only 'go run ./starter', not: go $*\" >&2\nexit 127\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(wrapper), 0o755))
+}
+
+func startReadmeShell(t *testing.T, dir string) *readmeShell {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bin")
+	require.NoError(t, os.Mkdir(bin, 0o755))
+	writeReadmeGo(t, bin)
 
 	cmd := exec.Command("bash", "--noprofile", "--norc")
 	cmd.Dir = dir
@@ -373,6 +473,7 @@ func (s *readmeShell) run(t *testing.T, command string, timeout time.Duration) [
 		select {
 		case line, ok := <-s.lines:
 			if !ok {
+				s.busy = command
 				t.Fatalf("bash exited during\n$ %s\n%s", command, strings.Join(out, "\n"))
 			}
 			if before, found := strings.CutSuffix(line, s.sentinel); found {
@@ -385,6 +486,7 @@ func (s *readmeShell) run(t *testing.T, command string, timeout time.Duration) [
 			}
 			out = append(out, line)
 		case <-deadline:
+			s.busy = command
 			t.Fatalf("no end within %v of\n$ %s\n%s", timeout, command, strings.Join(out, "\n"))
 		}
 	}
