@@ -174,6 +174,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitUsage
 	case err != nil:
 		fmt.Fprintf(stderr, "starter: %s\n", errorText(err, opts))
+		// A command that names its outcome's exit code with the error,
+		// such as a refund answered 409 or 503, exits with that code.
+		if code != exitPaid {
+			return code
+		}
 		return exitOther
 	}
 	return code

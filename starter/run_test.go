@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -205,6 +206,36 @@ func TestRun_HelpOfEveryCommandWritesFlagsWithTwoDashes(t *testing.T) {
 			require.Equal(t, exitPaid, code)
 			require.Contains(t, help, "  --api string\n")
 			require.Empty(t, helptext.Faults(help))
+		})
+	}
+}
+
+// TestRun_RefundExitsWithItsOutcomesCode refunds against an API that
+// answers 503 (nothing refunded) and 409 (the first request is still being
+// answered): each exits with its own code, not exitOther.
+func TestRun_RefundExitsWithItsOutcomesCode(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		want   int
+	}{
+		{http.StatusServiceUnavailable, exitNotProcessed},
+		{http.StatusConflict, exitConflict},
+	} {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.URL.Path != "/api/orders/1001/refunds" {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(tt.status)
+				_, _ = fmt.Fprintf(w, `{"type": "about:blank", "title": %q, "status": %d}`, http.StatusText(tt.status), tt.status)
+			}))
+			t.Cleanup(api.Close)
+
+			code, _, stderr := runStarter(t, nil, "refund", "--api", api.URL, "--order", "1001", "--reason", "returned")
+			require.Equal(t, tt.want, code, "stderr: %s", stderr)
+			require.Contains(t, stderr, http.StatusText(tt.status))
 		})
 	}
 }
