@@ -19,6 +19,7 @@ import (
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/backend"
 	"chargeonce/internal/openapitest"
+	"chargeonce/notify"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -67,7 +68,9 @@ func startAPI(t tb, published bool) *testAPI {
 	must(err)
 	conn := &backend.Conn{Temporal: tc, Store: st, CardHasher: hasher, Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	h, _, _, err := api.Build(ctx, conn, api.Settings{})
+	// The tests register endpoints on loopback, which a deployment allows
+	// only by name.
+	h, _, _, err := api.Build(ctx, conn, api.Settings{EventNetworks: notify.LoopbackNetworks})
 	must(err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
