@@ -18,6 +18,13 @@ func (r *run) finish(ctx context.Context, began time.Time) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	// The settlement stores the refunds of the late charges that its
+	// reports prove (all of them on the cluster, which leaves the planted
+	// ones to it). They finish by themselves, as every refund must, before
+	// the summary counts what is still pending.
+	if err := r.settle(ctx, true); err != nil {
+		return Summary{}, err
+	}
 	sum, err := r.summarize(ctx, dates)
 	sum.Wall = time.Since(began)
 	return sum, err
