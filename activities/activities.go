@@ -43,7 +43,7 @@ const (
 	// Retryable.
 	ErrTypeBreakerOpen = "ProviderBreakerOpen"
 	// ErrTypeNotProcessed: the request certainly was not processed, so it
-	// created no charge or refund (provider.Result.NotProcessed): nothing
+	// created no charge or refund (provider.ClassNotProcessed): nothing
 	// was sent (the breaker was open, the connection was refused), or the
 	// provider answered 429, 500 or 503. Charge and Refund report every
 	// retryable outcome of that kind with this type, whatever its cause, so

@@ -110,22 +110,18 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 	at := a.now()
 	res := a.Provider.Charge(reqCtx, provider.ChargeRequestOf(intent))
 	a.Metrics.chargeRequest(res.Outcome, res.Replayed)
-	ex := exchange{
-		outcome: res.Outcome, statusCode: res.StatusCode, replayed: res.Replayed, sent: res.Sent,
-		duration: res.Duration, retryAfter: res.RetryAfter, detail: res.Detail, notProcessed: res.NotProcessed(),
-	}
-	log = a.exchanged(ctx, log, a.Store.LogProviderRequest, intent.Key, at, ex)
+	log = a.exchanged(ctx, log, a.Store.LogProviderRequest, intent.Key, at, res.Exchange)
 
 	var result ChargeResult
-	switch res.Outcome {
-	case provider.Approved:
+	switch res.Class() {
+	case provider.ClassApproved:
 		log.Info("payment approved by provider", "charge", res.ChargeID)
 		result = ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: res.ChargeID, Replayed: res.Replayed}
-	case provider.Declined:
+	case provider.ClassDeclined:
 		log.Info("card declined", "charge", res.ChargeID, "decline_code", res.DeclineCode)
 		result = ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}
 	default:
-		return ChargeResult{}, requestError(ctx, log, ex)
+		return ChargeResult{}, requestError(ctx, log, res.Exchange)
 	}
 	if in.Settle {
 		result.Recorded = a.settleAnswer(ctx, log, intent.Key, result)
@@ -146,34 +142,21 @@ func (a *Activities) settleAnswer(ctx context.Context, log *slog.Logger, key str
 	return true
 }
 
-// exchange is how one request to the provider, a charge or a refund, ended,
-// apart from its result.
-type exchange struct {
-	outcome      provider.Outcome
-	statusCode   int
-	replayed     bool
-	sent         bool
-	duration     time.Duration
-	retryAfter   time.Duration
-	detail       string
-	notProcessed bool
-}
-
 // exchanged writes a sent request to its key's request log with logRequest
 // and tells a replay; it returns log with the exchange's attributes, for
 // the lines that tell how the request ended: among them "request", the
 // request's number in the log, which the API's timeline (and the starter)
 // shows it under.
-func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest func(context.Context, chargeonce.ProviderRequest) (int, error), key string, at time.Time, ex exchange) *slog.Logger {
-	attrs := []any{"status", ex.statusCode, "outcome", string(ex.outcome), "duration", ex.duration}
-	if ex.sent {
+func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest func(context.Context, chargeonce.ProviderRequest) (int, error), key string, at time.Time, ex provider.Exchange) *slog.Logger {
+	attrs := []any{"status", ex.StatusCode, "outcome", string(ex.Outcome), "duration", ex.Duration}
+	if ex.Sent {
 		r := chargeonce.ProviderRequest{
 			Key:        key,
 			At:         at,
-			StatusCode: ex.statusCode,
-			Outcome:    string(ex.outcome),
-			Replayed:   ex.replayed,
-			Duration:   ex.duration,
+			StatusCode: ex.StatusCode,
+			Outcome:    string(ex.Outcome),
+			Replayed:   ex.Replayed,
+			Duration:   ex.Duration,
 		}
 		// A failure to write the log is logged and otherwise ignored: the
 		// exchange has happened and its outcome is known, and turning a
@@ -189,7 +172,7 @@ func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest
 		}
 	}
 	log = log.With(attrs...)
-	if ex.replayed {
+	if ex.Replayed {
 		log.Info("provider replayed the stored response for the key")
 	}
 	return log
@@ -204,22 +187,29 @@ func writeRequestLog(ctx context.Context, logRequest func(context.Context, charg
 	return logRequest(ctx, r)
 }
 
-// requestError is the error of a request that brought no result: it tells
-// the outcome in the log, and reports a retryable outcome that certainly
-// processed nothing with ErrTypeNotProcessed, whatever its cause, and every
-// other outcome with the type of its own.
-func requestError(ctx context.Context, log *slog.Logger, ex exchange) error {
-	entry, ok := requestOutcomeLogs[ex.outcome]
+// requestError is the error of a request that brought no result, a charge
+// or a refund alike: it tells the outcome in the log, and returns
+// exchangeError.
+func requestError(ctx context.Context, log *slog.Logger, ex provider.Exchange) error {
+	entry, ok := requestOutcomeLogs[ex.Outcome]
 	if !ok {
 		entry = requestOutcomeLogs[provider.ContractViolation]
 	}
-	log.Log(ctx, entry.level, entry.msg, "detail", ex.detail, "retry_after", ex.retryAfter, "not_processed", ex.notProcessed)
-	msg := entry.msg + ": " + describe(ex.outcome, ex.detail)
-	if ex.notProcessed && ex.outcome.Retryable() {
+	log.Log(ctx, entry.level, entry.msg, "detail", ex.Detail, "retry_after", ex.RetryAfter, "not_processed", ex.NotProcessed())
+	return exchangeError(ex, entry.msg+": "+describe(ex.Outcome, ex.Detail))
+}
+
+// exchangeError is the application error, with the text msg, of an
+// exchange that brought no result, typed by its class: ErrTypeNotProcessed
+// for ClassNotProcessed, whatever the outcome, so that the workflow can
+// tell that nothing was charged or refunded; the outcome's own type, as a
+// lookup's, for ClassUnknown (retryable) and ClassOurBug (not retryable).
+func exchangeError(ex provider.Exchange, msg string) error {
+	if ex.Class() == provider.ClassNotProcessed {
 		return applicationError(msg+"; the request was not processed", ErrTypeNotProcessed,
-			temporal.ApplicationErrorOptions{NextRetryDelay: ex.retryAfter})
+			temporal.ApplicationErrorOptions{NextRetryDelay: ex.RetryAfter})
 	}
-	return outcomeError(ex.outcome, ex.retryAfter, msg)
+	return outcomeError(ex.Outcome, ex.RetryAfter, msg)
 }
 
 // describe is the error text of an outcome: what the provider said, or what

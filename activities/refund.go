@@ -59,14 +59,10 @@ func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, 
 	defer cancel()
 	at := a.now()
 	res := a.Provider.Refund(reqCtx, provider.RefundRequestOf(intent))
-	ex := exchange{
-		outcome: res.Outcome, statusCode: res.StatusCode, replayed: res.Replayed, sent: res.Sent,
-		duration: res.Duration, retryAfter: res.RetryAfter, detail: res.Detail, notProcessed: res.NotProcessed(),
-	}
-	log = a.exchanged(ctx, log, a.Store.LogRefundRequest, intent.Key, at, ex)
+	log = a.exchanged(ctx, log, a.Store.LogRefundRequest, intent.Key, at, res.Exchange)
 
-	switch res.Outcome {
-	case provider.Approved:
+	switch res.Class() {
+	case provider.ClassApproved:
 		if res.Refund == nil {
 			return RefundResult{}, nonRetryable(ErrTypeContractViolation, "the provider accepted refund "+intent.Key+" without returning the refund")
 		}
@@ -76,7 +72,7 @@ func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, 
 		}
 		log.Info("refund accepted by provider", "refund", res.Refund.ID, "refund_status", string(status), "failure_reason", res.Refund.FailureReason)
 		return RefundResult{Status: status, ProviderRefundID: res.Refund.ID, FailureReason: res.Refund.FailureReason, Replayed: res.Replayed}, nil
-	case provider.Declined:
+	case provider.ClassDeclined:
 		var id string
 		if res.Refund != nil {
 			id = res.Refund.ID
@@ -84,7 +80,7 @@ func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, 
 		log.Info("provider refused the refund", "refund", id, "decline_code", res.DeclineCode)
 		return RefundResult{Status: chargeonce.RefundFailed, ProviderRefundID: id, FailureReason: res.DeclineCode, Replayed: res.Replayed}, nil
 	}
-	return RefundResult{}, requestError(ctx, log, ex)
+	return RefundResult{}, requestError(ctx, log, res.Exchange)
 }
 
 // refundStatus is the status of a refund as the provider holds it.

@@ -144,34 +144,32 @@ func NewBreaker(port Port, cfg BreakerConfig, log *slog.Logger) (*Breaker, error
 // Charge sends req through the port unless the charge breaker is open.
 func (b *Breaker) Charge(ctx context.Context, req ChargeRequest) Result {
 	return guard(ctx, b.charges, func() Result { return b.port.Charge(ctx, req) },
-		func(outcome Outcome, detail string) Result { return Result{Outcome: outcome, Detail: detail} },
-		func(r Result) (Outcome, bool) { return r.Outcome, r.Sent })
+		func(r *Result) *Exchange { return &r.Exchange })
 }
 
 // Refund sends req through the port unless the refund breaker is open.
 func (b *Breaker) Refund(ctx context.Context, req RefundRequest) RefundResult {
 	return guard(ctx, b.refunds, func() RefundResult { return b.port.Refund(ctx, req) },
-		func(outcome Outcome, detail string) RefundResult {
-			return RefundResult{Outcome: outcome, Detail: detail}
-		},
-		func(r RefundResult) (Outcome, bool) { return r.Outcome, r.Sent })
+		func(r *RefundResult) *Exchange { return &r.Exchange })
 }
 
 // guard sends one request through call unless br is open or ctx has ended,
-// and reports the exchange's verdict to br. notSent builds the result of a
-// request that was held back; outcome reads a result's outcome and whether
-// it was sent.
-func guard[R any](ctx context.Context, br *breaker, call func() R, notSent func(Outcome, string) R, outcome func(R) (Outcome, bool)) R {
+// and reports the exchange's verdict to br. exchange points into a result
+// at its Exchange, which a request held back fills alone.
+func guard[R any](ctx context.Context, br *breaker, call func() R, exchange func(*R) *Exchange) R {
+	var res R
 	if err := ctx.Err(); err != nil {
-		return notSent(Timeout, "not sent: "+err.Error())
+		*exchange(&res) = Exchange{Outcome: Timeout, Detail: "not sent: " + err.Error()}
+		return res
 	}
 	done, err := br.Allow()
 	if err != nil {
-		return notSent(BreakerOpen, refusal(br))
+		*exchange(&res) = Exchange{Outcome: BreakerOpen, Detail: refusal(br)}
+		return res
 	}
-	res := call()
-	o, sent := outcome(res)
-	done(breakerVerdict(ctx, o, sent))
+	res = call()
+	ex := exchange(&res)
+	done(breakerVerdict(ctx, ex.Outcome, ex.Sent))
 	return res
 }
 

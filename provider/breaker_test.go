@@ -35,7 +35,7 @@ func (p *port) Limits(context.Context) (provider.Limits, error) {
 
 func (p *port) Refund(context.Context, provider.RefundRequest) provider.RefundResult {
 	p.calls++
-	return provider.RefundResult{Outcome: p.result.Outcome, Sent: p.result.Sent, Refused: p.result.Refused, StatusCode: p.result.StatusCode}
+	return provider.RefundResult{Exchange: p.result.Exchange}
 }
 
 func (p *port) FindRefunds(context.Context, string, string) ([]provider.Refund, error) {
@@ -51,14 +51,14 @@ func TestBreaker_OpensOnOutcomesOfAnyPort(t *testing.T) {
 		result provider.Result
 		opens  bool
 	}{
-		{"unknown 5xx", provider.Result{Outcome: provider.Unavailable, Sent: true, StatusCode: 502}, true},
-		{"refused connection", provider.Result{Outcome: provider.TransportError}, true},
-		{"timeout", provider.Result{Outcome: provider.Timeout, Sent: true}, true},
-		{"rate limited", provider.Result{Outcome: provider.RateLimited, Sent: true, Refused: true, StatusCode: 429}, false},
-		{"in flight", provider.Result{Outcome: provider.InFlight, Sent: true, StatusCode: 409}, false},
-		{"key reused", provider.Result{Outcome: provider.ContractViolation, Sent: true, StatusCode: 400}, false},
-		{"refused before sending", provider.Result{Outcome: provider.InvalidRequest}, false},
-		{"declined", provider.Result{Outcome: provider.Declined, Sent: true, StatusCode: 402}, false},
+		{"unknown 5xx", provider.Result{Exchange: provider.Exchange{Outcome: provider.Unavailable, Sent: true, StatusCode: 502}}, true},
+		{"refused connection", provider.Result{Exchange: provider.Exchange{Outcome: provider.TransportError}}, true},
+		{"timeout", provider.Result{Exchange: provider.Exchange{Outcome: provider.Timeout, Sent: true}}, true},
+		{"rate limited", provider.Result{Exchange: provider.Exchange{Outcome: provider.RateLimited, Sent: true, Refused: true, StatusCode: 429}}, false},
+		{"in flight", provider.Result{Exchange: provider.Exchange{Outcome: provider.InFlight, Sent: true, StatusCode: 409}}, false},
+		{"key reused", provider.Result{Exchange: provider.Exchange{Outcome: provider.ContractViolation, Sent: true, StatusCode: 400}}, false},
+		{"refused before sending", provider.Result{Exchange: provider.Exchange{Outcome: provider.InvalidRequest}}, false},
+		{"declined", provider.Result{Exchange: provider.Exchange{Outcome: provider.Declined, Sent: true, StatusCode: 402}}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestBreaker_OpensOnOutcomesOfAnyPort(t *testing.T) {
 }
 
 func TestBreaker_LookupsOpenOnTheirOwn(t *testing.T) {
-	p := &port{err: &provider.Error{Op: "find charges", Outcome: provider.Unavailable, StatusCode: 503}, result: provider.Result{Outcome: provider.Approved, Sent: true}}
+	p := &port{err: &provider.Error{Op: "find charges", Outcome: provider.Unavailable, StatusCode: 503}, result: provider.Result{Exchange: provider.Exchange{Outcome: provider.Approved, Sent: true}}}
 	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 
@@ -115,8 +115,8 @@ func (p *refundPort) Refund(context.Context, provider.RefundRequest) provider.Re
 // Refunds are judged as charges are, by a breaker of their own: a provider
 // whose refunds fail keeps taking payments, and the other way round.
 func TestBreaker_RefundsOpenTheirOwnBreaker(t *testing.T) {
-	failing := provider.RefundResult{Outcome: provider.Unavailable, Sent: true, StatusCode: 503}
-	approved := provider.Result{Outcome: provider.Approved, Sent: true, StatusCode: 201}
+	failing := provider.RefundResult{Exchange: provider.Exchange{Outcome: provider.Unavailable, Sent: true, StatusCode: 503}}
+	approved := provider.Result{Exchange: provider.Exchange{Outcome: provider.Approved, Sent: true, StatusCode: 201}}
 	p := &refundPort{port: port{result: approved}, refund: failing}
 	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
@@ -136,8 +136,8 @@ func TestBreaker_RefundsOpenTheirOwnBreaker(t *testing.T) {
 }
 
 func TestBreaker_AChargeOutageHoldsNoRefundBack(t *testing.T) {
-	refunded := provider.RefundResult{Outcome: provider.Approved, Sent: true, StatusCode: 201}
-	p := &refundPort{port: port{result: provider.Result{Outcome: provider.TransportError, Sent: true}}, refund: refunded}
+	refunded := provider.RefundResult{Exchange: provider.Exchange{Outcome: provider.Approved, Sent: true, StatusCode: 201}}
+	p := &refundPort{port: port{result: provider.Result{Exchange: provider.Exchange{Outcome: provider.TransportError, Sent: true}}}, refund: refunded}
 	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 
@@ -156,10 +156,10 @@ func TestBreaker_RefundVerdicts(t *testing.T) {
 		result provider.RefundResult
 		opens  bool
 	}{
-		{"timeout", provider.RefundResult{Outcome: provider.Timeout, Sent: true}, true},
-		{"refused", provider.RefundResult{Outcome: provider.Declined, Sent: true, StatusCode: 402, DeclineCode: "charge_already_refunded"}, false},
-		{"rate limited", provider.RefundResult{Outcome: provider.RateLimited, Sent: true, Refused: true, StatusCode: 429}, false},
-		{"in flight", provider.RefundResult{Outcome: provider.InFlight, Sent: true, StatusCode: 409}, false},
+		{"timeout", provider.RefundResult{Exchange: provider.Exchange{Outcome: provider.Timeout, Sent: true}}, true},
+		{"refused", provider.RefundResult{Exchange: provider.Exchange{Outcome: provider.Declined, Sent: true, StatusCode: 402}, DeclineCode: "charge_already_refunded"}, false},
+		{"rate limited", provider.RefundResult{Exchange: provider.Exchange{Outcome: provider.RateLimited, Sent: true, Refused: true, StatusCode: 429}}, false},
+		{"in flight", provider.RefundResult{Exchange: provider.Exchange{Outcome: provider.InFlight, Sent: true, StatusCode: 409}}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,7 +42,7 @@ const (
 	RateLimited Outcome = "rate_limited"
 	// Unavailable: the provider answered with a server error (500, 502, 503,
 	// 504). Whether anything was processed is the dialect's to say
-	// (Result.Refused); a gateway error may hide a request that did arrive,
+	// (Exchange.Refused); a gateway error may hide a request that did arrive,
 	// so the caller retries with the same key.
 	Unavailable Outcome = "unavailable"
 	// TransportError: the connection failed (refused, reset, closed without

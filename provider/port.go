@@ -105,26 +105,8 @@ func (c Charge) Succeeded() bool { return c.Status == StatusSucceeded }
 
 // Result is how one charge request ended.
 type Result struct {
-	// Outcome is how the exchange was read; callers decide on it alone.
-	Outcome Outcome
-	// StatusCode is the HTTP status, or 0 when no response arrived.
-	StatusCode int
-	// Replayed reports that the provider answered from its idempotency
-	// store. It is for logs and metrics only: a replayed answer means
-	// exactly what the first one meant.
-	Replayed bool
-	// Sent is false when nothing went on the wire (the breaker was open, the
-	// context had ended, the request was invalid, the connection was
-	// refused): such a request cannot have charged anything. When true, the
-	// request may have reached the provider.
-	Sent bool
-	// Refused is set by the adapter when the provider's answer is one its
-	// dialect documents as processing nothing and storing nothing under the
-	// key, such as a 429 from a rate limiter in front of the idempotency
-	// layer. Which answers qualify differs between providers.
-	Refused bool
-	// Duration is how long the exchange took, 0 when nothing was sent.
-	Duration time.Duration
+	// Exchange is how the request ended on the wire, and what it means.
+	Exchange
 	// Charge is the provider's charge, on Approved.
 	Charge *Charge
 	// ChargeID is the provider's charge id on Approved and Declined.
@@ -132,20 +114,6 @@ type Result struct {
 	// DeclineCode is the provider's reason on Declined, such as
 	// "insufficient_funds".
 	DeclineCode string
-	// RetryAfter is the provider's Retry-After, 0 when absent or unreadable,
-	// and at most MaxRetryAfter.
-	RetryAfter time.Duration
-	// Detail is the problem detail or the transport error text, for logs.
-	Detail string
-}
-
-// NotProcessed reports whether the provider certainly did not process the
-// request, so that no charge can exist for it: nothing was sent, or the
-// provider refused it before processing (Refused). Anything else may hide a
-// charge: a timeout, a connection lost after the request was written, a
-// request still in flight, a gateway error.
-func (r Result) NotProcessed() bool {
-	return !r.Sent || r.Refused
 }
 
 // MaxRetryAfter caps a provider's Retry-After. A provider asking to wait

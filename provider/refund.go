@@ -86,34 +86,12 @@ type Refund struct {
 
 // RefundResult is how one refund request ended.
 type RefundResult struct {
-	// Outcome is how the exchange was read, as for a charge.
-	Outcome Outcome
-	// StatusCode is the HTTP status, or 0 when no response arrived.
-	StatusCode int
-	// Replayed reports that the provider answered from its idempotency
-	// store.
-	Replayed bool
-	// Sent is false when nothing went on the wire.
-	Sent bool
-	// Refused is set when the provider's answer processed nothing and
-	// stored nothing under the key (see Result.Refused).
-	Refused bool
-	// Duration is how long the exchange took, 0 when nothing was sent.
-	Duration time.Duration
+	// Exchange is how the request ended on the wire, and what it means.
+	Exchange
 	// Refund is the provider's refund, on Approved; on Declined when the
 	// provider stored the refusal as a failed refund.
 	Refund *Refund
 	// DeclineCode is the provider's reason on Declined, such as
 	// "charge_already_refunded".
 	DeclineCode string
-	// RetryAfter is the provider's Retry-After, as for a charge.
-	RetryAfter time.Duration
-	// Detail is the problem detail or the transport error text, for logs.
-	Detail string
-}
-
-// NotProcessed reports whether the provider certainly did not process the
-// refund request (see Result.NotProcessed).
-func (r RefundResult) NotProcessed() bool {
-	return !r.Sent || r.Refused
 }

@@ -17,12 +17,14 @@ import (
 // Result is provider.Approved only when the provider's charge is exactly the one that
 // was asked for.
 func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provider.Result {
-	header, body, err := encode(req)
-	if err != nil {
-		return provider.Result{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
-	}
 	var r provider.Result
-	c.post(ctx, "/v1/charges", header, body, chargeEndpoint(req, &r)).intoResult(&r)
+	r.Exchange = c.create(ctx, "/v1/charges", req.Key, checkCharge(req), chargeBody{
+		Amount:            req.Amount,
+		Currency:          req.Currency,
+		Source:            req.Source,
+		Description:       req.Description,
+		MerchantReference: req.MerchantReference,
+	}, chargeEndpoint(req, &r))
 	return r
 }
 
@@ -36,29 +38,15 @@ type chargeBody struct {
 	MerchantReference string `json:"merchant_reference"`
 }
 
-// encode checks req and builds the headers and body of its request, refusing
-// before sending what the provider would refuse.
-func encode(req provider.ChargeRequest) (http.Header, []byte, error) {
-	header, err := keyed(req.Key)
+// checkCharge refuses, before sending, a charge the provider would refuse.
+func checkCharge(req provider.ChargeRequest) error {
 	switch {
-	case err != nil:
-		return nil, nil, err
 	case req.Source == "":
-		return nil, nil, errors.New("source (card token) is empty")
+		return errors.New("source (card token) is empty")
 	case req.MerchantReference == "":
-		return nil, nil, errors.New("merchant reference is empty")
+		return errors.New("merchant reference is empty")
 	}
-	if err := checkMoney(req.Amount, req.Currency); err != nil {
-		return nil, nil, err
-	}
-	body, err := json.Marshal(chargeBody{
-		Amount:            req.Amount,
-		Currency:          req.Currency,
-		Source:            req.Source,
-		Description:       req.Description,
-		MerchantReference: req.MerchantReference,
-	})
-	return header, body, err
+	return checkMoney(req.Amount, req.Currency)
 }
 
 // chargeEndpoint reads the answers of POST /v1/charges for req into r.
@@ -93,7 +81,7 @@ func chargeEndpoint(req provider.ChargeRequest, r *provider.Result) endpoint {
 // server, for the benchmark of the reading alone.
 func classifyCharge(req provider.ChargeRequest, status int, header http.Header, body []byte, now time.Time) provider.Result {
 	var r provider.Result
-	classify(chargeEndpoint(req, &r), status, header, body, now).intoResult(&r)
+	r.Exchange = classify(chargeEndpoint(req, &r), status, header, body, now)
 	return r
 }
 

@@ -13,35 +13,6 @@ import (
 	"chargeonce/provider"
 )
 
-// answer is how one POST under an idempotency key ended, read the same way
-// for every endpoint of the contract: charges and refunds follow one set of
-// idempotency rules, so they share one reading of statuses, Retry-After,
-// Idempotent-Replayed and the answers that processed nothing. Only the
-// objects of a 2xx and the problem of a 402 are the endpoint's own.
-type answer struct {
-	outcome    provider.Outcome
-	status     int
-	replayed   bool
-	sent       bool
-	refused    bool
-	duration   time.Duration
-	retryAfter time.Duration
-	detail     string
-}
-
-// intoResult sets the fields of a charge's result that every POST has.
-func (a answer) intoResult(r *provider.Result) {
-	r.Outcome, r.StatusCode, r.Replayed, r.Sent, r.Refused = a.outcome, a.status, a.replayed, a.sent, a.refused
-	r.Duration, r.RetryAfter, r.Detail = a.duration, a.retryAfter, a.detail
-}
-
-// intoRefundResult sets the fields of a refund's result that every POST
-// has.
-func (a answer) intoRefundResult(r *provider.RefundResult) {
-	r.Outcome, r.StatusCode, r.Replayed, r.Sent, r.Refused = a.outcome, a.status, a.replayed, a.sent, a.refused
-	r.Duration, r.RetryAfter, r.Detail = a.duration, a.retryAfter, a.detail
-}
-
 // endpoint is what one POST endpoint knows of its own answers. Each reader
 // keeps what it decoded for the endpoint's result.
 type endpoint struct {
@@ -57,19 +28,42 @@ type endpoint struct {
 	declined func(p problem) (refused bool, err error)
 }
 
-// post sends body under the key in header to path and reads the answer as
-// e says. It never fails: no answer at all is an answer too.
-func (c *Client) post(ctx context.Context, path string, header http.Header, body []byte, e endpoint) answer {
-	ex := c.send(ctx, http.MethodPost, path, nil, header, body)
-	var a answer
-	if ex.failed != "" {
-		a = answer{outcome: ex.failed, status: ex.status, detail: ex.detail}
-	} else {
-		a = classify(e, ex.status, ex.header, ex.body, time.Now())
+// create checks a request that creates an object under key, sends it to
+// path as the JSON of body, and reads the answer into an Exchange as e says.
+// invalid is what the endpoint found wrong with the request, if anything;
+// such a request, like one under a bad key, is InvalidRequest and not sent.
+// It never fails: no answer at all is an answer too.
+func (c *Client) create(ctx context.Context, path, key string, invalid error, body any, e endpoint) provider.Exchange {
+	header, err := keyed(key)
+	if err == nil {
+		err = invalid
 	}
-	a.sent, a.duration = ex.sent, ex.duration
-	a.refused = a.refused || refused(a.status)
-	return a
+	var data []byte
+	if err == nil {
+		data, err = json.Marshal(body)
+	}
+	if err != nil {
+		return provider.Exchange{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
+	}
+	return c.post(ctx, path, header, data, e)
+}
+
+// post sends body under the key in header to path and reads the answer as
+// e says: the one reading of statuses, Retry-After, Idempotent-Replayed and
+// the answers that processed nothing, for charges and refunds alike, since
+// they follow one set of idempotency rules. Only the objects of a 2xx and
+// the problem of a 402 are the endpoint's own.
+func (c *Client) post(ctx context.Context, path string, header http.Header, body []byte, e endpoint) provider.Exchange {
+	ex := c.send(ctx, http.MethodPost, path, nil, header, body)
+	var x provider.Exchange
+	if ex.failed != "" {
+		x = provider.Exchange{Outcome: ex.failed, StatusCode: ex.status, Detail: ex.detail}
+	} else {
+		x = classify(e, ex.status, ex.header, ex.body, time.Now())
+	}
+	x.Sent, x.Duration = ex.sent, ex.duration
+	x.Refused = x.Refused || refused(x.StatusCode)
+	return x
 }
 
 // refused reports whether status is one that docs/provider-http.md documents
@@ -88,42 +82,42 @@ func refused(status int) bool {
 
 // classify reads a complete answer to a POST of endpoint e. It is pure, so
 // that every status and body can be tested and benchmarked without a server.
-func classify(e endpoint, status int, header http.Header, body []byte, now time.Time) answer {
-	a := answer{
-		status:   status,
-		replayed: strings.EqualFold(strings.TrimSpace(header.Get("Idempotent-Replayed")), "true"),
+func classify(e endpoint, status int, header http.Header, body []byte, now time.Time) provider.Exchange {
+	x := provider.Exchange{
+		StatusCode: status,
+		Replayed:   strings.EqualFold(strings.TrimSpace(header.Get("Idempotent-Replayed")), "true"),
 	}
 	var note string
-	a.retryAfter, note = retryAfter(header, now)
+	x.RetryAfter, note = retryAfter(header, now)
 	switch status {
 	case http.StatusCreated, http.StatusOK:
 		outcome, err := e.created(body)
 		if err != nil {
-			a.outcome, a.detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a %s that is not the one requested: %v", status, e.object, err)
+			x.Outcome, x.Detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a %s that is not the one requested: %v", status, e.object, err)
 			break
 		}
-		a.outcome = outcome
+		x.Outcome = outcome
 	case http.StatusPaymentRequired:
 		p, err := decodeProblem(body)
 		if err != nil {
-			a.outcome, a.detail = provider.ContractViolation, "HTTP 402 without a readable problem: "+err.Error()
+			x.Outcome, x.Detail = provider.ContractViolation, "HTTP 402 without a readable problem: "+err.Error()
 			break
 		}
-		a.refused, err = e.declined(p)
+		x.Refused, err = e.declined(p)
 		if err != nil {
-			a.outcome, a.refused, a.detail = provider.ContractViolation, false, "HTTP 402 "+err.Error()
+			x.Outcome, x.Refused, x.Detail = provider.ContractViolation, false, "HTTP 402 "+err.Error()
 			break
 		}
-		a.outcome, a.detail = provider.Declined, p.Detail
+		x.Outcome, x.Detail = provider.Declined, p.Detail
 	case http.StatusConflict:
-		a.outcome, a.detail = provider.InFlight, describe(status, body)
+		x.Outcome, x.Detail = provider.InFlight, describe(status, body)
 	case http.StatusUnprocessableEntity:
-		a.outcome, a.detail = provider.ContractViolation, describe(status, body)
+		x.Outcome, x.Detail = provider.ContractViolation, describe(status, body)
 	default:
-		a.outcome, a.detail = statusOutcome(status), describe(status, body)
+		x.Outcome, x.Detail = statusOutcome(status), describe(status, body)
 	}
-	a.detail = joinNote(a.detail, note)
-	return a
+	x.Detail = joinNote(x.Detail, note)
+	return x
 }
 
 // keyed checks an idempotency key and builds the headers of a POST under

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"chargeonce/provider"
@@ -19,12 +18,14 @@ import (
 // provider.Declined with the provider's code, as is a refund the provider
 // created as failed.
 func (c *Client) Refund(ctx context.Context, req provider.RefundRequest) provider.RefundResult {
-	header, body, err := encodeRefund(req)
-	if err != nil {
-		return provider.RefundResult{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
-	}
 	var r provider.RefundResult
-	c.post(ctx, "/v1/refunds", header, body, refundEndpoint(req, &r)).intoRefundResult(&r)
+	r.Exchange = c.create(ctx, "/v1/refunds", req.Key, checkRefund(req), refundBody{
+		Charge:            req.ChargeID,
+		Amount:            req.Amount,
+		Currency:          req.Currency,
+		Reason:            req.Reason,
+		MerchantReference: req.MerchantReference,
+	}, refundEndpoint(req, &r))
 	return r
 }
 
@@ -38,29 +39,15 @@ type refundBody struct {
 	MerchantReference string `json:"merchant_reference"`
 }
 
-// encodeRefund checks req and builds the headers and body of its request,
-// refusing before sending what the provider would refuse.
-func encodeRefund(req provider.RefundRequest) (http.Header, []byte, error) {
-	header, err := keyed(req.Key)
+// checkRefund refuses, before sending, a refund the provider would refuse.
+func checkRefund(req provider.RefundRequest) error {
 	switch {
-	case err != nil:
-		return nil, nil, err
 	case req.ChargeID == "":
-		return nil, nil, errors.New("charge id is empty")
+		return errors.New("charge id is empty")
 	case req.MerchantReference == "":
-		return nil, nil, errors.New("merchant reference is empty")
+		return errors.New("merchant reference is empty")
 	}
-	if err := checkMoney(req.Amount, req.Currency); err != nil {
-		return nil, nil, err
-	}
-	body, err := json.Marshal(refundBody{
-		Charge:            req.ChargeID,
-		Amount:            req.Amount,
-		Currency:          req.Currency,
-		Reason:            req.Reason,
-		MerchantReference: req.MerchantReference,
-	})
-	return header, body, err
+	return checkMoney(req.Amount, req.Currency)
 }
 
 // refundEndpoint reads the answers of POST /v1/refunds for req into r.

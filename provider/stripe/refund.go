@@ -49,9 +49,6 @@ var refusals = []stripeapi.ErrorCode{
 // charge_not_refundable, which processed nothing; and so is a refund
 // Stripe created as failed or canceled, with its failure reason.
 func (c *Client) Refund(ctx context.Context, req provider.RefundRequest) provider.RefundResult {
-	if err := checkRefund(req); err != nil {
-		return provider.RefundResult{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
-	}
 	params := &stripeapi.RefundCreateParams{
 		PaymentIntent: stripeapi.String(req.ChargeID),
 		Amount:        stripeapi.Int64(req.Amount),
@@ -65,11 +62,11 @@ func (c *Client) Refund(ctx context.Context, req provider.RefundRequest) provide
 	}
 	params.SetIdempotencyKey(req.Key)
 	var r provider.RefundResult
-	create(ctx, func(ctx context.Context) (*stripeapi.Refund, error) {
+	r.Exchange = create(ctx, checkRefund(req), func(ctx context.Context) (*stripeapi.Refund, error) {
 		return c.api.V1Refunds.Create(ctx, params)
 	}, func(rf *stripeapi.Refund) endpoint {
 		return refundEndpoint(req, rf, &r)
-	}).intoRefundResult(&r)
+	})
 	return r
 }
 

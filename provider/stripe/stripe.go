@@ -161,9 +161,6 @@ func (c *Client) Limits(context.Context) (provider.Limits, error) {
 // reads the answer. It never returns an error: every answer, and the lack
 // of one, is an Outcome in the Result.
 func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provider.Result {
-	if err := check(req); err != nil {
-		return provider.Result{Outcome: provider.InvalidRequest, Detail: "not sent: " + err.Error()}
-	}
 	params := &stripeapi.PaymentIntentCreateParams{
 		Amount:        stripeapi.Int64(req.Amount),
 		Currency:      stripeapi.String(strings.ToLower(req.Currency)),
@@ -182,11 +179,11 @@ func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provide
 	params.SetIdempotencyKey(req.Key)
 
 	var r provider.Result
-	create(ctx, func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
+	r.Exchange = create(ctx, check(req), func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
 		return c.api.V1PaymentIntents.Create(ctx, params)
 	}, func(pi *stripeapi.PaymentIntent) endpoint {
 		return chargeEndpoint(req, pi, &r)
-	}).intoResult(&r)
+	})
 	return r
 }
 
@@ -247,34 +244,6 @@ func chargeEndpoint(req provider.ChargeRequest, pi *stripeapi.PaymentIntent, r *
 	}
 }
 
-// answer is how one request that creates an object under an idempotency
-// key ended, read the same way for PaymentIntents and refunds: Stripe's
-// idempotency layer, rate limiter and error types are the same for both,
-// and only the object of a 200 and the errors that are results (a declined
-// card, a refund Stripe will not make) are the endpoint's own.
-type answer struct {
-	outcome  provider.Outcome
-	status   int
-	replayed bool
-	sent     bool
-	refused  bool
-	duration time.Duration
-	detail   string
-}
-
-// intoResult sets the fields of a charge's result that every creation has.
-func (a answer) intoResult(r *provider.Result) {
-	r.Outcome, r.StatusCode, r.Replayed, r.Sent, r.Refused = a.outcome, a.status, a.replayed, a.sent, a.refused
-	r.Duration, r.Detail = a.duration, a.detail
-}
-
-// intoRefundResult sets the fields of a refund's result that every
-// creation has.
-func (a answer) intoRefundResult(r *provider.RefundResult) {
-	r.Outcome, r.StatusCode, r.Replayed, r.Sent, r.Refused = a.outcome, a.status, a.replayed, a.sent, a.refused
-	r.Duration, r.Detail = a.duration, a.detail
-}
-
 // endpoint is what one creation knows of its own answers. Each reader keeps
 // what it decoded for the endpoint's result.
 type endpoint struct {
@@ -291,50 +260,60 @@ type endpoint struct {
 }
 
 // create sends one creation through call, recording what went over the
-// wire, and reads its answer as the endpoint built from the created object
-// says. Nothing is sent once ctx has ended.
-func create[T any](ctx context.Context, call func(context.Context) (T, error), e func(T) endpoint) answer {
+// wire, and reads its answer into an Exchange as the endpoint built from the
+// created object says: the one reading of status, Idempotent-Replayed,
+// error types and transport errors for PaymentIntents and refunds alike,
+// since Stripe's idempotency layer, rate limiter and error types are the
+// same for both. Only the object of a 200 and the errors that are results
+// (a declined card, a refund Stripe will not make) are the endpoint's own.
+// invalid is what the endpoint found wrong with the request, if anything:
+// such a request is InvalidRequest and not sent. Nothing is sent once ctx
+// has ended either.
+func create[T any](ctx context.Context, invalid error, call func(context.Context) (T, error), e func(T) endpoint) provider.Exchange {
+	if invalid != nil {
+		return provider.Exchange{Outcome: provider.InvalidRequest, Detail: "not sent: " + invalid.Error()}
+	}
 	if err := ctx.Err(); err != nil {
-		return answer{outcome: provider.Timeout, detail: "not sent: " + err.Error()}
+		return provider.Exchange{Outcome: provider.Timeout, Detail: "not sent: " + err.Error()}
 	}
 	ctx, ex := record(ctx)
 	start := time.Now()
 	obj, err := call(ctx)
-	a := classify(ctx, ex, err, e(obj))
-	a.sent = ex.sent
-	if a.sent {
-		a.duration = time.Since(start)
+	x := classify(ctx, ex, err, e(obj))
+	x.Sent = ex.sent
+	if x.Sent {
+		x.Duration = time.Since(start)
 	}
-	return a
+	return x
 }
 
 // classify reads the answer to a creation.
-func classify(ctx context.Context, ex *exchange, err error, e endpoint) answer {
-	a := answer{status: ex.status, replayed: ex.replayed()}
+func classify(ctx context.Context, ex *exchange, err error, e endpoint) provider.Exchange {
+	x := provider.Exchange{StatusCode: ex.status, Replayed: ex.replayed()}
 	var serr *stripeapi.Error
 	switch {
 	case err == nil:
 		outcome, cerr := e.created()
 		if cerr != nil {
-			a.outcome, a.detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a %s that is not the one requested: %v", ex.status, e.object, cerr)
+			x.Outcome, x.Detail = provider.ContractViolation, fmt.Sprintf("HTTP %d with a %s that is not the one requested: %v", ex.status, e.object, cerr)
 			break
 		}
-		a.outcome = outcome
+		x.Outcome = outcome
 	case errors.As(err, &serr):
-		a.status, a.detail = serr.HTTPStatusCode, describe(serr)
+		x.StatusCode, x.Detail = serr.HTTPStatusCode, describe(serr)
 		if refused, ok := e.refusal(serr); ok {
-			a.outcome, a.refused = provider.Declined, refused
+			x.Outcome, x.Refused = provider.Declined, refused
 		} else {
-			a.outcome, a.refused = errorOutcome(serr)
+			x.Outcome, x.Refused = errorOutcome(serr)
 		}
 	case ex.status != 0:
 		// An answer arrived but the library could not read it: an HTML
 		// page from a gateway, a body cut short.
-		a.outcome, a.detail = statusOutcome(ex.status), fmt.Sprintf("HTTP %d without a readable Stripe answer: %v", ex.status, err)
+		x.Outcome, x.Detail = statusOutcome(ex.status), fmt.Sprintf("HTTP %d without a readable Stripe answer: %v", ex.status, err)
 	default:
-		a.outcome, a.detail = provider.TransportOutcome(ctx, err), err.Error()
+		x.Outcome, x.Detail = provider.TransportOutcome(ctx, err), err.Error()
 	}
-	return a
+	return x
 }
 
 // errorOutcome reads one of Stripe's error answers that no endpoint reads
