@@ -7,9 +7,10 @@
 // Adapters live in packages of their own, one per provider dialect:
 // provider/ietf speaks the IETF draft's contract (docs/provider-http.md),
 // provider/stripe speaks Stripe's PaymentIntents API. Each reads every
-// answer of its provider, or the lack of one, as an Outcome, so that callers
-// decide on "approved", "declined", "unknown, retry with the same key" or
-// "our bug, stop" rather than on a dialect's status codes. Breaker wraps any
+// answer of its provider, or the lack of one, into an Exchange, the same way
+// for charges and refunds, so that callers decide on its Class ("approved",
+// "declined", "not processed", "unknown, retry with the same key" or "our
+// bug, stop") rather than on a dialect's status codes. Breaker wraps any
 // adapter in the circuit breakers, so that every dialect stops sending in
 // the same way while its provider is failing.
 //
