@@ -13,9 +13,10 @@ import (
 	"chargeonce/activities"
 )
 
-// The machinery that payments and refunds share: a send phase of one
-// request per activity within a budget, lookups on the lookup task queue,
-// a durable record of the outcome, search attributes and continue-as-new.
+// The requests and records that every money movement makes: a send phase
+// of one request per activity within a budget, the options of lookups on
+// the lookup task queue, a durable record of the outcome, and search
+// attributes.
 
 // sendEnd is how a send phase ended.
 type sendEnd int
