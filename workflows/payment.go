@@ -153,7 +153,7 @@ var acts *activities.Activities
 //
 // Charge phase: the Charge activity sends the charge with the intent's key,
 // one local activity execution per request, every RetryInterval (or after
-// the provider's Retry-After) within ChargeBudget. An approval or a decline
+// the provider's Retry-After) within SendBudget. An approval or a decline
 // settles the attempt, which the same execution records in the database. A contract violation settles it as failed, for a
 // human. When the budget ends and no request can have been processed, it
 // settles as not_processed at once: nothing was charged, and there is
@@ -274,7 +274,7 @@ func (p *payment) sendPhase(ctx workflow.Context) error {
 // outcome moves the payment to reconciliation.
 func (p *payment) chargePhase(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Charging %s with key %s: waiting for the provider's answer until %s at the latest.",
-		p.intent.Amount, p.intent.Key, formatTime(workflow.Now(ctx).Add(p.timing.ChargeBudget))))
+		p.intent.Amount, p.intent.Key, formatTime(workflow.Now(ctx).Add(p.timing.SendBudget))))
 	r, recorded, err := p.charge(ctx)
 	if err != nil {
 		return err
@@ -328,7 +328,7 @@ func (p *payment) startWithoutToken(ctx workflow.Context) error {
 const changeLocalCharge = "local-charge"
 
 // charge sends the charge with the intent's key until the provider answers
-// definitely or ChargeBudget, counted from now, ends. It returns a definite
+// definitely or SendBudget, counted from now, ends. It returns a definite
 // outcome, a failure for a contract violation, AttemptNotProcessed when no
 // request can have been processed, or an open result when the outcome is
 // unknown (sendRequests says how). recorded reports that the request that

@@ -220,7 +220,7 @@ func (r *refund) handleRefund(ctx workflow.Context, _ RefundUpdate) (RefundResul
 // instead of its payment timing's abandon deadline, and a refund that the
 // lookups prove the provider never got is sent again (resendsNow). It is
 // asked only where the two differ: a send later than the old last send time
-// allowed (CreatedAt + AbandonAfter − ChargeBudget), or a resend; runs
+// allowed (CreatedAt + AbandonAfter − SendBudget), or a resend; runs
 // recorded without its marker keep the old rule. It retires by the rule of
 // PaymentWorkflow's gates, with a refund's bound: a refund runs until the
 // horizon of its key's retention, and past it only while it is pending at
@@ -270,7 +270,7 @@ func (r *refund) lastSendAt(ctx workflow.Context) (time.Time, error) {
 		return earliest, nil
 	}
 	if workflow.GetVersion(ctx, changeRefundResend, workflow.DefaultVersion, refundResend) == workflow.DefaultVersion {
-		return created.Add(r.timing.AbandonAfter - r.timing.ChargeBudget), nil
+		return created.Add(r.timing.AbandonAfter - r.timing.SendBudget), nil
 	}
 	if err := r.readRetention(ctx); err != nil {
 		return time.Time{}, err
@@ -279,12 +279,12 @@ func (r *refund) lastSendAt(ctx workflow.Context) (time.Time, error) {
 }
 
 // send sends the refund's requests under its key, the same body each time,
-// until the provider answers or ChargeBudget ends, and settles a definite
+// until the provider answers or SendBudget ends, and settles a definite
 // outcome; an unknown one, or one the provider holds pending, leaves the
 // refund to the lookups. Its error is only cancellation.
 func (r *refund) send(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Refunding %s of charge %s with key %s: waiting for the provider's answer until %s at the latest.",
-		r.intent.Amount, r.intent.ChargeID, r.intent.Key, formatTime(workflow.Now(ctx).Add(r.timing.ChargeBudget))))
+		r.intent.Amount, r.intent.ChargeID, r.intent.Key, formatTime(workflow.Now(ctx).Add(r.timing.SendBudget))))
 	var res activities.RefundResult
 	end, refusal, err := sendRequests(ctx, r.timing, "next refund request", &r.status.LastError, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, acts.Refund, activities.RefundInput{Intent: r.intent}).Get(ctx, &res)
