@@ -39,3 +39,17 @@ const (
 	// once.
 	SignalRefundEvent = "refund-event"
 )
+
+// Operation names a kind of money movement: each runs as a workflow of its
+// own, under its own idempotency key. It is the value of the Operation
+// search attribute, which lets the Temporal Web UI list the workflows of one
+// kind, and it names the operation in logs.
+type Operation string
+
+// The operations.
+const (
+	// OperationCharge takes a payment intent's money: PaymentWorkflow.
+	OperationCharge Operation = "charge"
+	// OperationRefund returns money from a charge: RefundWorkflow.
+	OperationRefund Operation = "refund"
+)

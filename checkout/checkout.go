@@ -234,7 +234,7 @@ func (s *Service) budgetFor(t workflows.Timing) time.Duration {
 // the send phase of its workflow (a charge, or a refund), which may use the
 // whole published charge budget.
 func DefaultBudget(t workflows.Timing) time.Duration {
-	return t.ChargeBudget + budgetMargin
+	return t.SendBudget + budgetMargin
 }
 
 // NewKey issues a fresh idempotency key, a UUIDv7: the default of every

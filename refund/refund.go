@@ -323,7 +323,7 @@ func (s *Service) send(ctx context.Context, log *slog.Logger, timing workflows.T
 // update runs Update-With-Start of the refund's workflow and turns its
 // answer, or the lack of one, into a Result.
 func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, r store.Refund) (Result, error) {
-	start := s.temporal.NewWithStartWorkflowOperation(startOptions(r.Key), workflows.RefundWorkflow,
+	start := s.temporal.NewWithStartWorkflowOperation(startOptions(r.RefundIntent), workflows.RefundWorkflow,
 		workflows.RefundInput{Intent: r.RefundIntent, Timing: timing})
 	var answer workflows.RefundResult
 	started, err := checkout.UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
@@ -389,20 +389,22 @@ func (s *Service) markStarted(ctx context.Context, log *slog.Logger, key string)
 
 // startOptions are the options of every start of a refund workflow: the ID
 // is the refund's key, USE_EXISTING joins a running workflow, and
-// REJECT_DUPLICATE never runs a closed key again.
-func startOptions(key string) client.StartWorkflowOptions {
+// REJECT_DUPLICATE never runs a closed key again. It starts with its search
+// attributes, so that the refund is findable before its first task.
+func startOptions(intent chargeonce.RefundIntent) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
-		ID:                       workflows.RefundWorkflowID(key),
+		ID:                       workflows.RefundWorkflowID(intent.Key),
 		TaskQueue:                chargeonce.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes:    workflows.RefundStartSearchAttributes(intent),
 	}
 }
 
 // start starts the refund's workflow without waiting for its send phase,
 // and records that it runs. A workflow that runs or ran counts as started.
 func (s *Service) start(ctx context.Context, timing workflows.Timing, r store.Refund) error {
-	_, err := s.temporal.ExecuteWorkflow(ctx, startOptions(r.Key), workflows.RefundWorkflow,
+	_, err := s.temporal.ExecuteWorkflow(ctx, startOptions(r.RefundIntent), workflows.RefundWorkflow,
 		workflows.RefundInput{Intent: r.RefundIntent, Timing: timing})
 	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &alreadyStarted) {

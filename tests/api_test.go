@@ -26,7 +26,7 @@ import (
 func apiTableTiming() workflows.Timing {
 	return workflows.Timing{
 		AttemptTimeout: time.Second,
-		ChargeBudget:   3 * time.Second,
+		SendBudget:     3 * time.Second,
 		RetryInterval:  100 * time.Millisecond,
 		MinAge:         2 * time.Minute,
 		Interval:       time.Minute,

@@ -124,7 +124,7 @@ func TestChaos_KeyExpiredBeforeALateRetryChargesTwiceWhichIsWhyTheWorkerChecksRe
 	// The provider finishes the charge a second after the charge phase has
 	// given up, so that the checkout answers pending.
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: timing, Budget: apiTableBudget,
-		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: timing.ChargeBudget + time.Second}})
+		Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: timing.SendBudget + time.Second}})
 	id := s.createOrder(t, "548.90", "TRY")
 	pending := s.checkout(t, id, "tok_visa")
 	require.Equal(t, http.StatusAccepted, pending.status, "body: %s", pending.body)

@@ -37,7 +37,7 @@ import (
 func articleTiming() workflows.Timing {
 	return workflows.Timing{
 		AttemptTimeout: 1500 * time.Millisecond,
-		ChargeBudget:   5 * time.Second,
+		SendBudget:     5 * time.Second,
 		RetryInterval:  500 * time.Millisecond,
 		// Reconciliation stays out of the way: these runs are settled by
 		// the charge phase or by the customer's retry.
@@ -153,7 +153,7 @@ func TestCheckout_UnknownOutcomeIs202ThenConflictThenTheSameKeyIsReplayed(t *tes
 func TestCheckout_TwentyPercentProviderErrorsNeverChargeAnOrderTwice(t *testing.T) {
 	timing := workflows.Timing{
 		AttemptTimeout: time.Second,
-		ChargeBudget:   5 * time.Second,
+		SendBudget:     5 * time.Second,
 		RetryInterval:  100 * time.Millisecond,
 		MinAge:         2 * time.Minute,
 		Interval:       time.Minute,
@@ -251,7 +251,7 @@ func TestCheckout_UnknownOutcomeIsSettledByReconciliation(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{
 		Timing: workflows.Timing{
 			AttemptTimeout: 500 * time.Millisecond,
-			ChargeBudget:   time.Second,
+			SendBudget:     time.Second,
 			RetryInterval:  200 * time.Millisecond,
 			MinAge:         2500 * time.Millisecond,
 			Interval:       500 * time.Millisecond,

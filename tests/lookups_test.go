@@ -23,7 +23,7 @@ import (
 func TestWorker_LookupsRunOnTheirOwnQueueAtTheRateTheProviderPublishes(t *testing.T) {
 	timing := workflows.Timing{
 		AttemptTimeout: 500 * time.Millisecond,
-		ChargeBudget:   time.Second,
+		SendBudget:     time.Second,
 		RetryInterval:  200 * time.Millisecond,
 		MinAge:         2500 * time.Millisecond,
 		Interval:       500 * time.Millisecond,

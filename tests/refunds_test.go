@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
 	"chargeonce"
 	"chargeonce/activities/activitiestest"
@@ -23,6 +24,7 @@ import (
 	"chargeonce/internal/webhook"
 	"chargeonce/refund"
 	"chargeonce/store"
+	"chargeonce/workflows"
 )
 
 // refundView is a refund as the API answers it.
@@ -88,6 +90,20 @@ func (s *checkoutStack) paidOrder(t *testing.T, amount string) int64 {
 	return id
 }
 
+// operationOf is the Operation search attribute of the workflow, as its
+// execution holds it: describing a workflow reads its own state, which
+// needs no wait for the visibility store.
+func (s *checkoutStack) operationOf(t *testing.T, workflowID string) string {
+	t.Helper()
+	desc, err := s.temporal.DescribeWorkflowExecution(t.Context(), workflowID, "")
+	require.NoError(t, err)
+	payload, ok := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[workflows.SearchAttrOperation.GetName()]
+	require.True(t, ok, "workflow %s has no %s search attribute", workflowID, workflows.SearchAttrOperation.GetName())
+	var operation string
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(payload, &operation))
+	return operation
+}
+
 func TestRefund_SucceedsInPartsAndTheKeyRulesHold(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget})
 	id := s.paidOrder(t, "100.00")
@@ -111,6 +127,11 @@ func TestRefund_SucceedsInPartsAndTheKeyRulesHold(t *testing.T) {
 	require.Equal(t, "30.00", r.Amount)
 	require.NotNil(t, r.ProviderRefundID)
 	require.Equal(t, "partially_refunded", s.order(t, id).Status)
+	_, attempts, err := s.store.GetOrder(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, string(chargeonce.OperationCharge), s.operationOf(t, workflows.WorkflowID(attempts[0].Key)),
+		"the Web UI tells a charge from a refund")
+	require.Equal(t, string(chargeonce.OperationRefund), s.operationOf(t, workflows.RefundWorkflowID(r.ID)))
 
 	again := s.refund(t, id, key, `{"amount": "30.00", "reason": "damaged"}`)
 	require.Equal(t, http.StatusOK, again.status, "body: %s", again.body)

@@ -18,6 +18,7 @@ import (
 	"chargeonce"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/internal/codec"
+	"chargeonce/workflows"
 )
 
 // The worker and the API check the namespace's search attributes at start:
@@ -36,7 +37,7 @@ func TestTemporalSetup_WorkerAndAPIRefuseANamespaceWithoutTheSearchAttributesUnt
 		"CHARGEONCE_CODEC_TOKEN=" + codec.NewToken(),
 		"CHARGEONCE_CARD_HASH_KEY=" + chargeonce.NewCardHashKey(),
 	}
-	const missing = `namespace "default" lacks the search attributes MerchantReference (Keyword), OrderId (Keyword), PaymentStatus (Keyword), ProviderPaymentId (Keyword)`
+	const missing = `namespace "default" lacks the search attributes MerchantReference (Keyword), Operation (Keyword), OrderId (Keyword), PaymentStatus (Keyword), ProviderPaymentId (Keyword)`
 	for _, name := range []string{"worker", "api"} {
 		code, _, stderr := runBinary(t, buildBinary(t, "chargeonce/cmd/"+name), env)
 		require.Equal(t, 1, code, "%s must refuse to start: %s", name, stderr)
@@ -47,11 +48,11 @@ func TestTemporalSetup_WorkerAndAPIRefuseANamespaceWithoutTheSearchAttributesUnt
 	code, stdout, stderr := runBinary(t, setup, env[:1])
 	require.Zero(t, code, stderr)
 	require.Contains(t, stdout, "namespace default: exists")
-	require.Equal(t, 4, strings.Count(stdout, ": added\n"), stdout)
+	require.Equal(t, len(workflows.SearchAttributes()), strings.Count(stdout, ": added\n"), stdout)
 
 	code, stdout, stderr = runBinary(t, setup, env[:1])
 	require.Zero(t, code, stderr)
-	require.Equal(t, 4, strings.Count(stdout, ": present\n"), "a second run changes nothing: %s", stdout)
+	require.Equal(t, len(workflows.SearchAttributes()), strings.Count(stdout, ": present\n"), "a second run changes nothing: %s", stdout)
 
 	code, _, stderr = runBinary(t, setup, append(env[:1:1], "CHARGEONCE_RETENTION=1h"))
 	require.Equal(t, 2, code)

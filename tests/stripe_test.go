@@ -72,7 +72,7 @@ func TestStripe_SlowProviderIsInFlightThenReplayed(t *testing.T) {
 	// the default configuration's, so that a loaded machine still sees it
 	// end within them, and the test ends when it does.
 	timing := articleTiming()
-	timing.ChargeBudget = 10 * time.Second
+	timing.SendBudget = 10 * time.Second
 	s := startCheckoutStack(t, checkoutStackConfig{
 		Timing: timing,
 		Budget: 12 * time.Second,
@@ -133,7 +133,7 @@ func TestStripe_UnknownOutcomeIs202ThenAnotherCardIs409ThenTheSameCardIs200(t *t
 func reconcilingTiming(abandonAfter time.Duration) workflows.Timing {
 	return workflows.Timing{
 		AttemptTimeout: 500 * time.Millisecond,
-		ChargeBudget:   time.Second,
+		SendBudget:     time.Second,
 		RetryInterval:  200 * time.Millisecond,
 		MinAge:         2500 * time.Millisecond,
 		Interval:       500 * time.Millisecond,

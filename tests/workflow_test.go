@@ -38,7 +38,7 @@ func TestPaymentWorkflow_ARequestThatNoLongerFitsTheBudgetIsNotSent(t *testing.T
 	intent := env.NewIntent(t, "tok_visa", chargeonce.Money{Minor: 54890, Currency: "TRY"}, time.Now())
 	// One request, then a second after the 1s wait, if it runs on time:
 	// 0s + 1s + 1s fits the 3s budget.
-	timing := workflows.Timing{AttemptTimeout: time.Second, ChargeBudget: 3 * time.Second, RetryInterval: time.Second,
+	timing := workflows.Timing{AttemptTimeout: time.Second, SendBudget: 3 * time.Second, RetryInterval: time.Second,
 		MinAge: 2 * time.Minute, Interval: time.Minute, AbandonAfter: 30 * time.Minute}
 	w := newWorker()
 	started := time.Now()
@@ -53,7 +53,7 @@ func TestPaymentWorkflow_ARequestThatNoLongerFitsTheBudgetIsNotSent(t *testing.T
 		return events[len(events)-1].GetEventType() == enumspb.EVENT_TYPE_TIMER_STARTED
 	}, 10*time.Second, 20*time.Millisecond)
 	w.Stop()
-	require.Eventually(t, func() bool { return time.Since(started) > timing.ChargeBudget }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return time.Since(started) > timing.SendBudget }, 10*time.Second, 50*time.Millisecond)
 	t.Cleanup(newWorker().Stop)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -48,7 +48,7 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 		// result, which the charge update answers too.
 		{"PaymentInput", workflows.PaymentInput{
 			Intent:  intent,
-			Timing:  workflows.Timing{AttemptTimeout: 1, ChargeBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5, AbandonAfter: 6},
+			Timing:  workflows.Timing{AttemptTimeout: 1, SendBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5, AbandonAfter: 6},
 			Carried: &workflows.CarriedState{Checks: 7, LastError: "timeout", CardToken: "tok_visa"},
 		}, `{"intent": ` + intentJSON + `,
 			"timing": {"attemptTimeout": 1, "chargeBudget": 2, "retryInterval": 3, "minAge": 4, "interval": 5, "abandonAfter": 6},

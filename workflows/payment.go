@@ -3,7 +3,8 @@
 // card through the Charge activity with the same key on every request, and
 // when the outcome stays unknown it reconciles the attempt with the provider
 // until the abandon deadline. The refund workflow does the same for a
-// refund intent, with the same machinery (send.go), and is never abandoned.
+// refund intent, and is never abandoned. Both run the course of every money
+// movement (operation.go), with the requests and lookups of send.go.
 //
 // The code here is deterministic workflow code: it reaches the provider and
 // the database only through the activities.
@@ -152,7 +153,7 @@ var acts *activities.Activities
 //
 // Charge phase: the Charge activity sends the charge with the intent's key,
 // one local activity execution per request, every RetryInterval (or after
-// the provider's Retry-After) within ChargeBudget. An approval or a decline
+// the provider's Retry-After) within SendBudget. An approval or a decline
 // settles the attempt, which the same execution records in the database. A contract violation settles it as failed, for a
 // human. When the budget ends and no request can have been processed, it
 // settles as not_processed at once: nothing was charged, and there is
@@ -187,52 +188,21 @@ func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, erro
 	if err != nil {
 		return PaymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
-	if err := p.registerHandlers(ctx); err != nil {
-		return PaymentResult{}, err
-	}
-	if attrs := p.searchAttributes(); !published(ctx, attrs) {
-		publish(ctx, p.log, attrs)
-	}
-	if p.status.Phase == PhaseCharging {
-		if err := p.chargePhase(ctx); err != nil {
-			return PaymentResult{}, err
-		}
-	} else if p.token == "" {
-		if err := p.startWithoutToken(ctx); err != nil {
-			return PaymentResult{}, err
-		}
-	}
-	if err := p.reconcile(ctx); err != nil {
-		return PaymentResult{}, err
-	}
-	// An update that is still answering must finish before the workflow
-	// closes, or its caller gets an error instead of the outcome.
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return PaymentResult{}, err
-	}
-	return *p.final, nil
+	return run(ctx, p)
 }
 
-// payment is the state of one run of PaymentWorkflow.
+// payment is the state of one run of PaymentWorkflow. Its operation's
+// mutex makes a lookup and a re-sent charge exclusive, so that an
+// abandonment can never race an approval.
 type payment struct {
+	operation[PaymentResult]
 	in     PaymentInput
 	intent chargeonce.PaymentIntent
-	timing Timing
-	log    log.Logger
 	// token is the card token to send; empty until one is known.
-	token  string
-	status Status
-	// final is the settled outcome; nil while the attempt is open.
-	final *PaymentResult
-	// mu makes a lookup and a re-sent charge exclusive, each together with
-	// the settlement it leads to, so that the two can never settle the
-	// attempt differently (an abandonment racing an approval).
-	mu workflow.Mutex
+	token string
 	// resend is the re-sent charge in flight, which further charge updates
 	// wait for instead of sending again.
 	resend *resendCall
-	// checkNow is set by a provider event and cleared by the next lookup.
-	checkNow bool
 }
 
 type resendCall struct {
@@ -241,22 +211,12 @@ type resendCall struct {
 }
 
 func newPayment(ctx workflow.Context, in PaymentInput) (*payment, error) {
-	timing := in.Timing.WithDefaults()
-	if err := timing.Validate(); err != nil {
+	op, err := newOperation[PaymentResult](ctx, chargeonce.OperationCharge, in.Timing, in.Intent,
+		log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID), PhaseCharging)
+	if err != nil {
 		return nil, err
 	}
-	if err := in.Intent.Validate(); err != nil {
-		return nil, err
-	}
-	p := &payment{
-		in:     in,
-		intent: in.Intent,
-		timing: timing,
-		log:    log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID),
-		token:  in.Intent.CardToken,
-		status: Status{Phase: PhaseCharging},
-		mu:     workflow.NewMutex(ctx),
-	}
+	p := &payment{operation: op, in: in, intent: in.Intent, token: in.Intent.CardToken}
 	if c := in.Carried; c != nil {
 		if c.CardToken != "" {
 			// A keyed hash cannot be checked here; a carried token was
@@ -277,11 +237,6 @@ func newPayment(ctx workflow.Context, in PaymentInput) (*payment, error) {
 }
 
 func (p *payment) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, chargeonce.QueryStatus, func() (Status, error) {
-		return p.status, nil
-	}); err != nil {
-		return fmt.Errorf("register the status query: %w", err)
-	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, chargeonce.UpdateCharge, p.handleCharge,
 		workflow.UpdateHandlerOptions{Validator: p.validateCharge}); err != nil {
 		return fmt.Errorf("register the charge update: %w", err)
@@ -292,13 +247,7 @@ func (p *payment) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return fmt.Errorf("register the provider-event update: %w", err)
 	}
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		events := workflow.GetSignalChannel(ctx, chargeonce.SignalProviderEvent)
-		var ev ProviderEvent
-		for events.Receive(ctx, &ev) {
-			p.providerEvent(ev)
-		}
-	})
+	listen(ctx, chargeonce.SignalProviderEvent, p.providerEvent)
 	return nil
 }
 
@@ -309,11 +258,23 @@ func (p *payment) providerEvent(ev ProviderEvent) {
 	p.checkNow = true
 }
 
+// sendPhase runs the charge phase, or settles at once a run that can send
+// nothing (startWithoutToken).
+func (p *payment) sendPhase(ctx workflow.Context) error {
+	if p.status.Phase == PhaseCharging {
+		return p.chargePhase(ctx)
+	}
+	if p.token == "" {
+		return p.startWithoutToken(ctx)
+	}
+	return nil
+}
+
 // chargePhase sends the charge and settles a definite outcome. An unknown
 // outcome moves the payment to reconciliation.
 func (p *payment) chargePhase(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Charging %s with key %s: waiting for the provider's answer until %s at the latest.",
-		p.intent.Amount, p.intent.Key, formatTime(workflow.Now(ctx).Add(p.timing.ChargeBudget))))
+		p.intent.Amount, p.intent.Key, formatTime(workflow.Now(ctx).Add(p.timing.SendBudget))))
 	r, recorded, err := p.charge(ctx)
 	if err != nil {
 		return err
@@ -367,7 +328,7 @@ func (p *payment) startWithoutToken(ctx workflow.Context) error {
 const changeLocalCharge = "local-charge"
 
 // charge sends the charge with the intent's key until the provider answers
-// definitely or ChargeBudget, counted from now, ends. It returns a definite
+// definitely or SendBudget, counted from now, ends. It returns a definite
 // outcome, a failure for a contract violation, AttemptNotProcessed when no
 // request can have been processed, or an open result when the outcome is
 // unknown (sendRequests says how). recorded reports that the request that
@@ -425,78 +386,35 @@ func unknownOutcome() PaymentResult {
 }
 
 // settle records a terminal outcome in the database and completes the
-// payment. A recording that fails for good (the attempt is missing from the
-// database) is logged for a human and does not change the outcome: the
-// provider's answer is the truth. Its error is only cancellation.
+// payment (operation.settle). Its error is only cancellation.
 func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
-	out, err := record(ctx, p.log, acts.RecordOutcome, activities.RecordOutcomeInput{
-		Key:               p.intent.Key,
-		Status:            r.Status,
-		ProviderPaymentID: r.ProviderPaymentID,
+	return p.operation.settle(ctx, r, func(ctx workflow.Context) (bool, error) {
+		out, err := record(ctx, p.log, acts.RecordOutcome, activities.RecordOutcomeInput{
+			Key:               p.intent.Key,
+			Status:            r.Status,
+			ProviderPaymentID: r.ProviderPaymentID,
+		})
+		return out.Changed, err
 	})
-	switch {
-	case temporal.IsCanceledError(err):
-		return err
-	case err != nil:
-		p.log.Error("could not record the payment outcome in the database, a human must record it", alert.Attr(alert.OutcomeUnrecorded), "status", r.Status, "charge", r.ProviderPaymentID, "error", err)
-	case !out.Changed:
-		p.log.Warn("the attempt was already settled in the database, nothing changed", "status", r.Status)
-	}
-	p.complete(ctx, r)
-	return nil
 }
 
-// complete completes the payment with the outcome r, which the database
-// holds already.
-func (p *payment) complete(ctx workflow.Context, r PaymentResult) {
-	p.final = &r
-	p.status.Phase = PhaseCompleted
-	p.status.NextCheckAt = time.Time{}
-	publish(ctx, p.log, p.searchAttributes())
+func (r PaymentResult) completion() string {
 	details := "Completed: " + string(r.Status)
 	if r.ProviderPaymentID != "" {
 		details += ", provider charge " + r.ProviderPaymentID
 	}
-	workflow.SetCurrentDetails(ctx, details+".")
+	return details + "."
 }
 
-// reconcile looks the attempt up at the provider until it is settled. It
-// returns a ContinueAsNewError when the history grows too long.
+// reconcile looks the attempt up at the provider until it is settled.
 func (p *payment) reconcile(ctx workflow.Context) error {
-	if p.final != nil {
-		return nil
-	}
-	jitter := p.timing.LookupJitter(p.intent.Key)
-	for p.final == nil {
-		now := workflow.Now(ctx)
-		next := p.timing.nextLookupAt(jitter, p.intent.CreatedAt, now, p.status.Checks)
-		p.status.NextCheckAt = next
-		workflow.SetCurrentDetails(ctx, p.waitingDetails(next))
-		if wait := next.Sub(now); wait > 0 {
-			if _, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
-				Timeout:      wait,
-				TimerOptions: workflow.TimerOptions{Summary: "next provider lookup"},
-			}, func() bool { return p.final != nil || p.checkNow }); err != nil {
-				return err
-			}
-		}
-		if err := p.mu.Lock(ctx); err != nil {
-			return err
-		}
-		var err error
-		if p.final == nil {
-			p.checkNow = false
-			err = p.check(ctx)
-		}
-		p.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		if p.final == nil && historyTooLong(ctx) {
-			return p.continueAsNew(ctx)
-		}
-	}
-	return nil
+	return lookups(ctx, p)
+}
+
+// nextLookup is on the grid of Timing.LookupTimes, which ends at the
+// abandon deadline.
+func (p *payment) nextLookup(now time.Time) (time.Time, bool) {
+	return p.timing.nextLookupAt(p.timing.LookupJitter(p.intent.Key), p.intent.CreatedAt, now, p.status.Checks), true
 }
 
 func (p *payment) waitingDetails(next time.Time) string {
@@ -556,22 +474,15 @@ func (p *payment) check(ctx workflow.Context) error {
 	return nil
 }
 
-// continueAsNew hands the reconciliation to a fresh run with a short history.
-// It returns nil instead when an update settled the payment meanwhile.
-func (p *payment) continueAsNew(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
-	}
-	if p.final != nil {
-		return nil
-	}
-	p.log.Info("continuing as new to keep the history short", "checks", p.status.Checks, "history_length", workflow.GetInfo(ctx).GetCurrentHistoryLength())
+// nextRun carries the lookups' count, the last error and a card token that
+// a charge update brought.
+func (p *payment) nextRun() (any, any) {
 	next := p.in
 	next.Carried = &CarriedState{Checks: p.status.Checks, LastError: p.status.LastError}
 	if p.token != p.intent.CardToken {
 		next.Carried.CardToken = p.token
 	}
-	return workflow.NewContinueAsNewError(ctx, PaymentWorkflow, next)
+	return PaymentWorkflow, next
 }
 
 // validateCharge refuses, before anything is written to the history, a

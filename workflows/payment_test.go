@@ -54,7 +54,7 @@ var (
 	dropping = activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}, Breaker: patientBreaker}
 	// shortCharge gives up on a dropped request and on the charge phase in
 	// well under a second of real time.
-	shortCharge = workflows.Timing{AttemptTimeout: 200 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 100 * time.Millisecond}
+	shortCharge = workflows.Timing{AttemptTimeout: 200 * time.Millisecond, SendBudget: time.Second, RetryInterval: 100 * time.Millisecond}
 )
 
 // activitiesStarted records the type of every activity and local activity
@@ -504,7 +504,7 @@ func TestPaymentWorkflow_NothingProcessedSettlesNotProcessedAtOnce(t *testing.T)
 
 			require.Equal(t, chargeonce.AttemptNotProcessed, res.Status, res.Message)
 			require.Contains(t, res.Message, "nothing was charged")
-			require.LessOrEqual(t, wenv.Now().Sub(createdAt), workflows.DefaultTiming().ChargeBudget, "settled within the charge budget")
+			require.LessOrEqual(t, wenv.Now().Sub(createdAt), workflows.DefaultTiming().SendBudget, "settled within the charge budget")
 			require.Equal(t, []string{"Charge"}, slices.Compact(started()), "the provider is never asked for the charge")
 			require.Len(t, started(), tt.requests)
 			require.Equal(t, tt.sent, countOf(env.ChargeKeys(), activitiestest.Quoted(intent.Key)))
@@ -802,7 +802,7 @@ func TestPaymentWorkflow_NoChargeIsSentTooCloseToTheAbandonDeadline(t *testing.T
 	timing := shortCharge.WithDefaults()
 	// The last moment a charge may go out: abandon deadline minus the charge
 	// budget minus the time the provider is given to finish (MinAge).
-	lastSend := timing.AbandonAfter - timing.ChargeBudget - timing.MinAge
+	lastSend := timing.AbandonAfter - timing.SendBudget - timing.MinAge
 	late := &chargeUpdate{t: t}
 	var sentBefore int
 	wenv.RegisterDelayedCallback(func() {

@@ -104,13 +104,6 @@ func RefundWorkflowID(key string) string {
 	return key
 }
 
-// RefundStartSearchAttributes are the search attributes a refund workflow
-// starts with: a pending refund of its order (none for a charge of no
-// order), under its merchant reference.
-func RefundStartSearchAttributes(intent chargeonce.RefundIntent) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(setting((&refund{intent: intent}).searchAttributes())...)
-}
-
 // RefundWorkflow refunds one refund intent exactly once.
 //
 // Send phase: the Refund activity sends the refund with the intent's key,
@@ -146,39 +139,21 @@ func RefundWorkflow(ctx workflow.Context, in RefundInput) (RefundResult, error) 
 	if err != nil {
 		return RefundResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidRefundInput, nil)
 	}
-	if err := r.registerHandlers(ctx); err != nil {
-		return RefundResult{}, err
-	}
-	if attrs := r.searchAttributes(); !published(ctx, attrs) {
-		publish(ctx, r.log, attrs)
-	}
-	if r.status.Phase == PhaseRefunding {
-		if err := r.sendPhase(ctx); err != nil {
-			return RefundResult{}, err
-		}
-	}
-	if err := r.reconcile(ctx); err != nil {
-		return RefundResult{}, err
-	}
-	// An update that is still answering must finish before the workflow
-	// closes, or its caller gets an error instead of the outcome.
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return RefundResult{}, err
-	}
-	return *r.final, nil
+	return run(ctx, r)
 }
 
 // refund is the state of one run of RefundWorkflow.
 type refund struct {
+	operation[RefundResult]
 	in     RefundInput
 	intent chargeonce.RefundIntent
-	timing Timing
-	log    log.Logger
-	status Status
 	// providerRefundID is the id of the refund the provider holds pending.
 	providerRefundID string
 	// retention is the provider's key retention; 0 until read.
 	retention time.Duration
+	// horizon is the key's retention horizon, after which a refund still
+	// unknown is a person's (refundHorizon); set once retention is read.
+	horizon time.Time
 	// unresolved is set once refund_unknown was raised.
 	unresolved bool
 	// sentBy is when every request sent so far had ended; zero while
@@ -187,27 +162,15 @@ type refund struct {
 	// refused is set once the provider refused a request of this run as a
 	// contract violation, which a resend would only repeat.
 	refused bool
-	// final is the settled outcome; nil while the refund is pending.
-	final *RefundResult
-	// checkNow is set by a refund event and cleared by the next lookup.
-	checkNow bool
 }
 
 func newRefund(ctx workflow.Context, in RefundInput) (*refund, error) {
-	timing := in.Timing.WithDefaults()
-	if err := timing.Validate(); err != nil {
+	op, err := newOperation[RefundResult](ctx, chargeonce.OperationRefund, in.Timing, in.Intent,
+		log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID, "charge", in.Intent.ChargeID), PhaseRefunding)
+	if err != nil {
 		return nil, err
 	}
-	if err := in.Intent.Validate(); err != nil {
-		return nil, err
-	}
-	r := &refund{
-		in:     in,
-		intent: in.Intent,
-		timing: timing,
-		log:    log.With(workflow.GetLogger(ctx), "key", in.Intent.Key, "order", in.Intent.OrderID, "charge", in.Intent.ChargeID),
-		status: Status{Phase: PhaseRefunding},
-	}
+	r := &refund{operation: op, in: in, intent: in.Intent}
 	if c := in.Carried; c != nil {
 		r.status = Status{Phase: PhaseReconciling, Checks: c.Checks, LastError: c.LastError}
 		r.providerRefundID = c.ProviderRefundID
@@ -222,22 +185,13 @@ func newRefund(ctx workflow.Context, in RefundInput) (*refund, error) {
 }
 
 func (r *refund) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, chargeonce.QueryStatus, func() (Status, error) {
-		return r.status, nil
-	}); err != nil {
-		return fmt.Errorf("register the status query: %w", err)
-	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, chargeonce.UpdateRefund, r.handleRefund,
 		workflow.UpdateHandlerOptions{Validator: r.validateRefund}); err != nil {
 		return fmt.Errorf("register the refund update: %w", err)
 	}
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		events := workflow.GetSignalChannel(ctx, chargeonce.SignalRefundEvent)
-		var ev RefundEvent
-		for events.Receive(ctx, &ev) {
-			r.log.Info("refund event, looking the refund up at once", "refund", ev.RefundID, "type", ev.Type)
-			r.checkNow = true
-		}
+	listen(ctx, chargeonce.SignalRefundEvent, func(ev RefundEvent) {
+		r.log.Info("refund event, looking the refund up at once", "refund", ev.RefundID, "type", ev.Type)
+		r.checkNow = true
 	})
 	return nil
 }
@@ -266,7 +220,7 @@ func (r *refund) handleRefund(ctx workflow.Context, _ RefundUpdate) (RefundResul
 // instead of its payment timing's abandon deadline, and a refund that the
 // lookups prove the provider never got is sent again (resendsNow). It is
 // asked only where the two differ: a send later than the old last send time
-// allowed (CreatedAt + AbandonAfter − ChargeBudget), or a resend; runs
+// allowed (CreatedAt + AbandonAfter − SendBudget), or a resend; runs
 // recorded without its marker keep the old rule. It retires by the rule of
 // PaymentWorkflow's gates, with a refund's bound: a refund runs until the
 // horizon of its key's retention, and past it only while it is pending at
@@ -277,10 +231,14 @@ const (
 	refundResend       workflow.Version = 1
 )
 
-// sendPhase sends the refund, unless its last send time has passed, and
-// settles a definite outcome; an unknown one, or one the provider holds
-// pending, moves the refund to lookups. Its error is only cancellation.
+// sendPhase sends the refund when this run starts with it, unless its last
+// send time has passed, and settles a definite outcome; an unknown one, or
+// one the provider holds pending, moves the refund to lookups. Its error is
+// only cancellation.
 func (r *refund) sendPhase(ctx workflow.Context) error {
+	if r.status.Phase != PhaseRefunding {
+		return nil
+	}
 	defer func() {
 		if r.final == nil {
 			r.status.Phase = PhaseReconciling
@@ -312,7 +270,7 @@ func (r *refund) lastSendAt(ctx workflow.Context) (time.Time, error) {
 		return earliest, nil
 	}
 	if workflow.GetVersion(ctx, changeRefundResend, workflow.DefaultVersion, refundResend) == workflow.DefaultVersion {
-		return created.Add(r.timing.AbandonAfter - r.timing.ChargeBudget), nil
+		return created.Add(r.timing.AbandonAfter - r.timing.SendBudget), nil
 	}
 	if err := r.readRetention(ctx); err != nil {
 		return time.Time{}, err
@@ -321,12 +279,12 @@ func (r *refund) lastSendAt(ctx workflow.Context) (time.Time, error) {
 }
 
 // send sends the refund's requests under its key, the same body each time,
-// until the provider answers or ChargeBudget ends, and settles a definite
+// until the provider answers or SendBudget ends, and settles a definite
 // outcome; an unknown one, or one the provider holds pending, leaves the
 // refund to the lookups. Its error is only cancellation.
 func (r *refund) send(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Refunding %s of charge %s with key %s: waiting for the provider's answer until %s at the latest.",
-		r.intent.Amount, r.intent.ChargeID, r.intent.Key, formatTime(workflow.Now(ctx).Add(r.timing.ChargeBudget))))
+		r.intent.Amount, r.intent.ChargeID, r.intent.Key, formatTime(workflow.Now(ctx).Add(r.timing.SendBudget))))
 	var res activities.RefundResult
 	end, refusal, err := sendRequests(ctx, r.timing, "next refund request", &r.status.LastError, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, acts.Refund, activities.RefundInput{Intent: r.intent}).Get(ctx, &res)
@@ -374,8 +332,8 @@ func answeredRefund(status chargeonce.RefundStatus, providerRefundID, failureRea
 	return res
 }
 
-// reconcile looks the refund up at the provider until it is settled. It
-// returns a ContinueAsNewError when the history grows too long.
+// reconcile reads the provider's key retention, which sets the refund's
+// horizon, and looks the refund up until it is settled.
 func (r *refund) reconcile(ctx workflow.Context) error {
 	if r.final != nil {
 		return nil
@@ -383,51 +341,34 @@ func (r *refund) reconcile(ctx workflow.Context) error {
 	if err := r.readRetention(ctx); err != nil {
 		return err
 	}
-	horizon := r.timing.refundHorizon(r.intent.CreatedAt, r.retention)
-	jitter := r.timing.LookupJitter(r.intent.Key)
-	for r.final == nil {
-		now := workflow.Now(ctx)
-		if r.unresolved {
-			r.status.NextCheckAt = time.Time{}
-			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Outcome unknown at the key's retention horizon (%s): alert refund_unknown raised. Waiting for a refund event or a person (signal %q); nothing is sent again.",
-				chargeonce.Plural(r.status.Checks, "lookup"), chargeonce.SignalRefundEvent))
-			if err := workflow.Await(ctx, func() bool { return r.checkNow }); err != nil {
-				return err
-			}
-		} else {
-			next := r.timing.nextLookupBefore(jitter, r.intent.CreatedAt, horizon, now, r.status.Checks)
-			if r.providerRefundID != "" && !now.Before(horizon) {
-				next = now.Add(r.timing.longestLookupGap())
-			}
-			r.status.NextCheckAt = next
-			workflow.SetCurrentDetails(ctx, r.waitingDetails(next, horizon))
-			if wait := next.Sub(now); wait > 0 {
-				if _, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
-					Timeout:      wait,
-					TimerOptions: workflow.TimerOptions{Summary: "next provider lookup"},
-				}, func() bool { return r.checkNow }); err != nil {
-					return err
-				}
-			}
-		}
-		r.checkNow = false
-		if err := r.check(ctx, horizon); err != nil {
-			return err
-		}
-		if r.final == nil && historyTooLong(ctx) {
-			return r.continueAsNew(ctx)
-		}
-	}
-	return nil
+	r.horizon = r.timing.refundHorizon(r.intent.CreatedAt, r.retention)
+	return lookups(ctx, r)
 }
 
-func (r *refund) waitingDetails(next, horizon time.Time) string {
+// nextLookup is on the grid of the payment's lookups up to the horizon;
+// one the provider holds pending is looked up every longest lookup gap
+// after it, and an unresolved refund only on an event.
+func (r *refund) nextLookup(now time.Time) (time.Time, bool) {
+	if r.unresolved {
+		return time.Time{}, false
+	}
+	if r.providerRefundID != "" && !now.Before(r.horizon) {
+		return now.Add(r.timing.longestLookupGap()), true
+	}
+	return r.timing.nextLookupBefore(r.timing.LookupJitter(r.intent.Key), r.intent.CreatedAt, r.horizon, now, r.status.Checks), true
+}
+
+func (r *refund) waitingDetails(next time.Time) string {
+	if r.unresolved {
+		return fmt.Sprintf("Outcome unknown at the key's retention horizon (%s): alert refund_unknown raised. Waiting for a refund event or a person (signal %q); nothing is sent again.",
+			chargeonce.Plural(r.status.Checks, "lookup"), chargeonce.SignalRefundEvent)
+	}
 	if r.providerRefundID != "" {
 		return fmt.Sprintf("The provider is processing refund %s: next lookup at %s (%d so far). A refund event acts at once.",
 			r.providerRefundID, formatTime(next), r.status.Checks)
 	}
 	return fmt.Sprintf("Outcome unknown: next provider lookup at %s (%d so far); a person is alerted at %s if the provider still holds no refund. A refund event acts at once.",
-		formatTime(next), r.status.Checks, formatTime(horizon))
+		formatTime(next), r.status.Checks, formatTime(r.horizon))
 }
 
 // retentionAttempts bounds the reads of the provider's key retention. A
@@ -468,7 +409,7 @@ func (r *refund) readRetention(ctx workflow.Context) error {
 // decides it. A lookup that keeps failing is logged and retried at the next
 // check. At or after the horizon, a lookup that finds no refund raises
 // refund_unknown, once. Its error is only cancellation.
-func (r *refund) check(ctx workflow.Context, horizon time.Time) error {
+func (r *refund) check(ctx workflow.Context) error {
 	startedAt := workflow.Now(ctx)
 	r.status.Checks++
 	var res activities.FindRefundResult
@@ -514,7 +455,7 @@ func (r *refund) check(ctx workflow.Context, horizon time.Time) error {
 	if r.resendsNow(ctx, startedAt) {
 		return r.resend(ctx)
 	}
-	if startedAt.Before(horizon) || r.unresolved {
+	if startedAt.Before(r.horizon) || r.unresolved {
 		r.log.Info("no refund at the provider yet, will check again", "checks", r.status.Checks)
 		return nil
 	}
@@ -563,28 +504,20 @@ func (r *refund) resend(ctx workflow.Context) error {
 }
 
 // settle records a settled outcome in the database and completes the
-// refund. A recording that fails for good (the refund is missing from the
-// database) is logged for a human and does not change the outcome: the
-// provider's answer is the truth. Its error is only cancellation.
+// refund (operation.settle). Its error is only cancellation.
 func (r *refund) settle(ctx workflow.Context, res RefundResult) error {
-	out, err := record(ctx, r.log, acts.RecordRefundOutcome, activities.RecordRefundOutcomeInput{
-		Key:              r.intent.Key,
-		Status:           res.Status,
-		ProviderRefundID: res.ProviderRefundID,
-		FailureReason:    res.FailureReason,
+	return r.operation.settle(ctx, res, func(ctx workflow.Context) (bool, error) {
+		out, err := record(ctx, r.log, acts.RecordRefundOutcome, activities.RecordRefundOutcomeInput{
+			Key:              r.intent.Key,
+			Status:           res.Status,
+			ProviderRefundID: res.ProviderRefundID,
+			FailureReason:    res.FailureReason,
+		})
+		return out.Changed, err
 	})
-	switch {
-	case temporal.IsCanceledError(err):
-		return err
-	case err != nil:
-		r.log.Error("could not record the refund outcome in the database, a human must record it", alert.Attr(alert.OutcomeUnrecorded), "status", res.Status, "refund", res.ProviderRefundID, "error", err)
-	case !out.Changed:
-		r.log.Info("the refund was already settled in the database, nothing changed", "status", res.Status)
-	}
-	r.final = &res
-	r.status.Phase = PhaseCompleted
-	r.status.NextCheckAt = time.Time{}
-	publish(ctx, r.log, r.searchAttributes())
+}
+
+func (res RefundResult) completion() string {
 	details := "Completed: " + string(res.Status)
 	if res.ProviderRefundID != "" {
 		details += ", provider refund " + res.ProviderRefundID
@@ -592,16 +525,12 @@ func (r *refund) settle(ctx workflow.Context, res RefundResult) error {
 	if res.FailureReason != "" {
 		details += ", reason " + res.FailureReason
 	}
-	workflow.SetCurrentDetails(ctx, details+".")
-	return nil
+	return details + "."
 }
 
-// continueAsNew hands the lookups to a fresh run with a short history.
-func (r *refund) continueAsNew(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
-	}
-	r.log.Info("continuing as new to keep the history short", "checks", r.status.Checks, "history_length", workflow.GetInfo(ctx).GetCurrentHistoryLength())
+// nextRun carries the lookups' state: what the provider holds, the key's
+// retention, the alert raised, and when the requests had ended.
+func (r *refund) nextRun() (any, any) {
 	next := r.in
 	next.Carried = &RefundCarried{
 		Checks:           r.status.Checks,
@@ -611,7 +540,7 @@ func (r *refund) continueAsNew(ctx workflow.Context) error {
 		Unresolved:       r.unresolved,
 		SentBy:           r.sentBy,
 	}
-	return workflow.NewContinueAsNewError(ctx, RefundWorkflow, next)
+	return RefundWorkflow, next
 }
 
 // outcome is the settled outcome, or a pending result while it is not.

@@ -247,7 +247,7 @@ func TestRefundWorkflow_RefundStartedAfterItsLastSendOnlyLooksUp(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	r := newPaidRefund(t, env)
 	// The fake provider keeps keys for a day: the last send time is the
-	// horizon, a day less a longest lookup gap, less ChargeBudget and
+	// horizon, a day less a longest lookup gap, less SendBudget and
 	// MinAge.
 	start := createdAt.Add(fakeprovider.DefaultRetention)
 	wenv := newWorkflowEnv(t, env, start)
@@ -333,7 +333,7 @@ func TestRefundWorkflow_RefundTheSweepStartsAfterTheAbandonDeadlineIsSent(t *tes
 	env := activitiestest.New(t, activitiestest.Options{})
 	r := newPaidRefund(t, env)
 	// The sweep started the settlement's repair refund 38.6 s after it was
-	// created: past CreatedAt + AbandonAfter − ChargeBudget, long before the
+	// created: past CreatedAt + AbandonAfter − SendBudget, long before the
 	// key's retention ends.
 	wenv := newWorkflowEnv(t, env, createdAt.Add(38600*time.Millisecond))
 	started := activitiesStarted(wenv)

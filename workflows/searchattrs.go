@@ -9,8 +9,9 @@ import (
 	"chargeonce"
 )
 
-// The payment workflow's search attributes, which let the Temporal Web UI
-// answer "which attempts are open, for which order, and for how long". These
+// The search attributes of the money movements' workflows, which let the
+// Temporal Web UI answer "which attempts and refunds are open, for which
+// order, and for how long". These
 // keys are their one definition, name and type: the workflow sets them, the
 // checkout starts workflows with them, the embedded server and
 // cmd/temporal-setup register them, and the worker and the API refuse to
@@ -24,15 +25,19 @@ var (
 	SearchAttrMerchantReference = temporal.NewSearchAttributeKeyKeyword("MerchantReference")
 	// SearchAttrProviderPaymentID is the provider's charge ID, once known.
 	SearchAttrProviderPaymentID = temporal.NewSearchAttributeKeyKeyword("ProviderPaymentId")
+	// SearchAttrOperation is the kind of money movement, a
+	// chargeonce.Operation such as "charge" or "refund". The starters set
+	// it, and continue-as-new carries it; the workflows never change it.
+	SearchAttrOperation = temporal.NewSearchAttributeKeyKeyword("Operation")
 )
 
 // searchAttributeKeys lists every key above.
 var searchAttributeKeys = []temporal.SearchAttributeKey{
-	SearchAttrOrderID, SearchAttrPaymentStatus, SearchAttrMerchantReference, SearchAttrProviderPaymentID,
+	SearchAttrOrderID, SearchAttrPaymentStatus, SearchAttrMerchantReference, SearchAttrProviderPaymentID, SearchAttrOperation,
 }
 
-// SearchAttributes returns every search attribute of the payment workflow
-// with its type, as a namespace must have them.
+// SearchAttributes returns every search attribute of the money movements'
+// workflows with its type, as a namespace must have them.
 func SearchAttributes() map[string]enums.IndexedValueType {
 	m := make(map[string]enums.IndexedValueType, len(searchAttributeKeys))
 	for _, k := range searchAttributeKeys {
@@ -42,12 +47,22 @@ func SearchAttributes() map[string]enums.IndexedValueType {
 }
 
 // StartSearchAttributes are the search attributes a payment workflow starts
-// with: an open attempt of its order. Starting with them makes an attempt
-// findable before its first workflow task, and spares the workflow an upsert.
+// with: an open attempt of its order, a charge. Starting with them makes an
+// attempt findable before its first workflow task, and spares the workflow
+// an upsert.
 func StartSearchAttributes(intent chargeonce.PaymentIntent) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		SearchAttrOrderID.ValueSet(strconv.FormatInt(intent.OrderID, 10)),
 		SearchAttrPaymentStatus.ValueSet(string(chargeonce.AttemptOpen)),
 		SearchAttrMerchantReference.ValueSet(intent.MerchantReference),
+		SearchAttrOperation.ValueSet(string(chargeonce.OperationCharge)),
 	)
+}
+
+// RefundStartSearchAttributes are the search attributes a refund workflow
+// starts with: a pending refund of its order (none for a charge of no
+// order), under its merchant reference, a refund.
+func RefundStartSearchAttributes(intent chargeonce.RefundIntent) temporal.SearchAttributes {
+	updates := setting((&refund{intent: intent}).searchAttributes())
+	return temporal.NewSearchAttributes(append(updates, SearchAttrOperation.ValueSet(string(chargeonce.OperationRefund)))...)
 }

@@ -13,9 +13,10 @@ import (
 	"chargeonce/activities"
 )
 
-// The machinery that payments and refunds share: a send phase of one
-// request per activity within a budget, lookups on the lookup task queue,
-// a durable record of the outcome, search attributes and continue-as-new.
+// The requests and records that every money movement makes: a send phase
+// of one request per activity within a budget, the options of lookups on
+// the lookup task queue, a durable record of the outcome, and search
+// attributes.
 
 // sendEnd is how a send phase ended.
 type sendEnd int
@@ -36,7 +37,7 @@ const (
 
 // sendRequests sends requests with send, one activity (or local activity)
 // execution each, until the provider answers definitely or the budget of
-// t.ChargeBudget, counted from now, ends. send executes the request's
+// t.SendBudget, counted from now, ends. send executes the request's
 // activity or local activity with the context it is given, which carries
 // the options of both, and waits for it; its nil error is an answer, which
 // send keeps. The error of the last failed request goes to *lastError. On
@@ -51,9 +52,9 @@ const (
 // fits in the budget: one cut short would be unknown for want of time, and
 // every request ends within the budget, which the last send times count on.
 func sendRequests(ctx workflow.Context, t Timing, summary string, lastError *string, send func(actx workflow.Context) error) (end sendEnd, refusal *temporal.ApplicationError, err error) {
-	deadline := workflow.Now(ctx).Add(t.ChargeBudget)
+	deadline := workflow.Now(ctx).Add(t.SendBudget)
 	mayBeProcessed := false
-	// The first request always fits: AttemptTimeout ≤ ChargeBudget.
+	// The first request always fits: AttemptTimeout ≤ SendBudget.
 	for wait := time.Duration(0); ; {
 		if wait > 0 {
 			if workflow.Now(ctx).Add(wait + t.AttemptTimeout).After(deadline) {

@@ -9,18 +9,20 @@ import (
 	"time"
 )
 
-// Timing is how long the payment workflow waits for what. A zero field takes
-// DefaultTiming's value.
+// Timing is how long the workflow of a money movement waits for what. A
+// zero field takes DefaultTiming's value. The JSON names and the flags are
+// older than refunds, and keep the charge's names: histories and
+// deployments hold them.
 type Timing struct {
-	// AttemptTimeout bounds one charge request (the activity's StartToClose).
+	// AttemptTimeout bounds one request (the activity's StartToClose).
 	AttemptTimeout time.Duration `json:"attemptTimeout"`
-	// ChargeBudget bounds all charge requests of one charge phase together,
-	// from the phase's start; when it runs out, the outcome is unknown and
-	// reconciliation takes over, unless no request can have been processed,
-	// and then the attempt is not_processed.
-	ChargeBudget time.Duration `json:"chargeBudget"`
-	// RetryInterval is the pause between charge requests, unless the
-	// provider's Retry-After asks for another.
+	// SendBudget bounds all requests of one send phase together, from the
+	// phase's start; when it runs out, the outcome is unknown and lookups
+	// take over, unless no request can have been processed, and then the
+	// outcome is not_processed. Its flag is --charge-budget.
+	SendBudget time.Duration `json:"chargeBudget"`
+	// RetryInterval is the pause between requests, unless the provider's
+	// Retry-After asks for another.
 	RetryInterval time.Duration `json:"retryInterval"`
 	// MinAge is how old an attempt is, counted from its creation, when it is
 	// first looked up at the provider.
@@ -43,7 +45,7 @@ type Timing struct {
 func DefaultTiming() Timing {
 	return Timing{
 		AttemptTimeout: 3 * time.Second,
-		ChargeBudget:   10 * time.Second,
+		SendBudget:     10 * time.Second,
 		RetryInterval:  time.Second,
 		MinAge:         2 * time.Minute,
 		Interval:       time.Minute,
@@ -63,7 +65,7 @@ type TimingField struct {
 func (t *Timing) Fields() []TimingField {
 	return []TimingField{
 		{"attempt-timeout", "how long one charge request may take", &t.AttemptTimeout},
-		{"charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.ChargeBudget},
+		{"charge-budget", "how long all charge requests of a checkout may take before the outcome counts as unknown", &t.SendBudget},
 		{"retry-interval", "pause between charge requests (a provider's Retry-After wins)", &t.RetryInterval},
 		{"reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
 		{"reconcile-interval", "first gap between lookups of an unknown-outcome attempt; later gaps back off to 2, 4 and 8 times it", &t.Interval},
@@ -96,20 +98,20 @@ func (t Timing) Validate() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if t.AttemptTimeout > t.ChargeBudget {
-		errs = append(errs, fmt.Errorf("timing: --attempt-timeout %s exceeds --charge-budget %s, so not even one request fits the budget", t.AttemptTimeout, t.ChargeBudget))
+	if t.AttemptTimeout > t.SendBudget {
+		errs = append(errs, fmt.Errorf("timing: --attempt-timeout %s exceeds --charge-budget %s, so not even one request fits the budget", t.AttemptTimeout, t.SendBudget))
 	}
-	if t.RetryInterval >= t.ChargeBudget {
-		errs = append(errs, fmt.Errorf("timing: --retry-interval %s must be shorter than --charge-budget %s, or no retry fits the budget", t.RetryInterval, t.ChargeBudget))
+	if t.RetryInterval >= t.SendBudget {
+		errs = append(errs, fmt.Errorf("timing: --retry-interval %s must be shorter than --charge-budget %s, or no retry fits the budget", t.RetryInterval, t.SendBudget))
 	}
-	if t.ChargeBudget >= t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: --charge-budget %s must be shorter than --abandon-after %s, or an attempt could be abandoned while it is still being charged", t.ChargeBudget, t.AbandonAfter))
+	if t.SendBudget >= t.AbandonAfter {
+		errs = append(errs, fmt.Errorf("timing: --charge-budget %s must be shorter than --abandon-after %s, or an attempt could be abandoned while it is still being charged", t.SendBudget, t.AbandonAfter))
 	}
 	if t.MinAge > t.AbandonAfter {
 		errs = append(errs, fmt.Errorf("timing: --reconcile-min-age %s exceeds --abandon-after %s, so the attempt would be abandoned before its first lookup", t.MinAge, t.AbandonAfter))
 	}
-	if t.ChargeBudget+t.MinAge > t.AbandonAfter {
-		errs = append(errs, fmt.Errorf("timing: --charge-budget %s plus --reconcile-min-age %s exceeds --abandon-after %s, so even the first charge could still be processing when the attempt is abandoned", t.ChargeBudget, t.MinAge, t.AbandonAfter))
+	if t.SendBudget+t.MinAge > t.AbandonAfter {
+		errs = append(errs, fmt.Errorf("timing: --charge-budget %s plus --reconcile-min-age %s exceeds --abandon-after %s, so even the first charge could still be processing when the attempt is abandoned", t.SendBudget, t.MinAge, t.AbandonAfter))
 	}
 	return errors.Join(errs...)
 }
@@ -189,11 +191,11 @@ func DecodeTiming(b []byte) (Timing, error) {
 }
 
 // lastSendAt is the latest time a charge may still be sent for an attempt
-// created at created. A request sent then ends within ChargeBudget, and the
+// created at created. A request sent then ends within SendBudget, and the
 // provider has MinAge more to finish processing it, by the abandon deadline:
 // the deadline's lookup must see every charge the attempt can ever have.
 func (t Timing) lastSendAt(created time.Time) time.Time {
-	return created.Add(t.AbandonAfter - t.ChargeBudget - t.MinAge)
+	return created.Add(t.AbandonAfter - t.SendBudget - t.MinAge)
 }
 
 // lookupDoublings is how often the gap between two lookups doubles: from
@@ -299,7 +301,7 @@ func (t Timing) longestLookupGap() time.Duration {
 
 // refundLastSendAt is the latest time a refund created at created may still
 // be sent when the provider keeps keys for retention: a request sent then
-// ends within ChargeBudget, and the provider has MinAge more to finish it,
+// ends within SendBudget, and the provider has MinAge more to finish it,
 // by the horizon (refundHorizon), whose lookup must see every refund the
 // key can ever have, and which comes before the provider forgets the key.
 // So the window is bounded by the key's retention alone, never by the
@@ -307,7 +309,7 @@ func (t Timing) longestLookupGap() time.Duration {
 // the earliest the retention allows, since the worker keeps AbandonAfter
 // below it.
 func (t Timing) refundLastSendAt(created time.Time, retention time.Duration) time.Time {
-	return t.refundHorizon(created, retention).Add(-t.ChargeBudget - t.MinAge)
+	return t.refundHorizon(created, retention).Add(-t.SendBudget - t.MinAge)
 }
 
 // RefundSendWindow is how long after its creation a refund may still be

@@ -53,7 +53,7 @@ func TestTiming_Validate(t *testing.T) {
 func TestTiming_EncodeDecodeRoundTrips(t *testing.T) {
 	timing := workflows.Timing{
 		AttemptTimeout: 1500 * time.Millisecond,
-		ChargeBudget:   5 * time.Second,
+		SendBudget:     5 * time.Second,
 		RetryInterval:  500 * time.Millisecond,
 		MinAge:         2 * time.Minute,
 		Interval:       time.Minute,

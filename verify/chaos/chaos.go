@@ -70,7 +70,7 @@ import (
 func Timing() workflows.Timing {
 	return workflows.Timing{
 		AttemptTimeout: 300 * time.Millisecond,
-		ChargeBudget:   1500 * time.Millisecond,
+		SendBudget:     1500 * time.Millisecond,
 		RetryInterval:  200 * time.Millisecond,
 		MinAge:         2 * time.Second,
 		Interval:       time.Second,
@@ -189,7 +189,7 @@ func (c Config) withDefaults() Config {
 		c.Timing = Timing()
 	}
 	if c.CheckoutBudget == 0 {
-		c.CheckoutBudget = c.Timing.ChargeBudget + 500*time.Millisecond
+		c.CheckoutBudget = c.Timing.SendBudget + 500*time.Millisecond
 	}
 	if c.SettleTimeout == 0 {
 		c.SettleTimeout = c.Timing.AbandonAfter + time.Minute

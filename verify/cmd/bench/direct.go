@@ -82,7 +82,7 @@ func (d *direct) pay(ctx context.Context, orderID int64, cardToken string) error
 // the provider's Retry-After asks for another wait, no retry of an outcome
 // that cannot change, and every request sent written to the request log.
 func (d *direct) charge(ctx context.Context, req provider.ChargeRequest) provider.Result {
-	budget, cancel := context.WithTimeout(ctx, d.timing.ChargeBudget)
+	budget, cancel := context.WithTimeout(ctx, d.timing.SendBudget)
 	defer cancel()
 	for {
 		reqCtx, cancelReq := context.WithTimeout(budget, d.timing.AttemptTimeout)

@@ -50,7 +50,7 @@ func runEvents(ctx context.Context, o options, log, progress *slog.Logger) (*Rep
 			// provider client's circuit breaker, and most checkouts would
 			// send nothing.
 			fmt.Sprintf("%d checkouts at once, each against a provider that takes %s per charge, on the default timing (charge budget %s, first lookup at %s plus the key's jitter of up to %s)",
-				o.events, eventsProviderDelay, timing.ChargeBudget, timing.MinAge, timing.Interval),
+				o.events, eventsProviderDelay, timing.SendBudget, timing.MinAge, timing.Interval),
 			"each checkout answers 202 pending; the time measured is from the charge's creation at the provider to the order's paid update in the merchant database",
 			"provider events: the fake provider posts a signed event per charge to POST /webhooks/provider, whose signal makes the workflow look the charge up at once",
 			"lookups only: no events; the workflow finds the charge at its first scheduled lookup",

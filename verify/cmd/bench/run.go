@@ -36,7 +36,7 @@ import (
 func benchTiming() workflows.Timing {
 	return workflows.Timing{
 		AttemptTimeout: time.Second,
-		ChargeBudget:   2 * time.Second,
+		SendBudget:     2 * time.Second,
 		RetryInterval:  250 * time.Millisecond,
 		MinAge:         5 * time.Second,
 		Interval:       15 * time.Second,
@@ -234,7 +234,7 @@ func (b *bench) setup() []string {
 		"bare workflow = one workflow with one trivial activity on its own task queue and worker, started with ExecuteWorkflow and awaited, same server, client and payload codec",
 		"direct loop = the same store transaction, provider requests (same retry rules), request log and settlement, in-process without Temporal",
 		fmt.Sprintf("timing: attempt %s, charge budget %s, retry every %s, first lookup after %s, then every %s, abandon after %s",
-			t.AttemptTimeout, t.ChargeBudget, t.RetryInterval, t.MinAge, t.Interval, t.AbandonAfter),
+			t.AttemptTimeout, t.SendBudget, t.RetryInterval, t.MinAge, t.Interval, t.AbandonAfter),
 		fmt.Sprintf("phases: %s each; workers: pollers %s, max concurrent executions %s; bare eager start %v; stack logs at %s",
 			b.o.phase, pollers, conc, b.o.eager, b.o.logLevel),
 		"CPU and memory are of this one process, which holds the Temporal server, both workers, the fake provider, the databases and the load generator",

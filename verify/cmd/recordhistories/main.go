@@ -65,7 +65,7 @@ var breaking = activitiestest.Options{
 // shortUnknown makes the charge phase give up within a second.
 var shortUnknown = workflows.Timing{
 	AttemptTimeout: 200 * time.Millisecond,
-	ChargeBudget:   time.Second,
+	SendBudget:     time.Second,
 	RetryInterval:  200 * time.Millisecond,
 }
 
@@ -74,7 +74,7 @@ var shortUnknown = workflows.Timing{
 // the test server fires shorter timers late, past the budget.
 var threeRequests = workflows.Timing{
 	AttemptTimeout: 200 * time.Millisecond,
-	ChargeBudget:   3 * time.Second,
+	SendBudget:     3 * time.Second,
 	RetryInterval:  time.Second,
 }
 
@@ -95,7 +95,7 @@ func scenarios() []scenario {
 	reconciled := shortUnknown
 	reconciled.MinAge, reconciled.Interval, reconciled.AbandonAfter = 3*time.Second, time.Second, 10*time.Second
 	abandoned := workflows.Timing{
-		AttemptTimeout: 300 * time.Millisecond, ChargeBudget: time.Second, RetryInterval: 200 * time.Millisecond,
+		AttemptTimeout: 300 * time.Millisecond, SendBudget: time.Second, RetryInterval: 200 * time.Millisecond,
 		MinAge: 2 * time.Second, Interval: time.Second, AbandonAfter: 4 * time.Second,
 	}
 	retried := shortUnknown
