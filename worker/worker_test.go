@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce"
 	"chargeonce/activities/activitiestest"
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
@@ -260,8 +261,10 @@ func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T)
 	refunds, err := refund.New(refund.Config{Store: st, Temporal: temporal})
 	require.NoError(t, err)
 
+	providers, err := provider.Single(chargeonce.DefaultProvider, providerWithRetention(t, 24*time.Hour))
+	require.NoError(t, err)
 	w, err := worker.Start(context.Background(), worker.Deps{
-		Client: temporal, Provider: providerWithRetention(t, 24*time.Hour), Store: st, Checkout: svc, Refunds: refunds,
+		Client: temporal, Providers: providers, Store: st, Checkout: svc, Refunds: refunds,
 		Timing: other, Logger: discard(),
 	})
 
