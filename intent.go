@@ -43,6 +43,11 @@ type PaymentIntent struct {
 	// CreatedAt is when the attempt was stored; the abandon deadline counts
 	// from it.
 	CreatedAt time.Time `json:"createdAt"`
+	// Provider names the provider the attempt is sent to, which the
+	// worker's provider registry maps to its port. It is empty in the inputs
+	// of workflows started before attempts named their provider, which were
+	// all sent to the deployment's default provider.
+	Provider string `json:"provider,omitempty"`
 }
 
 // Validate checks that the intent can be charged.

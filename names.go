@@ -1,5 +1,27 @@
 package chargeonce
 
+import (
+	"fmt"
+	"regexp"
+)
+
+// DefaultProvider is the name of a deployment's one provider unless its
+// configuration names it otherwise, and the name that the attempts and the
+// refunds stored before providers were named carry.
+const DefaultProvider = "default"
+
+var providerNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+
+// CheckProviderName refuses a name that cannot name a provider: a name is
+// a lower-case letter followed by at most 62 lower-case letters, digits,
+// '_' or '-'.
+func CheckProviderName(name string) error {
+	if !providerNamePattern.MatchString(name) {
+		return fmt.Errorf("provider name %q must be a lower-case letter followed by at most 62 lower-case letters, digits, _ or -", name)
+	}
+	return nil
+}
+
 // TaskQueue is the Temporal task queue that the payment workers poll.
 const TaskQueue = "chargeonce-payments"
 

@@ -105,6 +105,11 @@ type RefundIntent struct {
 	// CreatedAt is when the intent was stored; the key's retention counts
 	// from it.
 	CreatedAt time.Time `json:"createdAt"`
+	// Provider names the provider the refund is sent to, which the worker's
+	// provider registry maps to its port. It is empty in the inputs of
+	// workflows started before refunds named their provider, which were all
+	// sent to the deployment's default provider.
+	Provider string `json:"provider,omitempty"`
 }
 
 // Validate checks that the intent can be sent.

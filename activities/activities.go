@@ -156,8 +156,10 @@ type Store interface {
 // Activities holds the dependencies of the payment activities. Register it
 // with a worker as a struct: each exported method becomes an activity.
 type Activities struct {
-	// Provider is the card provider, behind its breaker.
-	Provider provider.Port
+	// Providers are the card providers, each behind breakers of its own:
+	// every charge, refund and lookup goes to the one its intent or input
+	// names.
+	Providers provider.Registry
 	// Store is the merchant's database.
 	Store Store
 	// Now reads the clock for the request log and settlement times; nil
@@ -167,6 +169,17 @@ type Activities struct {
 	Logger *slog.Logger
 	// Metrics counts outcomes; nil counts nothing.
 	Metrics *Metrics
+}
+
+// port returns the port of the provider named name, "" for the default.
+// An unknown name is a non-retryable InvalidRequest: no retry makes this
+// worker reach a provider it was not configured with, and nothing is sent.
+func (a *Activities) port(name string) (provider.Port, error) {
+	p, err := a.Providers.Get(name)
+	if err != nil {
+		return nil, nonRetryable(ErrTypeInvalidRequest, err.Error())
+	}
+	return p, nil
 }
 
 func (a *Activities) now() time.Time {

@@ -105,10 +105,16 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 		return ChargeResult{}, nonRetryable(ErrTypeNoCardToken, "payment intent "+intent.Key+" has no card token; nothing can be sent until a customer retry brings it")
 	}
 
+	port, err := a.port(intent.Provider)
+	if err != nil {
+		log.Error("payment intent names a provider this worker does not reach, nothing sent", "provider", intent.Provider, "error", err)
+		return ChargeResult{}, err
+	}
+
 	reqCtx, cancel := requestContext(ctx)
 	defer cancel()
 	at := a.now()
-	res := a.Provider.Charge(reqCtx, provider.ChargeRequestOf(intent))
+	res := port.Charge(reqCtx, provider.ChargeRequestOf(intent))
 	a.Metrics.chargeRequest(res.Outcome, res.Replayed)
 	log = a.exchanged(ctx, log, a.Store.LogProviderRequest, intent.Key, at, res.Exchange)
 

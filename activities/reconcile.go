@@ -32,6 +32,9 @@ type FindChargeInput struct {
 	MerchantReference string `json:"MerchantReference"`
 	// Amount is what a charge of this attempt must be for.
 	Amount chargeonce.Money `json:"Amount"`
+	// Provider names the provider the attempt was sent to
+	// (chargeonce.PaymentIntent.Provider); empty means the default.
+	Provider string `json:"Provider,omitempty"`
 }
 
 // FindChargeResult is what the provider holds for the reference.
@@ -53,7 +56,11 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 	if in.MerchantReference == "" {
 		return FindChargeResult{}, nonRetryable(ErrTypeInvalidRequest, "find charge: merchant reference is empty")
 	}
-	charges, err := a.Provider.FindCharges(ctx, in.MerchantReference)
+	port, err := a.port(in.Provider)
+	if err != nil {
+		return FindChargeResult{}, err
+	}
+	charges, err := port.FindCharges(ctx, in.MerchantReference)
 	if err != nil {
 		a.Metrics.reconciliation(reconcileError)
 		log.Warn("could not look up charges at the provider", "error", err)

@@ -55,10 +55,16 @@ func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, 
 		return RefundResult{}, nonRetryable(ErrTypeInvalidRequest, err.Error())
 	}
 
+	port, err := a.port(intent.Provider)
+	if err != nil {
+		log.Error("refund intent names a provider this worker does not reach, nothing sent", "provider", intent.Provider, "error", err)
+		return RefundResult{}, err
+	}
+
 	reqCtx, cancel := requestContext(ctx)
 	defer cancel()
 	at := a.now()
-	res := a.Provider.Refund(reqCtx, provider.RefundRequestOf(intent))
+	res := port.Refund(reqCtx, provider.RefundRequestOf(intent))
 	log = a.exchanged(ctx, log, a.Store.LogRefundRequest, intent.Key, at, res.Exchange)
 
 	switch res.Class() {
@@ -117,6 +123,9 @@ type FindRefundInput struct {
 	MerchantReference string `json:"MerchantReference"`
 	// Amount is what a refund of this intent must be for.
 	Amount chargeonce.Money `json:"Amount"`
+	// Provider names the provider the refund was sent to
+	// (chargeonce.RefundIntent.Provider); empty means the default.
+	Provider string `json:"Provider,omitempty"`
 }
 
 // FindRefundResult is what the provider holds for the reference.
@@ -141,7 +150,11 @@ func (a *Activities) FindRefund(ctx context.Context, in FindRefundInput) (FindRe
 	if in.MerchantReference == "" || in.ChargeID == "" {
 		return FindRefundResult{}, nonRetryable(ErrTypeInvalidRequest, "find refund: the merchant reference and the charge id are both needed")
 	}
-	refunds, err := a.Provider.FindRefunds(ctx, in.ChargeID, in.MerchantReference)
+	port, err := a.port(in.Provider)
+	if err != nil {
+		return FindRefundResult{}, err
+	}
+	refunds, err := port.FindRefunds(ctx, in.ChargeID, in.MerchantReference)
 	if err != nil {
 		log.Warn("could not look up refunds at the provider", "error", err)
 		return FindRefundResult{}, lookupError(err, "find refunds for "+in.MerchantReference)
@@ -307,7 +320,11 @@ func (a *Activities) repairLateCharge(ctx context.Context, log *slog.Logger, att
 }
 
 // KeyRetentionInput is the input of KeyRetention.
-type KeyRetentionInput struct{}
+type KeyRetentionInput struct {
+	// Provider names the provider whose retention to read
+	// (chargeonce.RefundIntent.Provider); empty means the default.
+	Provider string `json:"Provider,omitempty"`
+}
 
 // KeyRetentionResult is how long the provider remembers an idempotency key.
 type KeyRetentionResult struct {
@@ -318,8 +335,12 @@ type KeyRetentionResult struct {
 // KeyRetention reads the key retention that the provider publishes, the
 // limit the worker checked its timing against at start. A refund whose
 // outcome stays unknown is looked up until that retention nears.
-func (a *Activities) KeyRetention(ctx context.Context, _ KeyRetentionInput) (KeyRetentionResult, error) {
-	limits, err := a.Provider.Limits(ctx)
+func (a *Activities) KeyRetention(ctx context.Context, in KeyRetentionInput) (KeyRetentionResult, error) {
+	port, err := a.port(in.Provider)
+	if err != nil {
+		return KeyRetentionResult{}, err
+	}
+	limits, err := port.Limits(ctx)
 	if err != nil {
 		return KeyRetentionResult{}, lookupError(err, "read the provider's limits")
 	}

@@ -313,6 +313,7 @@ func lateCharge(t *testing.T, env *activitiestest.Env, repaid bool) (chargeonce.
 		_, second, decision, err := env.Store.GetOrStartAttempt(ctx, store.NewAttempt{
 			OrderID: first.OrderID, CardHash: first.CardHash, Key: uuid.Must(uuid.NewV7()).String(),
 			ReferencePrefix: activitiestest.ReferencePrefix, Now: time.Now(), AbandonAfter: time.Hour,
+			Provider: chargeonce.DefaultProvider,
 		})
 		require.NoError(t, err)
 		require.Equal(t, store.DecisionCreated, decision)

@@ -23,6 +23,10 @@ type Settings struct {
 	// Finder verifies at the provider what its events claim
 	// (refund.Config.Finder); nil leaves it to the settlement.
 	Finder refund.Finder
+	// Provider names the provider that new attempts and refunds are sent
+	// to, which they store; empty means chargeonce.DefaultProvider. The
+	// workers must reach a provider of that name.
+	Provider string
 	// ReferencePrefix starts every merchant reference; empty means
 	// checkout.DefaultReferencePrefix.
 	ReferencePrefix string
@@ -41,13 +45,15 @@ type Settings struct {
 // not hold the API's metrics yet, each of its errors is a bad setting.
 func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *checkout.Service, *refund.Service, error) {
 	refunds, err := refund.New(refund.Config{
-		Store: b.Store, Temporal: b.Temporal, Finder: s.Finder, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+		Store: b.Store, Temporal: b.Temporal, Finder: s.Finder, Budget: s.CheckoutBudget, Provider: s.Provider,
+		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	svc, err := checkout.New(checkout.Config{
-		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, Provider: s.Provider,
+		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 		Refunds: refunds,
 	})
 	if err != nil {

@@ -34,6 +34,7 @@ func newOrderBody(o store.Order, attempts []store.Attempt, refunds []store.Refun
 			IdempotencyKey:    a.Key,
 			Status:            string(a.Status),
 			MerchantReference: a.MerchantReference,
+			Provider:          a.Provider,
 			Total:             a.Amount.Decimal(),
 			Currency:          a.Amount.Currency,
 			ProviderPaymentID: optional(a.ProviderPaymentID),

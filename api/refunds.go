@@ -165,6 +165,7 @@ func newRefundBody(r store.Refund, withRequests bool) wire.Refund {
 		Reason:            r.Reason,
 		Origin:            string(r.Origin),
 		MerchantReference: r.MerchantReference,
+		Provider:          r.Provider,
 		ProviderRefundID:  optional(r.ProviderRefundID),
 		FailureReason:     optional(r.FailureReason),
 		CreatedAt:         r.CreatedAt.UTC(),

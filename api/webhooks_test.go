@@ -51,6 +51,7 @@ func (a *testAPI) openAttempt(t *testing.T) store.Attempt {
 	_, attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
 		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
+		Provider: chargeonce.DefaultProvider,
 	})
 	require.NoError(t, err)
 	return attempt

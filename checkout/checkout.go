@@ -126,6 +126,9 @@ type Config struct {
 	// answers pending. Zero means the published charge budget plus two
 	// seconds, as read at each checkout.
 	Budget time.Duration
+	// Provider names the provider that new attempts are sent to, which
+	// they store; empty means chargeonce.DefaultProvider.
+	Provider string
 	// ReferencePrefix starts every merchant reference; empty means
 	// DefaultReferencePrefix.
 	ReferencePrefix string
@@ -147,6 +150,7 @@ type Service struct {
 	hasher   chargeonce.CardHasher
 	budget   time.Duration
 	prefix   string
+	provider string
 	now      func() time.Time
 	newKey   func() (string, error)
 	log      *slog.Logger
@@ -175,6 +179,12 @@ func New(cfg Config) (*Service, error) {
 	if !chargeonce.ValidReferencePrefix(cfg.ReferencePrefix) {
 		return nil, fmt.Errorf("checkout: config: reference prefix %q must be a lower-case letter followed by lower-case letters, digits or underscores", cfg.ReferencePrefix)
 	}
+	if cfg.Provider == "" {
+		cfg.Provider = chargeonce.DefaultProvider
+	}
+	if err := chargeonce.CheckProviderName(cfg.Provider); err != nil {
+		return nil, fmt.Errorf("checkout: config: %w", err)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -190,6 +200,7 @@ func New(cfg Config) (*Service, error) {
 		hasher:   cfg.CardHasher,
 		budget:   cfg.Budget,
 		prefix:   cfg.ReferencePrefix,
+		provider: cfg.Provider,
 		now:      cfg.Now,
 		newKey:   cfg.NewKey,
 		log:      cfg.Logger,
@@ -290,6 +301,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 		ReferencePrefix: s.prefix,
 		Now:             s.now(),
 		AbandonAfter:    timing.AbandonAfter,
+		Provider:        s.provider,
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{}, fmt.Errorf("%w: order %d", ErrNotFound, orderID)
@@ -518,6 +530,7 @@ func (s *Service) intent(order store.Order, a store.Attempt, cardToken string) c
 		MerchantReference: a.MerchantReference,
 		Description:       description,
 		CreatedAt:         a.CreatedAt,
+		Provider:          a.Provider,
 	}
 }
 

@@ -94,6 +94,7 @@ func paidOrder(t *testing.T, a *testAPI) string {
 	_, attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
 		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
+		Provider: chargeonce.DefaultProvider,
 	})
 	require.NoError(t, err)
 	settled, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())

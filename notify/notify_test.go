@@ -132,7 +132,7 @@ func (f *fixture) declined(t *testing.T) int64 {
 	key, err := uuid.NewV7()
 	require.NoError(t, err)
 	_, a, _, err := f.s.GetOrStartAttempt(ctx, store.NewAttempt{OrderID: o.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"),
-		Key: key.String(), ReferencePrefix: "shop", Now: time.Now(), AbandonAfter: time.Hour})
+		Key: key.String(), ReferencePrefix: "shop", Now: time.Now(), AbandonAfter: time.Hour, Provider: chargeonce.DefaultProvider})
 	require.NoError(t, err)
 	settled, err := f.s.SettleAttempt(ctx, a.Key, chargeonce.AttemptDeclined, "", time.Now())
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ const postgresURLEnv = "CHARGEONCE_TEST_POSTGRES_URL"
 
 // migrations is how many migrations each dialect has, so how many rows
 // schema_migrations holds once a database is up to date.
-const migrations = 10
+const migrations = 11
 
 // backend is one implementation of store.Store under test.
 type backend struct {
@@ -151,6 +151,7 @@ func newAttempt(t testing.TB, orderID int64, cardHash string, now time.Time) sto
 		ReferencePrefix: "bookstore",
 		Now:             now,
 		AbandonAfter:    30 * time.Minute,
+		Provider:        chargeonce.DefaultProvider,
 	}
 }
 

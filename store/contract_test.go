@@ -77,6 +77,7 @@ func TestStore_NewAttemptIsStoredBeforeAnyRequest(t *testing.T) {
 			Status:            chargeonce.AttemptOpen,
 			CreatedAt:         stored(base),
 			AbandonAt:         stored(base).Add(30 * time.Minute),
+			Provider:          chargeonce.DefaultProvider,
 		}, a)
 
 		got, err := s.GetAttempt(context.Background(), n.Key)

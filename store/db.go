@@ -81,7 +81,7 @@ const getOrStartPasses = 3
 const orderColumns = `id, amount_minor, currency, description, status, COALESCE(provider_payment_id, ''), created_at, updated_at`
 
 const attemptColumns = `idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed, merchant_reference, status,
-	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at`
+	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at, provider`
 
 const requestColumns = `r.idempotency_key, r.at, r.status_code, r.outcome, r.replayed, r.duration_us`
 
@@ -258,11 +258,11 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Order, At
 		}
 		inserted, err := q.exec(ctx,
 			`INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed,
-				merchant_reference, status, workflow_started, created_at, abandon_at)
-			VALUES ($1, $2, $3, $4, $5, true, $6, 'open', false, $7, $8)
+				merchant_reference, status, workflow_started, created_at, abandon_at, provider)
+			VALUES ($1, $2, $3, $4, $5, true, $6, 'open', false, $7, $8, $9)
 			ON CONFLICT (order_id) WHERE status = 'open' DO NOTHING`,
 			n.Key, n.OrderID, order.Amount.Minor, order.Amount.Currency, n.CardHash,
-			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)))
+			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)), n.Provider)
 		if s.d.uniqueViolation(err) {
 			return Order{}, Attempt{}, "", fmt.Errorf("%w: key %s or its merchant reference already belongs to another attempt", ErrConflict, n.Key)
 		}

@@ -75,6 +75,9 @@ type NewRefund struct {
 	RequestFingerprint string
 	// Now is the creation time of a new refund.
 	Now time.Time
+	// Provider names the provider a new refund is sent to; it must not be
+	// empty.
+	Provider string
 }
 
 // RefundableCharge is a charge that the books hold, as a refund of it sees

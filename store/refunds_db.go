@@ -14,7 +14,7 @@ const MaxChargeIDLength = 255
 
 const refundColumns = `idempotency_key, COALESCE(order_id, 0), charge_id, amount_minor, currency, reason, origin, merchant_reference,
 	status, COALESCE(provider_refund_id, ''), failure_reason, COALESCE(request_key, ''), COALESCE(request_fingerprint, ''),
-	workflow_started, created_at, last_checked_at, settled_at`
+	workflow_started, created_at, last_checked_at, settled_at, provider`
 
 func scanRefund(r rows) (Refund, error) {
 	var (
@@ -25,7 +25,7 @@ func scanRefund(r rows) (Refund, error) {
 	)
 	if err := r.Scan(&f.Key, &f.OrderID, &f.ChargeID, &minor, &currency, &f.Reason, &origin, &f.MerchantReference,
 		&status, &f.ProviderRefundID, &f.FailureReason, &f.RequestKey, &f.RequestFingerprint,
-		&f.WorkflowStarted, &created, &checked, &settled); err != nil {
+		&f.WorkflowStarted, &created, &checked, &settled, &f.Provider); err != nil {
 		return Refund{}, err
 	}
 	var err error
@@ -78,6 +78,8 @@ func (n NewRefund) validate() error {
 		return fmt.Errorf("request fingerprint %q is not a lower-case hex SHA-256", n.RequestFingerprint)
 	case n.Now.IsZero():
 		return errors.New("creation time is missing")
+	case n.Provider == "":
+		return errors.New("provider name is empty")
 	}
 	if err := chargeonce.ValidateText(n.ChargeID); err != nil {
 		return fmt.Errorf("the charge ID %w", err)
@@ -152,6 +154,7 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 				MerchantReference: chargeonce.RefundReference(n.ReferencePrefix, n.Key),
 				Origin:            n.Origin,
 				CreatedAt:         n.Now,
+				Provider:          n.Provider,
 			},
 			RequestKey:         n.RequestKey,
 			RequestFingerprint: n.RequestFingerprint,
@@ -313,11 +316,11 @@ func (s *db) insertRefund(ctx context.Context, q querier, f Refund) (bool, error
 	}
 	inserted, err := q.exec(ctx,
 		`INSERT INTO refunds (idempotency_key, order_id, charge_id, amount_minor, currency, reason, origin, merchant_reference,
-			status, request_key, request_fingerprint, workflow_started, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, false, $11)
+			status, request_key, request_fingerprint, workflow_started, created_at, provider)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, false, $11, $12)
 		ON CONFLICT (request_key) WHERE status <> 'not_processed' DO NOTHING`,
 		f.Key, orderID, f.ChargeID, f.Amount.Minor, f.Amount.Currency, f.Reason, string(f.Origin), f.MerchantReference,
-		nullIfEmpty(f.RequestKey), nullIfEmpty(f.RequestFingerprint), s.t(f.CreatedAt))
+		nullIfEmpty(f.RequestKey), nullIfEmpty(f.RequestFingerprint), s.t(f.CreatedAt), f.Provider)
 	if s.d.uniqueViolation(err) {
 		return false, fmt.Errorf("%w: key %s or its merchant reference already belongs to another refund", ErrConflict, f.Key)
 	}
@@ -523,11 +526,22 @@ func (s *db) RecordLateCharge(ctx context.Context, c LateCharge) (chargeonce.Lat
 	return d, f, nil
 }
 
+// lateAttempt is what the repair of a late charge reads of its attempt: its
+// order, and the provider that holds the charge, which refunds it.
+type lateAttempt struct {
+	orderID  int64
+	provider string
+}
+
 func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (chargeonce.LateChargeDecision, *Refund, error) {
-	orderID, err := queryOne(ctx, q, scanInt64, `SELECT order_id FROM payment_attempts WHERE idempotency_key = $1`, c.AttemptKey)
+	attempt, err := queryOne(ctx, q, func(r rows) (lateAttempt, error) {
+		var a lateAttempt
+		return a, r.Scan(&a.orderID, &a.provider)
+	}, `SELECT order_id, provider FROM payment_attempts WHERE idempotency_key = $1`, c.AttemptKey)
 	if err != nil {
 		return "", nil, err
 	}
+	orderID := attempt.orderID
 	order, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+s.d.lockOrder, orderID)
 	if err != nil {
 		return "", nil, err
@@ -574,7 +588,7 @@ func (s *db) recordLateCharge(ctx context.Context, q querier, c LateCharge) (cha
 		// Nothing was refunded under that key: the charge gets a new
 		// refund.
 	}
-	f, err := s.refundLateCharge(ctx, q, c, order, facts.RefundReason())
+	f, err := s.refundLateCharge(ctx, q, c, order, attempt.provider, facts.RefundReason())
 	if err != nil {
 		return "", nil, err
 	}
@@ -620,7 +634,7 @@ func (s *db) adoptLateCharge(ctx context.Context, q querier, c LateCharge, order
 // refundLateCharge stores the repair's refund of all that a late charge of
 // a locked order can still refund; nil when refunds that hold return the
 // whole charge already.
-func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, order Order, reason string) (*Refund, error) {
+func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, order Order, provider, reason string) (*Refund, error) {
 	if err := s.lockCharge(ctx, q, c.ChargeID); err != nil {
 		return nil, err
 	}
@@ -641,6 +655,7 @@ func (s *db) refundLateCharge(ctx context.Context, q querier, c LateCharge, orde
 		MerchantReference: chargeonce.RefundReference(c.ReferencePrefix, c.RefundKey),
 		Origin:            chargeonce.RefundLateCharge,
 		CreatedAt:         c.Now,
+		Provider:          provider,
 	}}
 	if _, err := s.insertRefund(ctx, q, f); err != nil {
 		return nil, err

@@ -46,6 +46,7 @@ func newRefund(t *testing.T, orderID, amount int64, requestKey string) store.New
 		Key:             newKey(t),
 		ReferencePrefix: "bookstore",
 		Now:             base,
+		Provider:        chargeonce.DefaultProvider,
 	}
 	if requestKey != "" {
 		n.RequestKey, n.RequestFingerprint = requestKey, fingerprint(requestKey)
@@ -86,6 +87,7 @@ func TestStore_RefundIsStoredPendingBeforeAnyRequest(t *testing.T) {
 				MerchantReference: chargeonce.RefundReference("bookstore", n.Key),
 				Origin:            chargeonce.RefundByMerchant,
 				CreatedAt:         stored(base),
+				Provider:          chargeonce.DefaultProvider,
 			},
 			Status:             chargeonce.RefundPending,
 			RequestKey:         "req-1",

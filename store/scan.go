@@ -127,7 +127,7 @@ func scanAttempt(r rows) (Attempt, error) {
 		created, checked, abandonT timestamp
 	)
 	if err := r.Scan(&a.Key, &a.OrderID, &minor, &currency, &a.CardHash, &a.CardHashKeyed, &a.MerchantReference, &status,
-		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT); err != nil {
+		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT, &a.Provider); err != nil {
 		return Attempt{}, err
 	}
 	var err error

@@ -78,6 +78,9 @@ type Attempt struct {
 	// Requests is the log of the attempt's exchanges with the provider,
 	// oldest first.
 	Requests []chargeonce.ProviderRequest
+	// Provider names the provider the attempt is sent to
+	// (chargeonce.PaymentIntent.Provider); never empty.
+	Provider string
 }
 
 // NewAttempt is what GetOrStartAttempt needs to find or create the attempt of
@@ -94,6 +97,9 @@ type NewAttempt struct {
 	Now time.Time
 	// AbandonAfter sets the abandon deadline of a new attempt, counted from Now.
 	AbandonAfter time.Duration
+	// Provider names the provider a new attempt is sent to; it must not be
+	// empty.
+	Provider string
 }
 
 func (n NewAttempt) validate() error {
@@ -110,6 +116,8 @@ func (n NewAttempt) validate() error {
 		return errors.New("store: new attempt: creation time is missing")
 	case n.AbandonAfter <= 0:
 		return fmt.Errorf("store: new attempt: abandon-after %v is not positive", n.AbandonAfter)
+	case n.Provider == "":
+		return errors.New("store: new attempt: provider name is empty")
 	}
 	return nil
 }

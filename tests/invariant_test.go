@@ -159,6 +159,7 @@ func pastAttempt(t *testing.T) (store.Store, store.Attempt) {
 		ReferencePrefix: "shop",
 		Now:             time.Now().Add(-time.Hour),
 		AbandonAfter:    time.Minute,
+		Provider:        chargeonce.DefaultProvider,
 	})
 	require.NoError(t, err)
 	require.Equal(t, store.DecisionCreated, decision)

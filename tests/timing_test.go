@@ -12,10 +12,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/dev/stack"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/openapitest"
+	"chargeonce/provider"
 	"chargeonce/provider/dialect"
 	"chargeonce/worker"
 	"chargeonce/workflows"
@@ -59,9 +61,11 @@ func TestCheckout_RunsWithTheTimingThePaymentWorkerPublished(t *testing.T) {
 
 	timing := articleTiming()
 	timing.AbandonAfter = 17 * time.Minute
-	pc, err := dialect.New(dialect.Config{BaseURL: st.ProviderURL(), HTTPClient: &http.Client{Timeout: time.Minute}, Logger: logger})
+	pc, err := dialect.New(dialect.Config{Settings: dialect.Settings{URL: st.ProviderURL()}, HTTPClient: &http.Client{Timeout: time.Minute}, Logger: logger})
 	require.NoError(t, err)
-	w, err := worker.Start(ctx, worker.Deps{Client: st.Client(), Provider: pc, Store: st.Store(), Checkout: st.Checkout(), Refunds: st.Refunds(), Timing: timing, Logger: logger})
+	providers, err := provider.Single(chargeonce.DefaultProvider, pc)
+	require.NoError(t, err)
+	w, err := worker.Start(ctx, worker.Deps{Client: st.Client(), Providers: providers, Store: st.Store(), Checkout: st.Checkout(), Refunds: st.Refunds(), Timing: timing, Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop) // before the stack closes its client
 

@@ -21,18 +21,14 @@ import (
 	"chargeonce/workflows"
 )
 
-// DefaultProviderTimeout bounds any one HTTP exchange with the provider,
-// unless the configuration says otherwise; a charge request is bounded by
-// the much shorter attempt timeout as well.
-const DefaultProviderTimeout = 30 * time.Second
-
 // Config is a worker's settings: the worker command's flags, which
 // Prepare's errors name, or what the dev stack chooses. Both build their
 // worker with Prepare, so that they cannot differ in how they reach the
 // provider.
 type Config struct {
-	// Provider is the card provider and how to reach it.
-	Provider ProviderConfig
+	// Provider is the card provider's settings: its name, the API it
+	// speaks and how to reach it.
+	Provider dialect.Settings
 	// SettlementURL is the base URL of the provider's settlement reports;
 	// empty means Provider.URL, except on Stripe's own API, which publishes
 	// its reports through its Reporting API, which chargeonce does not
@@ -60,31 +56,12 @@ type Config struct {
 	Options sdkworker.Options
 }
 
-// ProviderConfig says which API the card provider speaks and how to reach
-// it.
-type ProviderConfig struct {
-	// API is dialect.IETF or dialect.Stripe.
-	API string
-	// URL is the provider's base URL; stripe.DefaultBaseURL is Stripe's
-	// own API.
-	URL string
-	// Timeout bounds any one HTTP exchange with the provider; positive,
-	// DefaultProviderTimeout unless the provider needs another.
-	Timeout time.Duration
-	// StripeAPIKey is the secret key, for dialect.Stripe only.
-	StripeAPIKey string
-	// StripeSearchDelay is how long the provider's search may lag behind a
-	// new PaymentIntent, for dialect.Stripe only: stripe.SearchDelay on
-	// Stripe's own API.
-	StripeSearchDelay time.Duration
-}
-
 // Prepared is a worker built from its Config that has connected to nothing
 // yet. Start runs it.
 type Prepared struct {
-	cfg      Config
-	provider *provider.Breaker
-	reports  *settlement.Client
+	cfg       Config
+	providers provider.Registry
+	reports   *settlement.Client
 }
 
 // Prepare checks cfg and builds the worker's clients of the provider: the
@@ -113,14 +90,11 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	if err := dialect.Check(pc.API); err != nil {
 		return nil, fmt.Errorf("worker: --provider: %w", err)
 	}
-	port, err := dialect.New(dialect.Config{
-		API:               pc.API,
-		BaseURL:           pc.URL,
-		HTTPClient:        &http.Client{Timeout: pc.Timeout},
-		StripeAPIKey:      pc.StripeAPIKey,
-		StripeLookupDelay: pc.StripeSearchDelay,
-		Logger:            logger,
-	})
+	port, err := dialect.New(dialect.Config{Settings: pc, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	providers, err := provider.Single(pc.NameOrDefault(), port)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -128,7 +102,7 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{cfg: cfg, provider: port, reports: reports}, nil
+	return &Prepared{cfg: cfg, providers: providers, reports: reports}, nil
 }
 
 // settlementReports is the client of the provider's settlement reports at
@@ -162,14 +136,15 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 		return nil, err
 	}
 	// Likewise for the refunds' sweep, which starts stored refunds only.
-	refunds, err := refund.New(refund.Config{Store: b.Store, Temporal: b.Temporal, Finder: p.provider, Logger: b.Logger})
+	_, finder := p.providers.Default()
+	refunds, err := refund.New(refund.Config{Store: b.Store, Temporal: b.Temporal, Finder: finder, Logger: b.Logger})
 	if err != nil {
 		return nil, err
 	}
 	return Start(ctx, Deps{
 		Client:              b.Temporal,
 		Namespace:           b.Namespace,
-		Provider:            p.provider,
+		Providers:           p.providers,
 		Store:               b.Store,
 		Checkout:            svc,
 		Refunds:             refunds,

@@ -19,7 +19,7 @@ import (
 
 func validConfig(providerURL string) Config {
 	return Config{
-		Provider:            ProviderConfig{API: dialect.IETF, URL: providerURL, Timeout: DefaultProviderTimeout},
+		Provider:            dialect.Settings{API: dialect.IETF, URL: providerURL, Timeout: dialect.DefaultTimeout},
 		SettlementGraceDays: DefaultSettlementGraceDays,
 		Timing:              workflows.DefaultTiming(),
 		SweepEvery:          DefaultSweepEvery,
@@ -41,7 +41,8 @@ func TestPrepare_EveryClientOfTheProviderHasATimeout(t *testing.T) {
 	require.NoError(t, err)
 
 	began := time.Now()
-	_, err = p.provider.Limits(context.Background())
+	_, port := p.providers.Default()
+	_, err = port.Limits(context.Background())
 	require.Error(t, err)
 	require.Less(t, time.Since(began), 5*time.Second, "the provider timeout bounds a call without a deadline")
 	require.Equal(t, silent.URL, p.reports.BaseURL)

@@ -49,8 +49,9 @@ const DefaultSweepEvery = 30 * time.Second
 type Deps struct {
 	// Client is connected to Temporal with the encrypting data converter.
 	Client client.Client
-	// Provider is the card provider, behind its breaker.
-	Provider provider.Port
+	// Providers are the card providers, each behind breakers of its own,
+	// by the names that intents carry.
+	Providers provider.Registry
 	// Store is the merchant database.
 	Store store.Store
 	// Checkout runs the outbox sweep, whose workflows start with the
@@ -122,13 +123,13 @@ type Worker struct {
 // across every worker process, so the lookups of all workers together stay
 // under what the provider allows.
 func Start(ctx context.Context, d Deps) (*Worker, error) {
-	if d.Client == nil || d.Provider == nil || d.Store == nil || d.Checkout == nil || d.Refunds == nil || d.Logger == nil {
+	if _, def := d.Providers.Default(); d.Client == nil || def == nil || d.Store == nil || d.Checkout == nil || d.Refunds == nil || d.Logger == nil {
 		return nil, errors.New("worker: client, provider, store, checkout, refunds and logger are required")
 	}
 	if d.SettlementGraceDays < 0 {
 		return nil, fmt.Errorf("worker: the settlement grace period must be 0 or more days, got %d", d.SettlementGraceDays)
 	}
-	limits, err := CheckLimits(ctx, d.Provider, d.Timing)
+	limits, err := checkEveryProvider(ctx, d.Providers, d.Timing)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	acts := &activities.Activities{Provider: d.Provider, Store: d.Store, Logger: d.Logger, Metrics: actMetrics}
+	acts := &activities.Activities{Providers: d.Providers, Store: d.Store, Logger: d.Logger, Metrics: actMetrics}
 	events, err := notify.New(notify.Config{Store: d.Store, Logger: d.Logger, Registerer: d.Registerer,
 		Schedule: d.EventRetries, Poll: d.EventPoll, AllowedNetworks: d.EventNetworks})
 	if err != nil {
@@ -232,6 +233,29 @@ func CheckLimits(ctx context.Context, p provider.Port, t workflows.Timing) (prov
 			"an earlier lookup could miss a charge that exists", t.MinAge, limits.LookupDelay)
 	}
 	return limits, nil
+}
+
+// checkEveryProvider checks the timing against the limits of every
+// provider (CheckLimits), and returns the strictest of them: the shortest
+// key retention, the slowest lookup rate and the longest lookup delay. The
+// lookups of every provider share one task queue, paced at that rate.
+func checkEveryProvider(ctx context.Context, providers provider.Registry, t workflows.Timing) (provider.Limits, error) {
+	var strictest provider.Limits
+	first := true
+	for name, p := range providers.All() {
+		limits, err := CheckLimits(ctx, p, t)
+		if err != nil {
+			return provider.Limits{}, fmt.Errorf("provider %q: %w", name, err)
+		}
+		if first {
+			strictest, first = limits, false
+			continue
+		}
+		strictest.KeyRetention = min(strictest.KeyRetention, limits.KeyRetention)
+		strictest.LookupsPerSecond = min(strictest.LookupsPerSecond, limits.LookupsPerSecond)
+		strictest.LookupDelay = max(strictest.LookupDelay, limits.LookupDelay)
+	}
+	return strictest, nil
 }
 
 // CheckRefundWindow refuses a timing under which a refund that the refund

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce"
 	"chargeonce/activities/activitiestest"
 	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
@@ -260,8 +261,10 @@ func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T)
 	refunds, err := refund.New(refund.Config{Store: st, Temporal: temporal})
 	require.NoError(t, err)
 
+	providers, err := provider.Single(chargeonce.DefaultProvider, providerWithRetention(t, 24*time.Hour))
+	require.NoError(t, err)
 	w, err := worker.Start(context.Background(), worker.Deps{
-		Client: temporal, Provider: providerWithRetention(t, 24*time.Hour), Store: st, Checkout: svc, Refunds: refunds,
+		Client: temporal, Providers: providers, Store: st, Checkout: svc, Refunds: refunds,
 		Timing: other, Logger: discard(),
 	})
 
@@ -283,4 +286,32 @@ func TestCheckLimits_RefusesAFirstLookupBeforeStripesSearchCatchesUp(t *testing.
 	timing.MinAge = stripe.SearchDelay
 	_, err = worker.CheckLimits(context.Background(), c, timing)
 	require.ErrorContains(t, err, "reconcile-min-age 1m0s must exceed the 1m0s the provider's lookups may lag behind a new charge")
+}
+
+// Every provider of the registry must keep the keys longer than the timing
+// abandons attempts, not only the default one.
+func TestStart_ChecksTheTimingAgainstEveryProvider(t *testing.T) {
+	st := openStore(t)
+	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(temporal.Close)
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
+	require.NoError(t, err)
+	refunds, err := refund.New(refund.Config{Store: st, Temporal: temporal})
+	require.NoError(t, err)
+	providers, err := provider.NewRegistry(map[string]provider.Port{
+		"eu": providerWithRetention(t, 24*time.Hour),
+		"us": providerWithRetention(t, 20*time.Minute),
+	}, "eu")
+	require.NoError(t, err)
+
+	w, err := worker.Start(context.Background(), worker.Deps{
+		Client: temporal, Providers: providers, Store: st, Checkout: svc, Refunds: refunds,
+		Timing: workflows.DefaultTiming(), Logger: discard(),
+	})
+
+	require.ErrorContains(t, err, `provider "us": worker: abandon-after 30m0s must be shorter than the provider's key retention 20m0s`)
+	require.Nil(t, w)
+	_, err = st.PaymentTiming(context.Background())
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing was published")
 }

@@ -31,10 +31,19 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 	intent := chargeonce.PaymentIntent{
 		Key: "01a1d96c-e23d-77bf-801e-9df969c1d378", OrderID: 1001, Amount: amount, CardToken: "tok_visa",
 		CardHash: "hash", CardHashKeyed: true, MerchantReference: "shop-1001-01a1d96ce23d77bf801e9df969c1d378", Description: "order 1001", CreatedAt: at,
+		Provider: "eu",
 	}
 	const intentJSON = `{"key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "orderId": 1001, "amount": {"minor": 54890, "currency": "TRY"},
 		"cardToken": "tok_visa", "cardHash": "hash", "cardHashKeyed": true, "merchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
-		"description": "order 1001", "createdAt": "2026-03-14T10:00:00Z"}`
+		"description": "order 1001", "createdAt": "2026-03-14T10:00:00Z", "provider": "eu"}`
+	refundIntent := chargeonce.RefundIntent{
+		Key: "01a1d96c-e23d-77bf-801e-9df969c1d379", OrderID: 1001, ChargeID: "ch_1", Amount: amount, Reason: "damaged",
+		MerchantReference: "shop-refund-01a1d96ce23d77bf801e9df969c1d379", Origin: chargeonce.RefundByMerchant, CreatedAt: at,
+		Provider: "eu",
+	}
+	const refundIntentJSON = `{"key": "01a1d96c-e23d-77bf-801e-9df969c1d379", "orderId": 1001, "chargeId": "ch_1",
+		"amount": {"minor": 54890, "currency": "TRY"}, "reason": "damaged", "merchantReference": "shop-refund-01a1d96ce23d77bf801e9df969c1d379",
+		"origin": "merchant", "createdAt": "2026-03-14T10:00:00Z", "provider": "eu"}`
 	byKind := map[chargeonce.ExceptionKind]int{chargeonce.ExceptionUnknownCharge: 1}
 	totals := []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 300, Fee: 9, Net: 291}}
 	const totalsJSON = `[{"currency": "TRY", "lines": 3, "gross": 300, "fee": 9, "net": 291}]`
@@ -64,14 +73,23 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 		{"ChargeInput", activities.ChargeInput{Intent: intent, Settle: true}, `{"Intent": ` + intentJSON + `, "Settle": true}`},
 		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", Replayed: true, Recorded: true},
 			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "Replayed": true, "Recorded": true}`},
-		{"FindChargeInput", activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: amount},
+		{"FindChargeInput", activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: amount, Provider: "eu"},
 			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "MerchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
-			"Amount": {"minor": 54890, "currency": "TRY"}}`},
+			"Amount": {"minor": 54890, "currency": "TRY"}, "Provider": "eu"}`},
 		{"FindChargeResult", activities.FindChargeResult{Found: activities.FoundSucceeded, ProviderPaymentID: "ch_1"},
 			`{"Found": "succeeded", "ProviderPaymentID": "ch_1"}`},
 		{"RecordOutcomeInput", activities.RecordOutcomeInput{Key: intent.Key, Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1"},
 			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "Status": "succeeded", "ProviderPaymentID": "ch_1"}`},
 		{"RecordOutcomeResult", activities.RecordOutcomeResult{Changed: true}, `{"Changed": true}`},
+
+		// The refund's activities that reach the provider, by the name of
+		// the one the refund is sent to.
+		{"RefundInput", activities.RefundInput{Intent: refundIntent}, `{"Intent": ` + refundIntentJSON + `}`},
+		{"FindRefundInput", activities.FindRefundInput{Key: refundIntent.Key, ChargeID: "ch_1", MerchantReference: refundIntent.MerchantReference,
+			Amount: amount, Provider: "eu"},
+			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d379", "ChargeID": "ch_1", "MerchantReference": "shop-refund-01a1d96ce23d77bf801e9df969c1d379",
+			"Amount": {"minor": 54890, "currency": "TRY"}, "Provider": "eu"}`},
+		{"KeyRetentionInput", activities.KeyRetentionInput{Provider: "eu"}, `{"Provider": "eu"}`},
 
 		// The settlement: the daily schedule's argument, the workflows and
 		// their activities.

@@ -439,6 +439,7 @@ func (p *payment) check(ctx workflow.Context) error {
 		Key:               p.intent.Key,
 		MerchantReference: p.intent.MerchantReference,
 		Amount:            p.intent.Amount,
+		Provider:          p.intent.Provider,
 	}).Get(ctx, &res)
 	if temporal.IsCanceledError(err) {
 		return err

@@ -493,7 +493,9 @@ func TestPaymentWorkflow_NothingProcessedSettlesNotProcessedAtOnce(t *testing.T)
 			intent := env.NewIntent(t, "tok_visa", amount, createdAt)
 			if tt.openBreaker {
 				other := env.NewIntent(t, "tok_visa", amount, createdAt)
-				opened := env.Activities.Provider.Charge(context.Background(), provider.ChargeRequestOf(other))
+				port, err := env.Activities.Providers.Get("")
+				require.NoError(t, err)
+				opened := port.Charge(context.Background(), provider.ChargeRequestOf(other))
 				require.Equal(t, http.StatusServiceUnavailable, opened.StatusCode)
 			}
 			sentBefore := len(env.ChargeKeys())

@@ -392,7 +392,7 @@ func (r *refund) readRetention(ctx workflow.Context) error {
 		},
 	})
 	var res activities.KeyRetentionResult
-	err := workflow.ExecuteActivity(actx, acts.KeyRetention, activities.KeyRetentionInput{}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(actx, acts.KeyRetention, activities.KeyRetentionInput{Provider: r.intent.Provider}).Get(ctx, &res)
 	if temporal.IsCanceledError(err) {
 		return err
 	}
@@ -418,6 +418,7 @@ func (r *refund) check(ctx workflow.Context) error {
 		ChargeID:          r.intent.ChargeID,
 		MerchantReference: r.intent.MerchantReference,
 		Amount:            r.intent.Amount,
+		Provider:          r.intent.Provider,
 	}).Get(ctx, &res)
 	if temporal.IsCanceledError(err) {
 		return err

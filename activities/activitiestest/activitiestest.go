@@ -5,6 +5,7 @@
 package activitiestest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -44,6 +45,10 @@ type Options struct {
 	// API is the dialect the clients speak to the fake, dialect.IETF or
 	// dialect.Stripe; empty means IETF.
 	API string
+	// ProviderName names the fake in the activities' provider registry and
+	// in the attempts and refunds stored here; empty means
+	// chargeonce.DefaultProvider.
+	ProviderName string
 	// Middleware, when set, wraps the fake's handler, for tests that act
 	// between a request's arrival and its answer.
 	Middleware func(fake *fakeprovider.Provider, next http.Handler) http.Handler
@@ -117,8 +122,9 @@ type Env struct {
 	// Settlement are the settlement activities, on the same fake and store.
 	Settlement *activities.Settlement
 
-	srv        *httptest.Server
-	transports []*http.Transport
+	srv          *httptest.Server
+	transports   []*http.Transport
+	providerName string
 
 	mu sync.Mutex
 	// keys are the Idempotency-Key headers of the POSTs, by path.
@@ -163,30 +169,29 @@ func Start(ctx context.Context, opts Options, dir string) (*Env, error) {
 		handler = opts.Middleware(fake, handler)
 	}
 	e.srv = httptest.NewServer(e.recordKeys(handler))
-	var stripeKey string
-	if opts.API == dialect.Stripe {
-		stripeKey = fakeprovider.StripeTestKey
-	}
-	clients := make([]provider.Port, 2)
+	clients := make([]*provider.Breaker, 2)
 	for i := range clients {
 		// Each client has its own connections, so that what is done through
 		// Client never shares a connection with the activities.
 		transport := &http.Transport{}
 		e.transports = append(e.transports, transport)
 		clients[i], err = dialect.New(dialect.Config{
-			API:          opts.API,
-			BaseURL:      e.srv.URL,
-			HTTPClient:   &http.Client{Timeout: 10 * time.Second, Transport: transport},
-			StripeAPIKey: stripeKey,
-			Breaker:      opts.Breaker,
-			Logger:       logger,
+			Settings:   fakeprovider.DialectSettings(opts.API, e.srv.URL),
+			HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: transport},
+			Breaker:    opts.Breaker,
+			Logger:     logger,
 		})
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("provider client: %w", err), e.Close(ctx))
 		}
 	}
 	e.Client = clients[0]
-	e.Activities = &activities.Activities{Provider: clients[1], Store: st, Logger: logger}
+	e.providerName = cmp.Or(opts.ProviderName, chargeonce.DefaultProvider)
+	providers, err := provider.Single(e.providerName, clients[1])
+	if err != nil {
+		return nil, errors.Join(err, e.Close(ctx))
+	}
+	e.Activities = &activities.Activities{Providers: providers, Store: st, Logger: logger}
 	e.Settlement = &activities.Settlement{
 		Reports: &settlement.Client{BaseURL: e.srv.URL, HTTP: &http.Client{Transport: e.transports[1]}},
 		Store:   st,
@@ -256,6 +261,7 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 		ReferencePrefix: ReferencePrefix,
 		Now:             createdAt,
 		AbandonAfter:    30 * time.Minute,
+		Provider:        e.providerName,
 	})
 	if err != nil {
 		return chargeonce.PaymentIntent{}, err
@@ -273,6 +279,7 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 		MerchantReference: att.MerchantReference,
 		Description:       order.Description,
 		CreatedAt:         att.CreatedAt,
+		Provider:          att.Provider,
 	}
 	return intent, intent.Validate()
 }
@@ -365,6 +372,7 @@ func (e *Env) CreateRefund(ctx context.Context, orderID, minor int64, createdAt 
 		RequestKey:         requestKey.String(),
 		RequestFingerprint: fmt.Sprintf("%x", sha256.Sum256([]byte(requestKey.String()))),
 		Now:                createdAt,
+		Provider:           e.providerName,
 	})
 	if err != nil {
 		return chargeonce.RefundIntent{}, err

@@ -19,16 +19,18 @@ type Refund struct {
 	OrderID  int64  `json:"orderId,omitempty"`
 	ChargeID string `json:"chargeId"`
 	// Status is one of chargeonce's refund statuses.
-	Status            string     `json:"status"`
-	Amount            string     `json:"amount"`
-	Currency          string     `json:"currency"`
-	Reason            string     `json:"reason"`
-	Origin            string     `json:"origin"`
-	MerchantReference string     `json:"merchantReference"`
-	ProviderRefundID  *string    `json:"providerRefundId"`
-	FailureReason     *string    `json:"failureReason"`
-	CreatedAt         time.Time  `json:"createdAt"`
-	SettledAt         *time.Time `json:"settledAt"`
+	Status            string `json:"status"`
+	Amount            string `json:"amount"`
+	Currency          string `json:"currency"`
+	Reason            string `json:"reason"`
+	Origin            string `json:"origin"`
+	MerchantReference string `json:"merchantReference"`
+	// Provider names the provider the refund is sent to.
+	Provider         string     `json:"provider"`
+	ProviderRefundID *string    `json:"providerRefundId"`
+	FailureReason    *string    `json:"failureReason"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	SettledAt        *time.Time `json:"settledAt"`
 	// Requests are the refund requests that went on the wire, oldest
 	// first; shown on the refund answer, not in an order.
 	Requests []ProviderRequest `json:"requests,omitempty"`

@@ -52,8 +52,10 @@ type Order struct {
 type Attempt struct {
 	IdempotencyKey string `json:"idempotencyKey"`
 	// Status is one of chargeonce's attempt statuses.
-	Status            string     `json:"status"`
-	MerchantReference string     `json:"merchantReference"`
+	Status            string `json:"status"`
+	MerchantReference string `json:"merchantReference"`
+	// Provider names the provider the attempt is sent to.
+	Provider          string     `json:"provider"`
 	Total             string     `json:"total"`
 	Currency          string     `json:"currency"`
 	ProviderPaymentID *string    `json:"providerPaymentId"`

@@ -21,6 +21,7 @@ import (
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/serve"
 	"chargeonce/internal/webhook"
+	"chargeonce/provider/dialect"
 )
 
 func main() {
@@ -35,6 +36,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	listen := fs.String("listen", ":8080", "`address` of the checkout API")
 	tlsFlags := cli.ServerTLS(fs, "the checkout API")
 	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: the published charge budget + 2s)")
+	providerName := dialect.NameFlag(fs)
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
 	var secretList envflag.List
 	fs.Var(&secretList, "webhook-secret", "whsec_ `secret` that signs the provider's events at POST /webhooks/provider; repeat it, or give a comma-separated list,\nto keep an old secret valid while the provider rotates to a new one (default: no webhook endpoint)")
@@ -71,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, ReferencePrefix: *prefix, WebhookSecrets: secrets, EventNetworks: *eventNetworks})
+	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, EventNetworks: *eventNetworks})
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

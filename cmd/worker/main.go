@@ -30,6 +30,7 @@ import (
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/serve"
 	"chargeonce/notify"
+	"chargeonce/provider/dialect"
 	"chargeonce/worker"
 )
 
@@ -43,7 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	backend := cli.Backend(fs)
 	timing := cli.WorkerTiming(fs)
 	logFlags := cli.Logging(fs)
-	providerFlags := providerFlagsOf(fs)
+	providerFlags := dialect.RegisterFlags(fs)
 	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")
 	graceDays := fs.Int("settlement-grace-days", worker.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
@@ -71,9 +72,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if logger, err = alert.Counting(logger, reg); err != nil {
 		return err
 	}
-	pc, err := providerFlags.config()
+	pc, err := providerFlags.Settings()
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
 	retries, err := notify.ParseSchedule(*eventRetries)
 	if err != nil {

@@ -297,12 +297,11 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	// The API verifies at the provider what its events claim, as the
 	// worker looks charges and refunds up.
-	finder, err := dialect.New(dialect.Config{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), BaseURL: s.providerS.URL(),
-		HTTPClient: &http.Client{Timeout: worker.DefaultProviderTimeout}, StripeAPIKey: s.stripeKey(), Logger: cfg.Logger})
+	finder, err := dialect.New(dialect.Config{Settings: s.providerSettings(), Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
+	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerSettings().NameOrDefault(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
 		EventNetworks: cfg.EventNetworks})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -638,26 +637,21 @@ func (s *Stack) currentTemporal() *temporalserver.Server {
 	return s.temporal
 }
 
-// startWorker starts the payment worker as the worker command would,
-// against the fake provider.
-// stripeKey is the key of the fake's Stripe dialect, when the stack speaks
-// it.
-func (s *Stack) stripeKey() string {
-	if s.cfg.ProviderAPI == dialect.Stripe {
-		return fakeprovider.StripeTestKey
-	}
-	return ""
+// providerSettings are the settings of the stack's provider: the fake, in
+// the dialect the stack speaks.
+func (s *Stack) providerSettings() dialect.Settings {
+	return fakeprovider.DialectSettings(s.cfg.ProviderAPI, s.providerS.URL())
 }
 
+// startWorker starts the payment worker as the worker command would,
+// against the fake provider.
 func (s *Stack) startWorker(ctx context.Context) error {
 	retries := s.cfg.EventRetries
 	if retries == nil {
 		retries = notify.DefaultSchedule
 	}
 	prepared, err := worker.Prepare(worker.Config{
-		// The fake's search reads its books at once: no lookup delay.
-		Provider: worker.ProviderConfig{API: cmp.Or(s.cfg.ProviderAPI, dialect.IETF), URL: s.providerS.URL(),
-			Timeout: worker.DefaultProviderTimeout, StripeAPIKey: s.stripeKey()},
+		Provider:            s.providerSettings(),
 		SettlementGraceDays: worker.DefaultSettlementGraceDays,
 		Timing:              s.cfg.Timing.WithDefaults(),
 		ReplaceTiming:       true, // see Config.Timing

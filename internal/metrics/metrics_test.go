@@ -55,6 +55,7 @@ func TestOpenAttempts_ReadFromTheStoreAtEachScrape(t *testing.T) {
 	_, _, decision, err := st.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: key,
 		ReferencePrefix: "shop", Now: created, AbandonAfter: 30 * time.Minute,
+		Provider: chargeonce.DefaultProvider,
 	})
 	require.NoError(t, err)
 	require.Equal(t, store.DecisionCreated, decision)

@@ -1,13 +1,18 @@
 // Package dialect builds the provider port for the API a provider speaks,
-// behind the circuit breakers: the one place that knows every adapter.
+// behind the circuit breakers: the one place that knows every adapter, and
+// the one owner of a provider's settings (Settings) and of their flags
+// (RegisterFlags), which the worker command, the dev stack and the tests
+// all use.
 package dialect
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"chargeonce"
 	"chargeonce/provider"
 	"chargeonce/provider/ietf"
 	"chargeonce/provider/stripe"
@@ -25,6 +30,11 @@ const (
 // Names lists the APIs, for flag help and errors.
 const Names = IETF + " or " + Stripe
 
+// DefaultTimeout bounds any one HTTP exchange with the provider, unless the
+// settings say otherwise; a charge request is bounded by the much shorter
+// attempt timeout as well.
+const DefaultTimeout = 30 * time.Second
+
 // Check refuses an API name that is not one of the APIs.
 func Check(api string) error {
 	if api != IETF && api != Stripe {
@@ -33,20 +43,41 @@ func Check(api string) error {
 	return nil
 }
 
-// Config configures the port.
-type Config struct {
+// Settings are one provider's settings: the name that the attempts and
+// refunds sent to it store, the API it speaks and how to reach it.
+type Settings struct {
+	// Name names the provider in the database and in the provider
+	// registry; empty means chargeonce.DefaultProvider (NameOrDefault).
+	Name string
 	// API is IETF or Stripe; empty means IETF.
 	API string
-	// BaseURL is the provider's root. IETF needs one; for Stripe, empty
-	// means Stripe's own API.
-	BaseURL string
-	// HTTPClient sends the requests; it must have a positive Timeout.
-	HTTPClient *http.Client
+	// URL is the provider's root. IETF needs one; for Stripe, empty means
+	// Stripe's own API, stripe.DefaultBaseURL.
+	URL string
+	// Timeout bounds any one HTTP exchange with the provider: positive,
+	// DefaultTimeout unless the provider needs another.
+	Timeout time.Duration
 	// StripeAPIKey is the secret key, for Stripe only.
 	StripeAPIKey string
 	// StripeLookupDelay is how long Stripe's search may lag behind a new
-	// PaymentIntent (stripe.SearchDelay against Stripe), for Stripe only.
+	// PaymentIntent, for Stripe only: stripe.SearchDelay against Stripe,
+	// zero for a stand-in whose search reads its books at once.
 	StripeLookupDelay time.Duration
+}
+
+// NameOrDefault is the provider's name, chargeonce.DefaultProvider unless
+// Name says otherwise.
+func (s Settings) NameOrDefault() string {
+	return cmp.Or(s.Name, chargeonce.DefaultProvider)
+}
+
+// Config is what New needs: a provider's settings, and how the process
+// runs its port.
+type Config struct {
+	Settings
+	// HTTPClient sends the requests; nil means a client bounded by
+	// Settings.Timeout. A client given must have a positive Timeout.
+	HTTPClient *http.Client
 	// Breaker configures the circuit breakers; the zero value is sensible.
 	Breaker provider.BreakerConfig
 	// Logger receives the breakers' state changes; nil means
@@ -54,8 +85,19 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// New builds the adapter of cfg.API and puts it behind the breakers.
+// New builds the adapter of cfg.API and puts it behind breakers of its
+// own: every port New returns fails, and stops sending, on its own.
 func New(cfg Config) (*provider.Breaker, error) {
+	if err := chargeonce.CheckProviderName(cfg.NameOrDefault()); err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		if cfg.Timeout <= 0 {
+			return nil, fmt.Errorf("provider: the timeout %v is not positive", cfg.Timeout)
+		}
+		hc = &http.Client{Timeout: cfg.Timeout}
+	}
 	var (
 		port provider.Port
 		err  error
@@ -65,12 +107,12 @@ func New(cfg Config) (*provider.Breaker, error) {
 		if cfg.StripeAPIKey != "" {
 			return nil, fmt.Errorf("provider: a Stripe API key is for the %s API only", Stripe)
 		}
-		port, err = ietf.New(ietf.Config{BaseURL: cfg.BaseURL, HTTPClient: cfg.HTTPClient})
+		port, err = ietf.New(ietf.Config{BaseURL: cfg.URL, HTTPClient: hc})
 	case Stripe:
 		port, err = stripe.New(stripe.Config{
 			APIKey:      cfg.StripeAPIKey,
-			BaseURL:     cfg.BaseURL,
-			HTTPClient:  cfg.HTTPClient,
+			BaseURL:     cfg.URL,
+			HTTPClient:  hc,
 			LookupDelay: cfg.StripeLookupDelay,
 		})
 	default:

@@ -17,11 +17,13 @@ func TestNew_RefusesWhatNoAdapterCanUse(t *testing.T) {
 		cfg  dialect.Config
 		want string
 	}{
-		{"unknown API", dialect.Config{API: "adyen", BaseURL: "http://127.0.0.1:8099", HTTPClient: hc}, `unknown API "adyen": want ietf or stripe`},
-		{"Stripe key for the IETF API", dialect.Config{BaseURL: "http://127.0.0.1:8099", HTTPClient: hc, StripeAPIKey: "sk_test_1"}, "for the stripe API only"},
-		{"IETF without a URL", dialect.Config{API: dialect.IETF, HTTPClient: hc}, "BaseURL is empty"},
-		{"Stripe without a key", dialect.Config{API: dialect.Stripe, HTTPClient: hc}, "sk_test_… or sk_live_…"},
-		{"Stripe with a restricted key", dialect.Config{API: dialect.Stripe, HTTPClient: hc, StripeAPIKey: "rk_test_1"}, "must be a secret key"},
+		{"unknown API", config(dialect.Settings{API: "adyen", URL: "http://127.0.0.1:8099"}, hc), `unknown API "adyen": want ietf or stripe`},
+		{"Stripe key for the IETF API", config(dialect.Settings{URL: "http://127.0.0.1:8099", StripeAPIKey: "sk_test_1"}, hc), "for the stripe API only"},
+		{"IETF without a URL", config(dialect.Settings{API: dialect.IETF}, hc), "BaseURL is empty"},
+		{"Stripe without a key", config(dialect.Settings{API: dialect.Stripe}, hc), "sk_test_… or sk_live_…"},
+		{"Stripe with a restricted key", config(dialect.Settings{API: dialect.Stripe, StripeAPIKey: "rk_test_1"}, hc), "must be a secret key"},
+		{"a name that is not one", config(dialect.Settings{Name: "Stripe EU", URL: "http://127.0.0.1:8099"}, hc), `provider name "Stripe EU" must be`},
+		{"no client and no timeout", config(dialect.Settings{URL: "http://127.0.0.1:8099"}, nil), "the timeout 0s is not positive"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,12 +37,17 @@ func TestNew_RefusesWhatNoAdapterCanUse(t *testing.T) {
 func TestNew_BuildsEachAPI(t *testing.T) {
 	hc := &http.Client{Timeout: time.Second}
 	for _, cfg := range []dialect.Config{
-		{BaseURL: "http://127.0.0.1:8099", HTTPClient: hc},
-		{API: dialect.Stripe, HTTPClient: hc, StripeAPIKey: "sk_test_1"},
-		{API: dialect.Stripe, BaseURL: "http://127.0.0.1:8099", HTTPClient: hc, StripeAPIKey: "sk_live_1"},
+		config(dialect.Settings{URL: "http://127.0.0.1:8099"}, hc),
+		config(dialect.Settings{API: dialect.Stripe, StripeAPIKey: "sk_test_1"}, hc),
+		config(dialect.Settings{Name: "stripe-eu", API: dialect.Stripe, URL: "http://127.0.0.1:8099", StripeAPIKey: "sk_live_1"}, hc),
+		config(dialect.Settings{URL: "http://127.0.0.1:8099", Timeout: dialect.DefaultTimeout}, nil),
 	} {
 		p, err := dialect.New(cfg)
 		require.NoError(t, err, cfg.API)
 		require.NotNil(t, p)
 	}
+}
+
+func config(s dialect.Settings, hc *http.Client) dialect.Config {
+	return dialect.Config{Settings: s, HTTPClient: hc}
 }

@@ -48,6 +48,7 @@ func (d *direct) pay(ctx context.Context, orderID int64, cardToken string) error
 		ReferencePrefix: referencePrefix,
 		Now:             time.Now(),
 		AbandonAfter:    d.timing.AbandonAfter,
+		Provider:        chargeonce.DefaultProvider,
 	})
 	if err != nil {
 		return fmt.Errorf("order %d: %w", orderID, err)

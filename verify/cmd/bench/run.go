@@ -197,7 +197,7 @@ func (b *bench) start(ctx context.Context) (func(), error) {
 	}
 	// The same client settings as the stack's worker, so that the direct
 	// loop pays the same HTTP costs.
-	pc, err := dialect.New(dialect.Config{BaseURL: st.ProviderURL(), HTTPClient: &http.Client{Timeout: time.Minute}, Logger: b.log})
+	pc, err := dialect.New(dialect.Config{Settings: dialect.Settings{URL: st.ProviderURL()}, HTTPClient: &http.Client{Timeout: time.Minute}, Logger: b.log})
 	if err != nil {
 		b.bare.stop()
 		stop()

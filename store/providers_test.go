@@ -1,0 +1,119 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/store"
+)
+
+// TestStore_MigrationNamesEveryAttemptAndRefundAfterTheDefaultProvider
+// builds a database of version 10 with a paid order, its attempt and a
+// refund of its charge, migrates it to the current schema, and reads the
+// name of the provider each was sent to: the one provider there was,
+// chargeonce.DefaultProvider.
+func TestStore_MigrationNamesEveryAttemptAndRefundAfterTheDefaultProvider(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		dialect := "postgres"
+		if strings.HasPrefix(dsn, "sqlite:") {
+			dialect = "sqlite"
+		}
+		d := schemaV2[dialect]
+		at := d.time(base)
+		rawExec(t, dsn, d.migrationsTable)
+		entries, err := os.ReadDir(filepath.Join("migrations", dialect))
+		require.NoError(t, err)
+		for i, e := range entries[:10] {
+			body, err := os.ReadFile(filepath.Join("migrations", dialect, e.Name()))
+			require.NoError(t, err)
+			rawExec(t, dsn, string(body))
+			rawExec(t, dsn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, i+1, e.Name(), at)
+		}
+		require.Equal(t, "0010_merchant_events.sql", entries[9].Name())
+		rawExec(t, dsn, `INSERT INTO orders (amount_minor, currency, description, status, provider_payment_id, created_at, updated_at)
+			VALUES (54890, 'TRY', 'Collected works', 'paid', 'ch_paid', $1, $1)`, at)
+		attemptKey, refundKey := newKey(t), newKey(t)
+		rawExec(t, dsn, `INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed,
+				merchant_reference, status, provider_payment_id, workflow_started, created_at, abandon_at, settled_at)
+			VALUES ($1, 1001, 54890, 'TRY', $2, true, $3, 'succeeded', 'ch_paid', true, $4, $4, $4)`,
+			attemptKey, card("visa"), chargeonce.MerchantReference("bookstore", 1001, attemptKey), at)
+		rawExec(t, dsn, `INSERT INTO refunds (idempotency_key, order_id, charge_id, amount_minor, currency, reason, origin,
+				merchant_reference, status, workflow_started, created_at)
+			VALUES ($1, 1001, 'ch_paid', 1000, 'TRY', 'damaged in transit', 'merchant', $2, 'pending', true, $3)`,
+			refundKey, chargeonce.RefundReference("bookstore", refundKey), at)
+
+		s := openStore(t, dsn)
+
+		require.Equal(t, int64(migrations), rawCount(t, dsn, `SELECT count(*) FROM schema_migrations`))
+		a, err := s.GetAttempt(context.Background(), attemptKey)
+		require.NoError(t, err)
+		require.Equal(t, chargeonce.DefaultProvider, a.Provider)
+		f, err := s.GetRefund(context.Background(), refundKey)
+		require.NoError(t, err)
+		require.Equal(t, chargeonce.DefaultProvider, f.Provider)
+	})
+}
+
+// New attempts and refunds keep the name of the provider they are sent to;
+// the repair's refund of a late charge goes to the provider of the attempt
+// that made the charge.
+func TestStore_AttemptsAndRefundsKeepTheirProvidersName(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openStore(t, dsn)
+		order, err := s.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")
+		require.NoError(t, err)
+		n := newAttempt(t, order.ID, card("visa"), base)
+		n.Provider = "stripe-eu"
+		_, a, decision, err := s.GetOrStartAttempt(ctx, n)
+		require.NoError(t, err)
+		require.Equal(t, store.DecisionCreated, decision)
+		require.Equal(t, "stripe-eu", a.Provider)
+		_, err = s.SettleAttempt(ctx, a.Key, chargeonce.AttemptSucceeded, "ch_paid", base)
+		require.NoError(t, err)
+
+		r := newRefund(t, order.ID, 1000, "req-1")
+		r.Provider = "stripe-eu"
+		f, _ := startRefund(t, s, r)
+		require.Equal(t, "stripe-eu", f.Provider)
+		got, err := s.GetRefund(ctx, f.Key)
+		require.NoError(t, err)
+		require.Equal(t, "stripe-eu", got.Provider)
+
+		n.Provider, r.Provider = "", ""
+		_, _, _, err = s.GetOrStartAttempt(ctx, n)
+		require.ErrorContains(t, err, "provider name is empty")
+		_, _, err = s.StartRefund(ctx, r)
+		require.ErrorContains(t, err, "provider name is empty")
+	})
+}
+
+// The repair refunds a late charge at the provider that made it: the
+// provider of its attempt, whatever the provider of the attempt that paid.
+func TestStore_LateChargeIsRefundedAtTheProviderOfItsAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		n := newAttempt(t, order.ID, card("visa"), base)
+		n.Provider = "stripe-eu"
+		_, abandoned, _, err := s.GetOrStartAttempt(ctx, n)
+		require.NoError(t, err)
+		require.True(t, settle(t, s, abandoned.Key, chargeonce.AttemptAbandoned, ""))
+		paying, _ := checkout(t, s, order.ID, card("visa"), base.Add(time.Minute))
+		require.True(t, settle(t, s, paying.Key, chargeonce.AttemptSucceeded, "ch_paid"))
+
+		d, f := recordLateCharge(t, s, lateCharge(t, abandoned.Key, "ch_late"))
+
+		require.Equal(t, chargeonce.LateChargeRefunded, d)
+		require.NotNil(t, f)
+		require.Equal(t, "stripe-eu", f.Provider)
+	})
+}
