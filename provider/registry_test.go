@@ -75,8 +75,8 @@ func TestRegistry_IsNotChangedByItsSourceMap(t *testing.T) {
 // provider failing until its breaker opens leaves the other sending.
 func TestRegistry_EachProviderHasItsOwnBreaker(t *testing.T) {
 	cfg := provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Hour}
-	failing := &port{result: provider.Result{Outcome: provider.Unavailable, StatusCode: http.StatusServiceUnavailable, Sent: true}}
-	healthy := &port{result: provider.Result{Outcome: provider.Approved, StatusCode: http.StatusCreated, Sent: true}}
+	failing := &port{result: provider.Result{Exchange: provider.Exchange{Outcome: provider.Unavailable, StatusCode: http.StatusServiceUnavailable, Sent: true}}}
+	healthy := &port{result: provider.Result{Exchange: provider.Exchange{Outcome: provider.Approved, StatusCode: http.StatusCreated, Sent: true}}}
 	down, err := provider.NewBreaker(failing, cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	up, err := provider.NewBreaker(healthy, cfg, slog.New(slog.DiscardHandler))
