@@ -83,8 +83,10 @@ type Config struct {
 	// it answers pending. Zero means checkout.DefaultBudget of the
 	// published timing, read at each request.
 	Budget time.Duration
-	// Provider names the provider that new refunds are sent to, which
-	// they store; empty means chargeonce.DefaultProvider.
+	// Provider names the provider that a refund is sent to when the books
+	// hold no attempt of its charge, one that a settlement report alone
+	// shows; every other refund goes to its charge's provider. Empty means
+	// chargeonce.DefaultProvider.
 	Provider string
 	// ReferencePrefix starts every merchant reference; empty means
 	// checkout.DefaultReferencePrefix.

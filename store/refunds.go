@@ -75,8 +75,9 @@ type NewRefund struct {
 	RequestFingerprint string
 	// Now is the creation time of a new refund.
 	Now time.Time
-	// Provider names the provider a new refund is sent to; it must not be
-	// empty.
+	// Provider names the provider a new refund is sent to when the books
+	// do not name the charge's (RefundableCharge.Provider), a charge that
+	// only a settlement report shows; it must not be empty.
 	Provider string
 }
 
@@ -90,6 +91,10 @@ type RefundableCharge struct {
 	// OrderID is the order the charge belongs to, 0 for none (a charge
 	// that only a settlement report shows).
 	OrderID int64
+	// Provider names the provider that holds the charge: that of the
+	// attempt that made it; empty for a charge that only a settlement
+	// report shows.
+	Provider string
 }
 
 // RefundDecision says what StartRefund did.

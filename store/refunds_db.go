@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -154,7 +155,7 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 				MerchantReference: chargeonce.RefundReference(n.ReferencePrefix, n.Key),
 				Origin:            n.Origin,
 				CreatedAt:         n.Now,
-				Provider:          n.Provider,
+				Provider:          cmp.Or(c.Provider, n.Provider),
 			},
 			RequestKey:         n.RequestKey,
 			RequestFingerprint: n.RequestFingerprint,
@@ -212,6 +213,11 @@ func (s *db) lockRefundableCharge(ctx context.Context, q querier, orderID int64,
 				return RefundableCharge{}, fmt.Errorf("%w: the order is %s; it was never paid", ErrNotRefundable, order.Status)
 			}
 			c = RefundableCharge{ID: order.ProviderPaymentID, Amount: order.Amount, OrderID: order.ID}
+			held, err := heldCharge(ctx, q, c.ID)
+			if err != nil && !errors.Is(err, ErrNotRefundable) {
+				return RefundableCharge{}, err
+			}
+			c.Provider = held.Provider
 		default:
 			c, err = heldCharge(ctx, q, chargeID)
 			if errors.Is(err, ErrNotRefundable) || err == nil && c.OrderID != orderID {
@@ -251,7 +257,7 @@ func heldCharge(ctx context.Context, q querier, chargeID string) (RefundableChar
 			minor    int64
 			currency string
 		)
-		if err := r.Scan(&c.OrderID, &minor, &currency); err != nil {
+		if err := r.Scan(&c.OrderID, &minor, &currency, &c.Provider); err != nil {
 			return RefundableCharge{}, err
 		}
 		c.ID = chargeID
@@ -262,9 +268,10 @@ func heldCharge(ctx context.Context, q querier, chargeID string) (RefundableChar
 		return c, nil
 	}
 	for _, query := range []string{
-		`SELECT order_id, amount_minor, currency FROM payment_attempts WHERE provider_payment_id = $1 AND status = 'succeeded'`,
-		`SELECT order_id, amount_minor, currency FROM late_charges WHERE charge_id = $1`,
-		`SELECT 0, gross_minor, currency FROM settlement_lines
+		`SELECT order_id, amount_minor, currency, provider FROM payment_attempts WHERE provider_payment_id = $1 AND status = 'succeeded'`,
+		`SELECT l.order_id, l.amount_minor, l.currency, a.provider FROM late_charges l
+		JOIN payment_attempts a ON a.idempotency_key = l.attempt_key WHERE l.charge_id = $1`,
+		`SELECT 0, gross_minor, currency, '' FROM settlement_lines
 		WHERE charge_id = $1 AND reporting_category = 'charge' AND problem = '' AND gross_minor > 0
 		ORDER BY report_date, line_no`,
 	} {

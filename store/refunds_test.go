@@ -671,7 +671,7 @@ func TestStore_LateChargeOfAnOrderPaidByAnotherIsRefundedOnce(t *testing.T) {
 		for _, id := range []string{"ch_late", "ch_paid"} {
 			c, err := s.RefundableCharge(ctx, id)
 			require.NoError(t, err)
-			require.Equal(t, store.RefundableCharge{ID: id, Amount: try, OrderID: order.ID}, c, "both are the order's charges")
+			require.Equal(t, store.RefundableCharge{ID: id, Amount: try, OrderID: order.ID, Provider: chargeonce.DefaultProvider}, c, "both are the order's charges")
 		}
 
 		d, known := recordLateCharge(t, s, lateCharge(t, paid.Key, "ch_paid"))
@@ -914,5 +914,31 @@ func TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers(t *testing.T) {
 		require.True(t, settleRefund(t, s, f.Key, chargeonce.RefundSucceeded, "re_1"))
 		refunded, _ := getOrder(t, s, 1001)
 		require.Equal(t, chargeonce.OrderRefunded, refunded.Status, "the new statuses are admitted")
+	})
+}
+
+// A refund goes to the provider that holds its charge, whichever provider
+// new refunds are sent to by default, asked for by order or by charge.
+func TestStore_RefundGoesToTheProviderOfItsCharge(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		n := newAttempt(t, order.ID, card("visa"), base)
+		n.Provider = "eu"
+		_, a, _, err := s.GetOrStartAttempt(context.Background(), n)
+		require.NoError(t, err)
+		require.True(t, settle(t, s, a.Key, chargeonce.AttemptSucceeded, "ch_eu"))
+
+		byOrder := newRefund(t, order.ID, 1500, "")
+		require.Equal(t, chargeonce.DefaultProvider, byOrder.Provider)
+		f, d := startRefund(t, s, byOrder)
+		require.Equal(t, store.RefundCreated, d)
+		require.Equal(t, "eu", f.Provider)
+
+		byCharge := newRefund(t, 0, 500, "")
+		byCharge.ChargeID, byCharge.Origin = "ch_eu", chargeonce.RefundByOperator
+		f, d = startRefund(t, s, byCharge)
+		require.Equal(t, store.RefundCreated, d)
+		require.Equal(t, "eu", f.Provider)
 	})
 }
