@@ -182,6 +182,15 @@ func (a *Activities) port(name string) (provider.Port, error) {
 	return p, nil
 }
 
+// providerName is the name of the provider that name stands for, the
+// default provider's for "", as metrics label it.
+func (a *Activities) providerName(name string) string {
+	if name == "" {
+		name, _ = a.Providers.Default()
+	}
+	return name
+}
+
 func (a *Activities) now() time.Time {
 	if a.Now == nil {
 		return time.Now()

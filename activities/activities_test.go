@@ -508,7 +508,7 @@ func TestCharge_LostResponseIsOneRequest(t *testing.T) {
 	require.Len(t, env.Fake.Charges(), 2)
 }
 
-func TestMetrics_CountOutcomesReplaysAndLookups(t *testing.T) {
+func TestMetrics_CountRequestsReplaysAndLookupsByProviderAndOperation(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	reg := prometheus.NewRegistry()
 	env.Activities.Metrics = activities.NewMetrics(reg)
@@ -521,21 +521,31 @@ func TestMetrics_CountOutcomesReplaysAndLookups(t *testing.T) {
 	}
 	_, err := aenv.ExecuteActivity(acts.FindCharge, activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: intent.Amount})
 	require.NoError(t, err)
+	r := newRefund(t, env)
+	_, err = refund(t, aenv, r)
+	require.NoError(t, err)
+	_, err = aenv.ExecuteActivity(acts.FindRefund, activities.FindRefundInput{
+		Key: r.Key, ChargeID: r.ChargeID, MerchantReference: r.MerchantReference, Amount: r.Amount, Provider: r.Provider,
+	})
+	require.NoError(t, err)
 
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP chargeonce_provider_charge_requests_total Charge requests to the provider, by outcome (approved, declined, in_flight, timeout, breaker_open, ...).
-# TYPE chargeonce_provider_charge_requests_total counter
-chargeonce_provider_charge_requests_total{outcome="approved"} 2
-# HELP chargeonce_provider_replays_total Charge answers that the provider replayed from its idempotency store.
+	name, _ := env.Activities.Providers.Default()
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(strings.ReplaceAll(`
+# HELP chargeonce_provider_requests_total Requests that create something at a provider (a charge, a refund), by provider, operation and outcome (approved, declined, in_flight, timeout, breaker_open, ...).
+# TYPE chargeonce_provider_requests_total counter
+chargeonce_provider_requests_total{operation="charge",outcome="approved",provider="NAME"} 2
+chargeonce_provider_requests_total{operation="refund",outcome="approved",provider="NAME"} 1
+# HELP chargeonce_provider_replays_total Answers that a provider replayed from its idempotency store, by provider and operation.
 # TYPE chargeonce_provider_replays_total counter
-chargeonce_provider_replays_total 1
-# HELP chargeonce_reconciliation_checks_total Lookups of an attempt at the provider by merchant reference, by result (succeeded, failed_only, none, mismatch, double_charge, error).
-# TYPE chargeonce_reconciliation_checks_total counter
-chargeonce_reconciliation_checks_total{result="succeeded"} 1
+chargeonce_provider_replays_total{operation="charge",provider="NAME"} 1
+# HELP chargeonce_provider_lookups_total Lookups at a provider by merchant reference, by provider, operation and result (succeeded, failed_only, failed, pending, none, mismatch, double_charge, error).
+# TYPE chargeonce_provider_lookups_total counter
+chargeonce_provider_lookups_total{operation="charge",provider="NAME",result="succeeded"} 1
+chargeonce_provider_lookups_total{operation="refund",provider="NAME",result="succeeded"} 1
 # HELP chargeonce_refunds_total Refunds settled in the merchant database, by status (succeeded, failed, not_processed).
 # TYPE chargeonce_refunds_total counter
 chargeonce_refunds_total{status="failed"} 0
 chargeonce_refunds_total{status="not_processed"} 0
 chargeonce_refunds_total{status="succeeded"} 0
-`)))
+`, "NAME", name))))
 }

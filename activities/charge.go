@@ -115,7 +115,7 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 	defer cancel()
 	at := a.now()
 	res := port.Charge(reqCtx, provider.ChargeRequestOf(intent))
-	a.Metrics.chargeRequest(res.Outcome, res.Replayed)
+	a.Metrics.request(a.providerName(intent.Provider), chargeonce.OperationCharge, res.Exchange)
 	log = a.exchanged(ctx, log, a.Store.LogProviderRequest, intent.Key, at, res.Exchange)
 
 	var result ChargeResult

@@ -7,17 +7,19 @@ import (
 	"chargeonce/provider"
 )
 
-// Metrics counts what the activities see at the provider. A nil *Metrics
-// counts nothing, so that tests and tools may leave it out.
+// Metrics counts what the activities see at the providers, by provider and
+// by operation (chargeonce.Operation), so that one dashboard serves every
+// money movement at every provider. A nil *Metrics counts nothing, so that
+// tests and tools may leave it out.
 type Metrics struct {
-	chargeRequests  *prometheus.CounterVec
-	replays         prometheus.Counter
-	reconciliations *prometheus.CounterVec
-	refunds         *prometheus.CounterVec
+	requests *prometheus.CounterVec
+	replays  *prometheus.CounterVec
+	lookups  *prometheus.CounterVec
+	refunds  *prometheus.CounterVec
 }
 
-// Reconciliation results, the values of the "result" label of
-// chargeonce_reconciliation_checks_total, besides the Found values.
+// Lookup results, the values of the "result" label of
+// chargeonce_provider_lookups_total, besides the Found values.
 const (
 	reconcileMismatch     = "mismatch"
 	reconcileDoubleCharge = "double_charge"
@@ -29,18 +31,18 @@ const (
 // A nil reg creates unregistered counters.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		chargeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "chargeonce_provider_charge_requests_total",
-			Help: "Charge requests to the provider, by outcome (approved, declined, in_flight, timeout, breaker_open, ...).",
-		}, []string{"outcome"}),
-		replays: prometheus.NewCounter(prometheus.CounterOpts{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chargeonce_provider_requests_total",
+			Help: "Requests that create something at a provider (a charge, a refund), by provider, operation and outcome (approved, declined, in_flight, timeout, breaker_open, ...).",
+		}, []string{"provider", "operation", "outcome"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chargeonce_provider_replays_total",
-			Help: "Charge answers that the provider replayed from its idempotency store.",
-		}),
-		reconciliations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "chargeonce_reconciliation_checks_total",
-			Help: "Lookups of an attempt at the provider by merchant reference, by result (succeeded, failed_only, none, mismatch, double_charge, error).",
-		}, []string{"result"}),
+			Help: "Answers that a provider replayed from its idempotency store, by provider and operation.",
+		}, []string{"provider", "operation"}),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chargeonce_provider_lookups_total",
+			Help: "Lookups at a provider by merchant reference, by provider, operation and result (succeeded, failed_only, failed, pending, none, mismatch, double_charge, error).",
+		}, []string{"provider", "operation", "result"}),
 		refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chargeonce_refunds_total",
 			Help: "Refunds settled in the merchant database, by status (succeeded, failed, not_processed).",
@@ -52,26 +54,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.refunds.WithLabelValues(string(s))
 	}
 	if reg != nil {
-		reg.MustRegister(m.chargeRequests, m.replays, m.reconciliations, m.refunds)
+		reg.MustRegister(m.requests, m.replays, m.lookups, m.refunds)
 	}
 	return m
 }
 
-func (m *Metrics) chargeRequest(outcome provider.Outcome, replayed bool) {
+// request counts one request of op at the provider named name.
+func (m *Metrics) request(name string, op chargeonce.Operation, ex provider.Exchange) {
 	if m == nil {
 		return
 	}
-	m.chargeRequests.WithLabelValues(string(outcome)).Inc()
-	if replayed {
-		m.replays.Inc()
+	m.requests.WithLabelValues(name, string(op), string(ex.Outcome)).Inc()
+	if ex.Replayed {
+		m.replays.WithLabelValues(name, string(op)).Inc()
 	}
 }
 
-func (m *Metrics) reconciliation(result string) {
+// lookup counts one lookup of op at the provider named name.
+func (m *Metrics) lookup(name string, op chargeonce.Operation, result string) {
 	if m == nil {
 		return
 	}
-	m.reconciliations.WithLabelValues(result).Inc()
+	m.lookups.WithLabelValues(name, string(op), result).Inc()
 }
 
 func (m *Metrics) refundSettled(status chargeonce.RefundStatus) {

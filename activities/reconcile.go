@@ -62,7 +62,7 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 	}
 	charges, err := port.FindCharges(ctx, in.MerchantReference)
 	if err != nil {
-		a.Metrics.reconciliation(reconcileError)
+		a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCharge, reconcileError)
 		log.Warn("could not look up charges at the provider", "error", err)
 		return FindChargeResult{}, lookupError(err, "find charges for "+in.MerchantReference)
 	}
@@ -89,7 +89,7 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 		if failed > 0 {
 			found = FoundFailedOnly
 		}
-		a.Metrics.reconciliation(found)
+		a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCharge, found)
 		log.Info("looked up charges at the provider", "found", found, "failed_charges", failed)
 		return FindChargeResult{Found: found}, nil
 	}
@@ -98,12 +98,12 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 		for i, c := range succeeded {
 			ids[i] = c.ID
 		}
-		a.Metrics.reconciliation(reconcileDoubleCharge)
+		a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCharge, reconcileDoubleCharge)
 		log.Error("the provider holds more than one succeeded charge for one attempt; refund all but one", alert.Attr(alert.DoubleCharge), "charges", ids)
 	}
 	for _, c := range succeeded {
 		if c.Amount == in.Amount.Minor && c.Currency == in.Amount.Currency {
-			a.Metrics.reconciliation(FoundSucceeded)
+			a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCharge, FoundSucceeded)
 			log.Info("provider has a succeeded charge for the attempt", "found", FoundSucceeded, "charge", c.ID)
 			return FindChargeResult{Found: FoundSucceeded, ProviderPaymentID: c.ID}, nil
 		}
@@ -111,7 +111,7 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 	// The workflow, which marks the attempt failed, logs the alert with
 	// this error's text.
 	c := succeeded[0]
-	a.Metrics.reconciliation(reconcileMismatch)
+	a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCharge, reconcileMismatch)
 	return FindChargeResult{}, nonRetryable(ErrTypeChargeMismatch,
 		fmt.Sprintf("provider charge %s for %s is %d %s, but the attempt is for %s", c.ID, in.MerchantReference, c.Amount, c.Currency, in.Amount),
 		c.ID)

@@ -65,6 +65,7 @@ func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, 
 	defer cancel()
 	at := a.now()
 	res := port.Refund(reqCtx, provider.RefundRequestOf(intent))
+	a.Metrics.request(a.providerName(intent.Provider), chargeonce.OperationRefund, res.Exchange)
 	log = a.exchanged(ctx, log, a.Store.LogRefundRequest, intent.Key, at, res.Exchange)
 
 	switch res.Class() {
@@ -156,6 +157,7 @@ func (a *Activities) FindRefund(ctx context.Context, in FindRefundInput) (FindRe
 	}
 	refunds, err := port.FindRefunds(ctx, in.ChargeID, in.MerchantReference)
 	if err != nil {
+		a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationRefund, reconcileError)
 		log.Warn("could not look up refunds at the provider", "error", err)
 		return FindRefundResult{}, lookupError(err, "find refunds for "+in.MerchantReference)
 	}
@@ -178,6 +180,7 @@ func (a *Activities) FindRefund(ctx context.Context, in FindRefundInput) (FindRe
 		if status != chargeonce.RefundFailed && (r.Amount != in.Amount.Minor || r.Currency != in.Amount.Currency) {
 			// The workflow, which marks the refund failed, logs the alert
 			// with this error's text.
+			a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationRefund, reconcileMismatch)
 			return FindRefundResult{}, nonRetryable(ErrTypeRefundMismatch,
 				fmt.Sprintf("provider refund %s for %s is %d %s, but the refund is for %s", r.ID, in.MerchantReference, r.Amount, r.Currency, in.Amount),
 				r.ID)
@@ -187,6 +190,7 @@ func (a *Activities) FindRefund(ctx context.Context, in FindRefundInput) (FindRe
 			best = FindRefundResult{Found: found, ProviderRefundID: r.ID, FailureReason: r.FailureReason}
 		}
 	}
+	a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationRefund, best.Found)
 	log.Info("looked up refunds at the provider", "found", best.Found, "refund", best.ProviderRefundID, "refunds", len(refunds))
 	return best, nil
 }

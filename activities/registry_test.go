@@ -1,9 +1,12 @@
 package activities_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
@@ -56,6 +59,8 @@ func TestCharge_GoesToTheProviderTheIntentNamesAndTheAttemptKeepsItsName(t *test
 // default one.
 func TestCharge_AnIntentWithoutAProviderGoesToTheDefault(t *testing.T) {
 	us, eu := twoProviders(t)
+	reg := prometheus.NewRegistry()
+	us.Activities.Metrics = activities.NewMetrics(reg)
 	intent := us.NewIntent(t, "tok_visa", amount, time.Now())
 	intent.Provider = ""
 
@@ -64,6 +69,11 @@ func TestCharge_AnIntentWithoutAProviderGoesToTheDefault(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, us.ChargeKeys())
 	require.Equal(t, []string{activitiestest.Quoted(intent.Key)}, eu.ChargeKeys())
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP chargeonce_provider_requests_total Requests that create something at a provider (a charge, a refund), by provider, operation and outcome (approved, declined, in_flight, timeout, breaker_open, ...).
+# TYPE chargeonce_provider_requests_total counter
+chargeonce_provider_requests_total{operation="charge",outcome="approved",provider="eu"} 1
+`), "chargeonce_provider_requests_total"), "counted for the provider it went to")
 }
 
 func TestActivities_RefuseAnUnknownProviderAndSendNothing(t *testing.T) {
