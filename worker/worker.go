@@ -83,7 +83,7 @@ type Deps struct {
 	// lookup backlog; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Namespace is the Temporal namespace Client is connected to, where the
-	// backlog gauges read the lookup task queue; empty means "default", as
+	// backlog gauges read the lookup task queues; empty means "default", as
 	// for the SDK.
 	Namespace string
 	// Options tune the Temporal workers; the zero value is the SDK's
@@ -138,6 +138,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		return nil, err
 	}
 	limits := strictest(each)
+	queues := lookupQueues(d.Providers, each)
 	every := d.SweepEvery
 	if every == 0 {
 		every = DefaultSweepEvery
@@ -155,7 +156,11 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		if namespace == "" {
 			namespace = client.DefaultNamespace
 		}
-		if err := metrics.RegisterLookupBacklog(d.Registerer, d.Client.WorkflowService(), namespace, d.Logger); err != nil {
+		names := make([]string, len(queues))
+		for i, q := range queues {
+			names[i] = q.name
+		}
+		if err := metrics.RegisterLookupBacklog(d.Registerer, d.Client.WorkflowService(), namespace, names, d.Logger); err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
@@ -166,7 +171,6 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 
-	queues := lookupQueues(d.Providers, each)
 	lookups, err := startLookups(d.Client, d.Options, queues, acts)
 	if err != nil {
 		return nil, err
