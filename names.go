@@ -26,10 +26,26 @@ func CheckProviderName(name string) error {
 const TaskQueue = "chargeonce-payments"
 
 // LookupTaskQueue is the Temporal task queue of the lookups at the provider
-// (the FindCharge activity). It has a queue of its own so that Temporal can
-// cap its dispatch rate at the rate the provider publishes, across every
-// worker, without slowing charges down.
+// named DefaultProvider, and of the lookups of the runs whose intent names
+// no provider (the FindCharge and FindRefund activities). Lookups have
+// queues of their own so that Temporal can cap each queue's dispatch rate
+// at the rate its provider publishes, across every worker, without slowing
+// charges down. LookupTaskQueueOf names the queue of each provider.
 const LookupTaskQueue = "chargeonce-lookups"
+
+// LookupTaskQueueOf is the task queue of the lookups at the provider named
+// provider: LookupTaskQueue for the empty name and for DefaultProvider, so
+// that the runs recorded before intents named their provider, and a
+// deployment whose one provider keeps the default name, use the queue they
+// always used; LookupTaskQueue, "-" and the name for any other. A provider
+// name passes CheckProviderName, which keeps the queue's name within
+// Temporal's rules.
+func LookupTaskQueueOf(provider string) string {
+	if provider == "" || provider == DefaultProvider {
+		return LookupTaskQueue
+	}
+	return LookupTaskQueue + "-" + provider
+}
 
 // Names of the payment workflow's handlers.
 const (

@@ -66,6 +66,6 @@ func TestWorker_LookupsRunOnTheirOwnQueueAtTheRateTheProviderPublishes(t *testin
 	}
 	require.Equal(t, float32(7), desc.GetEffectiveRateLimit().GetRequestsPerSecond(), "Temporal enforces the published rate on the queue")
 
-	require.Regexp(t, `(?m)^chargeonce_lookup_backlog \d+$`, s.metrics(t))
-	require.Regexp(t, `(?m)^chargeonce_lookup_backlog_age_seconds [0-9.e+-]+$`, s.metrics(t))
+	require.Regexp(t, `(?m)^chargeonce_lookup_backlog\{task_queue="chargeonce-lookups"\} \d+$`, s.metrics(t))
+	require.Regexp(t, `(?m)^chargeonce_lookup_backlog_age_seconds\{task_queue="chargeonce-lookups"\} [0-9.e+-]+$`, s.metrics(t))
 }

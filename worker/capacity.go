@@ -17,8 +17,11 @@ const capacityCheckEvery = time.Minute
 // provider allows (Timing.LookupDemand past the rate, that is more open
 // attempts than Timing.LookupCapacity), once when the demand rises past the
 // rate and once when it falls back, rather than at every check. Past the
-// capacity the lookups queue up on the lookup task queue, which the backlog
-// gauges show, and run late.
+// capacity the lookups queue up on their lookup task queue, which the
+// backlog gauges show, and run late. The open attempts are counted across
+// providers, so with several providers the worker compares them with the
+// slowest provider's rate: the watch may warn before any provider is past
+// its rate, never after.
 type capacityWatch struct {
 	stats   metrics.AttemptStats
 	timing  workflows.Timing

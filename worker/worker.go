@@ -1,9 +1,9 @@
 // Package worker runs the payment worker: it polls the payment task queue,
 // executes PaymentWorkflow, RefundWorkflow and their activities, runs the
-// lookups at the provider on a task queue of their own at the rate the
-// provider allows, runs the outbox sweeps of payments and refunds that
-// start the workflows whose start was lost, and delivers the merchant
-// events (package notify).
+// lookups at each provider on a task queue of that provider's own at the
+// rate it allows, runs the outbox sweeps of payments and refunds that start
+// the workflows whose start was lost, and delivers the merchant events
+// (package notify).
 //
 // The worker owns the payment timing. At start it checks the timing against
 // the key retention the provider publishes, then publishes the timing in the
@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,12 +83,12 @@ type Deps struct {
 	// lookup backlog; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Namespace is the Temporal namespace Client is connected to, where the
-	// backlog gauges read the lookup task queue; empty means "default", as
+	// backlog gauges read the lookup task queues; empty means "default", as
 	// for the SDK.
 	Namespace string
 	// Options tune the Temporal workers; the zero value is the SDK's
-	// defaults. The lookup worker's TaskQueueActivitiesPerSecond is the
-	// provider's published lookup rate, whatever Options say.
+	// defaults. Each lookup worker's TaskQueueActivitiesPerSecond is the
+	// published lookup rate of its provider, whatever Options say.
 	Options sdkworker.Options
 	// Logger receives the story of every payment.
 	Logger *slog.Logger
@@ -105,23 +107,25 @@ type Deps struct {
 // Worker is a started worker. Stop it once.
 type Worker struct {
 	payments sdkworker.Worker
-	lookups  sdkworker.Worker
+	// lookups poll the lookup task queues, one each (lookupQueues).
+	lookups []sdkworker.Worker
 	// stop ends the background loops, the sweep and the capacity watch,
 	// which group waits for.
 	stop  context.CancelFunc
 	group sync.WaitGroup
 }
 
-// Start checks the timing against the provider's published limits,
-// publishes it, registers the workflow and the activities, and starts
+// Start checks the timing against every provider's published limits,
+// publishes it, registers the workflows and the activities, and starts
 // polling, sweeping and watching the lookup capacity.
 //
-// Two Temporal workers poll: one the payment task queue, for the workflow
-// and every activity, and one chargeonce.LookupTaskQueue, for FindCharge
-// alone, with TaskQueueActivitiesPerSecond at the provider's published
-// lookup rate. Temporal's server enforces that rate for the whole queue,
-// across every worker process, so the lookups of all workers together stay
-// under what the provider allows.
+// One Temporal worker polls the payment task queue, for the workflows and
+// every activity, and one more each lookup task queue (lookupQueues), for
+// FindCharge and FindRefund alone, with TaskQueueActivitiesPerSecond at the
+// published lookup rate of the queue's provider. Temporal's server enforces
+// that rate for the whole queue, across every worker process, so the
+// lookups of all workers together stay under what each provider allows,
+// and a slow provider never slows the lookups at another.
 func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if _, def := d.Providers.Default(); d.Client == nil || def == nil || d.Store == nil || d.Checkout == nil || d.Refunds == nil || d.Logger == nil {
 		return nil, errors.New("worker: client, provider, store, checkout, refunds and logger are required")
@@ -129,10 +133,12 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if d.SettlementGraceDays < 0 {
 		return nil, fmt.Errorf("worker: the settlement grace period must be 0 or more days, got %d", d.SettlementGraceDays)
 	}
-	limits, err := checkEveryProvider(ctx, d.Providers, d.Timing)
+	each, err := checkEveryProvider(ctx, d.Providers, d.Timing)
 	if err != nil {
 		return nil, err
 	}
+	limits := strictest(each)
+	queues := lookupQueues(d.Providers, each)
 	every := d.SweepEvery
 	if every == 0 {
 		every = DefaultSweepEvery
@@ -150,7 +156,11 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		if namespace == "" {
 			namespace = client.DefaultNamespace
 		}
-		if err := metrics.RegisterLookupBacklog(d.Registerer, d.Client.WorkflowService(), namespace, d.Logger); err != nil {
+		names := make([]string, len(queues))
+		for i, q := range queues {
+			names[i] = q.name
+		}
+		if err := metrics.RegisterLookupBacklog(d.Registerer, d.Client.WorkflowService(), namespace, names, d.Logger); err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
@@ -161,12 +171,9 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 
-	lookupOptions := d.Options
-	lookupOptions.TaskQueueActivitiesPerSecond = limits.LookupsPerSecond
-	lw := sdkworker.New(d.Client, chargeonce.LookupTaskQueue, lookupOptions)
-	workflows.RegisterLookups(lw, acts)
-	if err := lw.Start(); err != nil {
-		return nil, fmt.Errorf("worker: start polling task queue %s: %w", chargeonce.LookupTaskQueue, err)
+	lookups, err := startLookups(d.Client, d.Options, queues, acts)
+	if err != nil {
+		return nil, err
 	}
 	w := sdkworker.New(d.Client, chargeonce.TaskQueue, d.Options)
 	workflows.Register(w, acts)
@@ -179,16 +186,18 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 			GraceDays: d.SettlementGraceDays, Logger: d.Logger, Metrics: settleMetrics})
 	}
 	if err := w.Start(); err != nil {
-		lw.Stop()
+		stopAll(lookups)
 		return nil, fmt.Errorf("worker: start polling task queue %s: %w", chargeonce.TaskQueue, err)
 	}
-	d.Logger.Info("lookups paced at the provider's published rate", "task_queue", chargeonce.LookupTaskQueue,
-		"lookups_per_second", limits.LookupsPerSecond, "lookups_per_attempt", d.Timing.LookupsPerAttempt(),
-		"max_open_attempts", d.Timing.LookupCapacity(limits.LookupsPerSecond))
+	for _, q := range queues {
+		d.Logger.Info("lookups paced at the provider's published rate", "task_queue", q.name, "providers", q.providers,
+			"lookups_per_second", q.perSecond, "lookups_per_attempt", d.Timing.LookupsPerAttempt(),
+			"max_open_attempts", d.Timing.LookupCapacity(q.perSecond))
+	}
 	watch := newCapacityWatch(d.Store, d.Timing, limits.LookupsPerSecond, d.Logger)
 
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	wk := &Worker{payments: w, lookups: lw, stop: stop}
+	wk := &Worker{payments: w, lookups: lookups, stop: stop}
 	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { d.Refunds.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
@@ -206,7 +215,77 @@ func (w *Worker) Stop() {
 	w.stop()
 	w.group.Wait()
 	w.payments.Stop()
-	w.lookups.Stop()
+	stopAll(w.lookups)
+}
+
+// lookupQueue is a lookup task queue and the rate at which Temporal
+// dispatches its lookups.
+type lookupQueue struct {
+	name string
+	// providers are the names of the providers whose lookups run there.
+	providers []string
+	perSecond float64
+}
+
+// lookupQueues returns the lookup task queue of each provider of the
+// registry (chargeonce.LookupTaskQueueOf), in the order of the queues'
+// names, paced at the lookup rate that the provider publishes (limits, by
+// provider name). The runs recorded before intents named their provider
+// look the default provider up on chargeonce.LookupTaskQueue: when that is
+// not the default provider's own queue, it is among the queues too, paced
+// at the default provider's rate. A queue that two providers share, which
+// happens only when a provider other than the default is named
+// chargeonce.DefaultProvider, is paced at the slower of their rates, which
+// keeps both within theirs.
+func lookupQueues(providers provider.Registry, limits map[string]provider.Limits) []lookupQueue {
+	byName := map[string]*lookupQueue{}
+	add := func(queue, name string) {
+		rate := limits[name].LookupsPerSecond
+		q, ok := byName[queue]
+		if !ok {
+			byName[queue] = &lookupQueue{name: queue, providers: []string{name}, perSecond: rate}
+			return
+		}
+		if !slices.Contains(q.providers, name) {
+			q.providers = append(q.providers, name)
+		}
+		q.perSecond = min(q.perSecond, rate)
+	}
+	for name := range providers.All() {
+		add(chargeonce.LookupTaskQueueOf(name), name)
+	}
+	def, _ := providers.Default()
+	add(chargeonce.LookupTaskQueue, def)
+	queues := make([]lookupQueue, 0, len(byName))
+	for _, queue := range slices.Sorted(maps.Keys(byName)) {
+		queues = append(queues, *byName[queue])
+	}
+	return queues
+}
+
+// startLookups starts a Temporal worker of the lookup activities on each of
+// queues, with options but the queue's rate; if one fails to start, it
+// stops those it started.
+func startLookups(c client.Client, options sdkworker.Options, queues []lookupQueue, acts *activities.Activities) ([]sdkworker.Worker, error) {
+	var started []sdkworker.Worker
+	for _, q := range queues {
+		options.TaskQueueActivitiesPerSecond = q.perSecond
+		lw := sdkworker.New(c, q.name, options)
+		workflows.RegisterLookups(lw, acts)
+		if err := lw.Start(); err != nil {
+			stopAll(started)
+			return nil, fmt.Errorf("worker: start polling task queue %s: %w", q.name, err)
+		}
+		started = append(started, lw)
+	}
+	return started, nil
+}
+
+// stopAll stops workers.
+func stopAll(workers []sdkworker.Worker) {
+	for _, w := range workers {
+		w.Stop()
+	}
 }
 
 // CheckLimits reads the limits that the provider publishes and refuses a
@@ -236,26 +315,37 @@ func CheckLimits(ctx context.Context, p provider.Port, t workflows.Timing) (prov
 }
 
 // checkEveryProvider checks the timing against the limits of every
-// provider (CheckLimits), and returns the strictest of them: the shortest
-// key retention, the slowest lookup rate and the longest lookup delay. The
-// lookups of every provider share one task queue, paced at that rate.
-func checkEveryProvider(ctx context.Context, providers provider.Registry, t workflows.Timing) (provider.Limits, error) {
-	var strictest provider.Limits
-	first := true
+// provider (CheckLimits), and returns each provider's limits by its name.
+func checkEveryProvider(ctx context.Context, providers provider.Registry, t workflows.Timing) (map[string]provider.Limits, error) {
+	each := map[string]provider.Limits{}
 	for name, p := range providers.All() {
 		limits, err := CheckLimits(ctx, p, t)
 		if err != nil {
-			return provider.Limits{}, fmt.Errorf("provider %q: %w", name, err)
+			return nil, fmt.Errorf("provider %q: %w", name, err)
 		}
+		each[name] = limits
+	}
+	return each, nil
+}
+
+// strictest returns the strictest of the limits of several providers: the
+// shortest key retention, the slowest lookup rate and the longest lookup
+// delay. A refund of any provider must be sent within the shortest
+// retention; the capacity watch, which counts the open attempts of all
+// providers together, compares them with the slowest rate.
+func strictest(each map[string]provider.Limits) provider.Limits {
+	var s provider.Limits
+	first := true
+	for _, limits := range each {
 		if first {
-			strictest, first = limits, false
+			s, first = limits, false
 			continue
 		}
-		strictest.KeyRetention = min(strictest.KeyRetention, limits.KeyRetention)
-		strictest.LookupsPerSecond = min(strictest.LookupsPerSecond, limits.LookupsPerSecond)
-		strictest.LookupDelay = max(strictest.LookupDelay, limits.LookupDelay)
+		s.KeyRetention = min(s.KeyRetention, limits.KeyRetention)
+		s.LookupsPerSecond = min(s.LookupsPerSecond, limits.LookupsPerSecond)
+		s.LookupDelay = max(s.LookupDelay, limits.LookupDelay)
 	}
-	return strictest, nil
+	return s
 }
 
 // CheckRefundWindow refuses a timing under which a refund that the refund

@@ -315,3 +315,66 @@ func TestStart_ChecksTheTimingAgainstEveryProvider(t *testing.T) {
 	_, err = st.PaymentTiming(context.Background())
 	require.ErrorIs(t, err, store.ErrNotFound, "nothing was published")
 }
+
+// Each provider's lookups are paced at that provider's own published rate,
+// on a queue of their own; the runs recorded without a provider's name keep
+// the shared queue, paced at the default provider's rate.
+func TestLookupQueues_PaceEachProviderAtItsOwnRate(t *testing.T) {
+	const slow, fast = 5, 20
+	tests := []struct {
+		name  string
+		rates map[string]float64
+		def   string
+		want  []worker.LookupQueue
+	}{
+		{
+			name:  "one provider named default",
+			rates: map[string]float64{"default": slow},
+			def:   "default",
+			want:  []worker.LookupQueue{{Name: "chargeonce-lookups", Providers: []string{"default"}, PerSecond: slow}},
+		},
+		{
+			name:  "the default provider keeps the default name",
+			rates: map[string]float64{"default": fast, "us": slow},
+			def:   "default",
+			want: []worker.LookupQueue{
+				{Name: "chargeonce-lookups", Providers: []string{"default"}, PerSecond: fast},
+				{Name: "chargeonce-lookups-us", Providers: []string{"us"}, PerSecond: slow},
+			},
+		},
+		{
+			name:  "the default provider has a name of its own",
+			rates: map[string]float64{"eu": slow, "us": fast},
+			def:   "eu",
+			want: []worker.LookupQueue{
+				{Name: "chargeonce-lookups", Providers: []string{"eu"}, PerSecond: slow},
+				{Name: "chargeonce-lookups-eu", Providers: []string{"eu"}, PerSecond: slow},
+				{Name: "chargeonce-lookups-us", Providers: []string{"us"}, PerSecond: fast},
+			},
+		},
+		{
+			name:  "a provider that is not the default has the default name",
+			rates: map[string]float64{"default": fast, "eu": slow},
+			def:   "eu",
+			want: []worker.LookupQueue{
+				{Name: "chargeonce-lookups", Providers: []string{"default", "eu"}, PerSecond: slow},
+				{Name: "chargeonce-lookups-eu", Providers: []string{"eu"}, PerSecond: slow},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ports := map[string]provider.Port{}
+			for name, rate := range tt.rates {
+				ports[name] = providerWithLimits(t, 24*time.Hour, rate)
+			}
+			providers, err := provider.NewRegistry(ports, tt.def)
+			require.NoError(t, err)
+
+			queues, err := worker.LookupQueues(context.Background(), providers, workflows.DefaultTiming())
+
+			require.NoError(t, err)
+			require.Equal(t, tt.want, queues)
+		})
+	}
+}

@@ -131,8 +131,8 @@ func WorkflowID(key string) string {
 
 // Register registers the payment and refund workflows and the activities
 // with a worker of chargeonce.TaskQueue. FindCharge and FindRefund come with
-// the struct but never run there: the workflows schedule them on
-// chargeonce.LookupTaskQueue.
+// the struct but never run there: the workflows schedule them on the lookup
+// task queue of the intent's provider (chargeonce.LookupTaskQueueOf).
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflow(PaymentWorkflow)
 	r.RegisterWorkflow(RefundWorkflow)
@@ -140,7 +140,8 @@ func Register(r worker.Registry, a *activities.Activities) {
 }
 
 // RegisterLookups registers the lookup activities, FindCharge and
-// FindRefund, alone with a worker of chargeonce.LookupTaskQueue.
+// FindRefund, alone with a worker of a lookup task queue
+// (chargeonce.LookupTaskQueueOf).
 func RegisterLookups(r worker.Registry, a *activities.Activities) {
 	r.RegisterActivity(a.FindCharge)
 	r.RegisterActivity(a.FindRefund)
@@ -161,9 +162,9 @@ var acts *activities.Activities
 // without a card token settles as not_processed at once.
 //
 // Reconciliation: the attempt is looked up at the provider by its merchant
-// reference on the lookup task queue, at the times of Timing.LookupTimes:
-// from CreatedAt+MinAge plus the key's jitter, less and less often, and
-// last exactly at CreatedAt+AbandonAfter. A succeeded charge settles it as
+// reference on its provider's lookup task queue, at the times of
+// Timing.LookupTimes: from CreatedAt+MinAge plus the key's jitter, less and
+// less often, and last exactly at CreatedAt+AbandonAfter. A succeeded charge settles it as
 // succeeded, only failed charges as declined, and no charge at the deadline
 // as abandoned.
 // A "charge" update re-sends the charge at once with the same key; a
@@ -433,7 +434,7 @@ func (p *payment) waitingDetails(next time.Time) string {
 func (p *payment) check(ctx workflow.Context) error {
 	startedAt := workflow.Now(ctx)
 	p.status.Checks++
-	actx := withLookupOptions(ctx, p.timing, activities.ErrTypeChargeMismatch)
+	actx := withLookupOptions(ctx, p.timing, p.intent.Provider, activities.ErrTypeChargeMismatch)
 	var res activities.FindChargeResult
 	err := workflow.ExecuteActivity(actx, acts.FindCharge, activities.FindChargeInput{
 		Key:               p.intent.Key,

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -956,6 +957,38 @@ func TestPaymentWorkflow_LookupsRunOnTheLookupQueueOnTheKeysBackoffGrid(t *testi
 	require.Equal(t, createdAt.Add(timing.MinAge+jitter), times[0])
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), times[len(times)-1])
 	require.Equal(t, createdAt.Add(timing.AbandonAfter), wenv.Now().UTC(), "abandoned at the deadline's lookup")
+}
+
+// Each provider's lookups have a queue of their own, paced at that
+// provider's rate; the runs of the default provider's name, and those
+// recorded before intents named their provider, keep the shared one.
+func TestPaymentWorkflow_LookupsRunOnTheQueueOfTheIntentsProvider(t *testing.T) {
+	tests := []struct {
+		name, provider, queue string
+	}{
+		{"named eu", "eu", "chargeonce-lookups-eu"},
+		{"named default", chargeonce.DefaultProvider, "chargeonce-lookups"},
+		{"unnamed", "", "chargeonce-lookups"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := dropping
+			opts.ProviderName = cmp.Or(tt.provider, chargeonce.DefaultProvider)
+			env := activitiestest.New(t, opts)
+			intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+			intent.Provider = tt.provider
+			wenv := newWorkflowEnv(t, env, createdAt)
+			lookups := recordLookups(wenv)
+
+			res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: shortCharge})
+
+			require.Equal(t, chargeonce.AttemptAbandoned, res.Status)
+			require.NotEmpty(t, *lookups)
+			for _, l := range *lookups {
+				require.Equal(t, tt.queue, l.queue)
+			}
+		})
+	}
 }
 
 // A workflow started before card hashes were keyed carries the legacy hash

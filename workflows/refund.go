@@ -413,7 +413,7 @@ func (r *refund) check(ctx workflow.Context) error {
 	startedAt := workflow.Now(ctx)
 	r.status.Checks++
 	var res activities.FindRefundResult
-	err := workflow.ExecuteActivity(withLookupOptions(ctx, r.timing, activities.ErrTypeRefundMismatch), acts.FindRefund, activities.FindRefundInput{
+	err := workflow.ExecuteActivity(withLookupOptions(ctx, r.timing, r.intent.Provider, activities.ErrTypeRefundMismatch), acts.FindRefund, activities.FindRefundInput{
 		Key:               r.intent.Key,
 		ChargeID:          r.intent.ChargeID,
 		MerchantReference: r.intent.MerchantReference,

@@ -15,8 +15,8 @@ import (
 
 // The requests and records that every money movement makes: a send phase
 // of one request per activity within a budget, the options of lookups on
-// the lookup task queue, a durable record of the outcome, and search
-// attributes.
+// their provider's lookup task queue, a durable record of the outcome, and
+// search attributes.
 
 // sendEnd is how a send phase ended.
 type sendEnd int
@@ -130,16 +130,18 @@ func requestFailure(err error) *temporal.ApplicationError {
 	return appErr
 }
 
-// withLookupOptions runs a lookup on the lookup task queue, whose dispatch
-// rate Temporal caps at the rate the provider allows. One still waiting
+// withLookupOptions runs a lookup at the provider named provider (empty for
+// an intent recorded before intents named theirs) on that provider's
+// lookup task queue (chargeonce.LookupTaskQueueOf), whose dispatch rate
+// Temporal caps at the rate that provider allows. One still waiting
 // there after an Interval gives way to the next check: under a backlog a
 // fresh lookup is worth more than a stale one, and no lookup, nor a
 // customer retry waiting for the lookup to finish, waits behind the whole
 // backlog. mismatch is the error type of a lookup that found something that
 // does not match, which no retry changes.
-func withLookupOptions(ctx workflow.Context, t Timing, mismatch string) workflow.Context {
+func withLookupOptions(ctx workflow.Context, t Timing, provider, mismatch string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              chargeonce.LookupTaskQueue,
+		TaskQueue:              chargeonce.LookupTaskQueueOf(provider),
 		ScheduleToStartTimeout: t.Interval,
 		StartToCloseTimeout:    t.AttemptTimeout,
 		RetryPolicy: &temporal.RetryPolicy{

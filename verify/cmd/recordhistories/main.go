@@ -220,7 +220,8 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 		err = errors.Join(err, env.Close(closeCtx))
 	}()
 	// One task queue per scenario, so that each runs on its own fake
-	// provider. The lookup queue's name is fixed in the workflow; the
+	// provider. The lookup queue's name follows from the intent's provider,
+	// the default one here, whose queue is chargeonce.LookupTaskQueue; the
 	// scenarios run one after another, each with its own lookup worker.
 	taskQueue := chargeonce.TaskQueue + "-" + name
 	w := ts.NewWorker(taskQueue, func(r worker.Registry) { workflows.Register(r, env.Activities) })
