@@ -664,24 +664,36 @@ var schemaV2 = map[string]struct {
 	},
 }
 
+// schemaAt builds, in the empty database dsn, the schema as the released
+// migrations up to version left it, recorded as applied, and returns its
+// dialect's name and the value its time columns hold for base.
+func schemaAt(t *testing.T, dsn string, version int) (dialect string, at any) {
+	t.Helper()
+	dialect = "postgres"
+	if strings.HasPrefix(dsn, "sqlite:") {
+		dialect = "sqlite"
+	}
+	at = schemaV2[dialect].time(base)
+	rawExec(t, dsn, schemaV2[dialect].migrationsTable)
+	entries, err := os.ReadDir(filepath.Join("migrations", dialect))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(entries), version)
+	for i, e := range entries[:version] {
+		body, err := os.ReadFile(filepath.Join("migrations", dialect, e.Name()))
+		require.NoError(t, err)
+		rawExec(t, dsn, string(body))
+		rawExec(t, dsn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, i+1, e.Name(), at)
+	}
+	return dialect, at
+}
+
 // TestStore_MigrationAdmitsNotProcessedAndKeepsTheData migrates a database
 // of version 2, with an open and a declined attempt and their request logs,
 // to the current schema.
 func TestStore_MigrationAdmitsNotProcessedAndKeepsTheData(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
-		dialect := "postgres"
-		if strings.HasPrefix(dsn, "sqlite:") {
-			dialect = "sqlite"
-		}
+		dialect, at := schemaAt(t, dsn, 2)
 		d := schemaV2[dialect]
-		at := d.time(base)
-		for _, name := range []string{"0001_init.sql", "0002_payment_timing.sql"} {
-			body, err := os.ReadFile(filepath.Join("migrations", dialect, name))
-			require.NoError(t, err)
-			rawExec(t, dsn, string(body))
-		}
-		rawExec(t, dsn, d.migrationsTable)
-		rawExec(t, dsn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, '0001_init.sql', $1), (2, '0002_payment_timing.sql', $1)`, at)
 		rawExec(t, dsn, `INSERT INTO orders (amount_minor, currency, description, status, created_at, updated_at) VALUES (54890, 'TRY', 'Collected works', 'payment_pending', $1, $1)`, at)
 		const orderID = 1001
 		declined, open := newKey(t), newKey(t)

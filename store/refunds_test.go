@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -845,20 +843,7 @@ var schemaV7 = map[string]struct {
 // even the number of an order that was deleted.
 func TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
-		dialect := "postgres"
-		if strings.HasPrefix(dsn, "sqlite:") {
-			dialect = "sqlite"
-		}
-		d := schemaV2[dialect]
-		at := d.time(base)
-		rawExec(t, dsn, d.migrationsTable)
-		for i, name := range []string{"0001_init.sql", "0002_payment_timing.sql", "0003_not_processed.sql", "0004_provider_events.sql",
-			"0005_settlement.sql", "0006_api_keys.sql", "0007_keyed_card_hashes.sql"} {
-			body, err := os.ReadFile(filepath.Join("migrations", dialect, name))
-			require.NoError(t, err)
-			rawExec(t, dsn, string(body))
-			rawExec(t, dsn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, i+1, name, at)
-		}
+		dialect, at := schemaAt(t, dsn, 7)
 		for _, o := range []struct {
 			status    string
 			paymentID any
