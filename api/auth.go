@@ -19,8 +19,8 @@ import (
 var publicPaths = map[string]bool{"/healthz": true, OpenAPIPath: true, WebhookPath: true}
 
 // isPublic reports whether path answers without an API key: one of
-// publicPaths, or a provider's webhook path, whose unknown names are
-// answered 404 by their route, as the provider would need to hear.
+// publicPaths, or a path under WebhookPath, where each provider's signed
+// events arrive; the route answers a name of no provider 404.
 func isPublic(path string) bool {
 	return publicPaths[path] || strings.HasPrefix(path, WebhookPath+"/")
 }
