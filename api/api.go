@@ -37,8 +37,15 @@ import (
 	"chargeonce/store"
 )
 
-// WebhookPath is where the API receives the provider's events.
+// WebhookPath is where the API receives the default provider's events
+// (Config.DefaultProvider), the path that provider dashboards configured
+// before providers had paths of their own keep. Each provider's events
+// arrive at ProviderWebhookPath.
 const WebhookPath = "/webhooks/provider"
+
+// ProviderWebhookPath is where the API receives the events of the provider
+// named name.
+func ProviderWebhookPath(name string) string { return WebhookPath + "/" + name }
 
 // OpenAPIPath is where the API serves its OpenAPI document.
 const OpenAPIPath = "/openapi.json"
@@ -59,10 +66,16 @@ type Config struct {
 	// Temporal runs the settlement workflow of
 	// POST /api/settlements/{date}/run; nil answers that route 503.
 	Temporal client.Client
-	// WebhookSecrets verify the provider's events at POST
-	// /webhooks/provider; several are valid at once while one is rotated
-	// out. Empty serves no such route.
-	WebhookSecrets []webhook.Secret
+	// WebhookSecrets hold, by provider name, the secrets that verify that
+	// provider's events at POST /webhooks/provider/{name}
+	// (ProviderWebhookPath); several are valid at once while one is rotated
+	// out. Events name attempts and refunds of their provider only. Empty
+	// serves no webhook route.
+	WebhookSecrets map[string][]webhook.Secret
+	// DefaultProvider names the provider whose events POST
+	// /webhooks/provider (WebhookPath) receives as well; with
+	// WebhookSecrets, it must be one of their names.
+	DefaultProvider string
 	// Registerer takes the metrics of the API's own; required with
 	// WebhookSecrets.
 	Registerer prometheus.Registerer
@@ -129,11 +142,12 @@ func New(cfg Config) (http.Handler, error) {
 		if cfg.Registerer == nil {
 			return nil, errors.New("api: config: Registerer is required with WebhookSecrets")
 		}
-		events, err := newProviderEvents(s, cfg.WebhookSecrets, cfg.Registerer)
+		events, err := newProviderEvents(s, cfg.WebhookSecrets, cfg.DefaultProvider, cfg.Registerer)
 		if err != nil {
 			return nil, fmt.Errorf("api: %w", err)
 		}
-		s.mux.HandleFunc("POST "+WebhookPath, events.serve)
+		s.mux.HandleFunc("POST "+WebhookPath, events.serveDefault)
+		s.mux.HandleFunc("POST "+ProviderWebhookPath("{provider}"), events.serveNamed)
 	}
 	return s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route)))), nil
 }

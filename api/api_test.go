@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	_ "modernc.org/sqlite" // the driver that reads the store's file directly
 
+	"chargeonce"
 	"chargeonce/activities/activitiestest"
 	"chargeonce/api"
 	"chargeonce/checkout"
@@ -28,6 +29,7 @@ import (
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/internal/webhook"
+	"chargeonce/refund"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -67,12 +69,14 @@ func startTestAPIBeforeAnyWorker(t *testing.T) *testAPI {
 	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(temporal.Close)
-	return startTestAPIWith(t, temporal, nil)
+	return startTestAPIWith(t, temporal, nil, nil)
 }
 
 // startTestAPIWith starts the API on a fresh database with this Temporal
-// client, and the webhook secrets when there are some.
-func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Secret) *testAPI {
+// client, and the webhook secrets by provider when there are some, whose
+// default provider is chargeonce.DefaultProvider. The provider events'
+// lookups go to finders, by provider.
+func startTestAPIWith(t *testing.T, temporal client.Client, secrets map[string][]webhook.Secret, finders map[string]refund.Finder) *testAPI {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chargeonce.db")
@@ -80,7 +84,11 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Se
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
+	logs := &syncbuf.Buffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	refunds, err := refund.New(refund.Config{Store: st, Temporal: temporal, Finders: finders, Logger: logger})
+	require.NoError(t, err)
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Refunds: refunds, Logger: logger})
 	require.NoError(t, err)
 
 	reg := prometheus.NewRegistry()
@@ -88,9 +96,8 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets []webhook.Se
 	reg.MustRegister(marker)
 	marker.Inc()
 
-	logs := &syncbuf.Buffer{}
-	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg, WebhookSecrets: secrets, Registerer: reg,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg, WebhookSecrets: secrets, DefaultProvider: chargeonce.DefaultProvider, Registerer: reg,
+		Logger: logger})
 	require.NoError(t, err)
 	srv := httptest.NewServer(openapitest.Handler(t, h))
 	t.Cleanup(srv.Close)

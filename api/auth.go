@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"chargeonce/api/wire"
@@ -13,8 +14,16 @@ import (
 // publicPaths answer without an API key: the health check, which load
 // balancers call, the OpenAPI document, which holds no secret and which a
 // merchant reads before it has a key, and the provider's events, which
-// carry a signature of their own instead.
+// carry a signature of their own instead, at WebhookPath and under it
+// (isPublic).
 var publicPaths = map[string]bool{"/healthz": true, OpenAPIPath: true, WebhookPath: true}
+
+// isPublic reports whether path answers without an API key: one of
+// publicPaths, or a path under WebhookPath, where each provider's signed
+// events arrive; the route answers a name of no provider 404.
+func isPublic(path string) bool {
+	return publicPaths[path] || strings.HasPrefix(path, WebhookPath+"/")
+}
 
 // authTimeout bounds the key lookup of one request.
 const authTimeout = 2 * time.Second
@@ -49,7 +58,7 @@ func withRequestInfo(r *http.Request) (*http.Request, *requestInfo) {
 // answers a stranger.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if publicPaths[r.URL.Path] {
+		if isPublic(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

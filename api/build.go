@@ -1,10 +1,12 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
 
+	"chargeonce"
 	"chargeonce/checkout"
 	"chargeonce/internal/backend"
 	"chargeonce/internal/webhook"
@@ -20,13 +22,14 @@ type Settings struct {
 	// means the published charge budget plus two seconds
 	// (checkout.DefaultBudget).
 	CheckoutBudget time.Duration
-	// Finder verifies at the provider what its events claim
-	// (refund.Config.Finder); nil leaves it to the settlement.
-	Finder refund.Finder
 	// Provider names the provider that new attempts and refunds are sent
 	// to, which they store; empty means chargeonce.DefaultProvider. The
-	// workers must reach a provider of that name.
+	// workers must reach a provider of that name. Its events arrive at
+	// ProviderWebhookPath(Provider), and at WebhookPath.
 	Provider string
+	// Finder verifies at the provider what its events claim
+	// (refund.Config.Finders); nil leaves it to the settlement.
+	Finder refund.Finder
 	// ReferencePrefix starts every merchant reference; empty means
 	// checkout.DefaultReferencePrefix.
 	ReferencePrefix string
@@ -44,8 +47,19 @@ type Settings struct {
 // with it, so that the two serve the same API. Given a registry that does
 // not hold the API's metrics yet, each of its errors is a bad setting.
 func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *checkout.Service, *refund.Service, error) {
+	// The deployment's one provider, by its name: the secrets of its
+	// events and the port that confirms them.
+	name := cmp.Or(s.Provider, chargeonce.DefaultProvider)
+	var secrets map[string][]webhook.Secret
+	if len(s.WebhookSecrets) > 0 {
+		secrets = map[string][]webhook.Secret{name: s.WebhookSecrets}
+	}
+	finders := map[string]refund.Finder{}
+	if s.Finder != nil {
+		finders[name] = s.Finder
+	}
 	refunds, err := refund.New(refund.Config{
-		Store: b.Store, Temporal: b.Temporal, Finder: s.Finder, Budget: s.CheckoutBudget, Provider: s.Provider,
+		Store: b.Store, Temporal: b.Temporal, Finders: finders, Budget: s.CheckoutBudget, Provider: s.Provider,
 		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
@@ -64,7 +78,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *che
 	}
 	h, err := New(Config{
 		Checkout: svc, Refunds: refunds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
-		WebhookSecrets: s.WebhookSecrets, Registerer: b.Registry, EventNetworks: s.EventNetworks,
+		WebhookSecrets: secrets, DefaultProvider: name, Registerer: b.Registry, EventNetworks: s.EventNetworks,
 	})
 	if err != nil {
 		return nil, nil, nil, err

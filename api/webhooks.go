@@ -1,11 +1,13 @@
 package api
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/checkout"
 	"chargeonce/internal/strictjson"
@@ -22,11 +24,15 @@ const (
 	eventUnavailable = "unavailable"
 )
 
-// providerEvents serves POST /webhooks/provider.
+// providerEvents serves POST /webhooks/provider/{provider}, and POST
+// /webhooks/provider for the default provider.
 type providerEvents struct {
 	*server
-	verifier *webhook.Verifier
-	results  *prometheus.CounterVec
+	// verifiers hold each provider's, by its name.
+	verifiers map[string]*webhook.Verifier
+	// def names the provider of WebhookPath.
+	def     string
+	results *prometheus.CounterVec
 }
 
 // eventBody is the part of an event that the API reads: the type, and the
@@ -43,10 +49,23 @@ type eventBody struct {
 	} `json:"data"`
 }
 
-func newProviderEvents(s *server, secrets []webhook.Secret, reg prometheus.Registerer) (*providerEvents, error) {
+func newProviderEvents(s *server, secrets map[string][]webhook.Secret, def string, reg prometheus.Registerer) (*providerEvents, error) {
+	verifiers := make(map[string]*webhook.Verifier, len(secrets))
+	for name, ss := range secrets {
+		if err := chargeonce.CheckProviderName(name); err != nil {
+			return nil, fmt.Errorf("config: webhook secrets: %w", err)
+		}
+		if len(ss) == 0 {
+			return nil, fmt.Errorf("config: webhook secrets: provider %q has none", name)
+		}
+		verifiers[name] = webhook.NewVerifier(ss, nil)
+	}
+	if verifiers[def] == nil {
+		return nil, fmt.Errorf("config: the default provider %q has no webhook secrets", def)
+	}
 	results := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chargeonce_provider_events_total",
-		Help: "Provider events received at POST /webhooks/provider, by what became of them.",
+		Help: "Provider events received at POST /webhooks/provider and /webhooks/provider/{provider}, by what became of them.",
 	}, []string{"result"})
 	if err := reg.Register(results); err != nil {
 		return nil, err
@@ -58,20 +77,38 @@ func newProviderEvents(s *server, secrets []webhook.Secret, reg prometheus.Regis
 	for _, r := range []string{eventRefused, eventMalformed, eventUnavailable} {
 		results.WithLabelValues(r)
 	}
-	return &providerEvents{server: s, verifier: webhook.NewVerifier(secrets, nil), results: results}, nil
+	return &providerEvents{server: s, verifiers: verifiers, def: def, results: results}, nil
 }
 
-func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request) {
+// serveDefault serves WebhookPath: the default provider's events.
+func (e *providerEvents) serveDefault(w http.ResponseWriter, r *http.Request) {
+	e.serve(w, r, e.def)
+}
+
+// serveNamed serves the events of the provider that the path names, which
+// must be one the API holds secrets of.
+func (e *providerEvents) serveNamed(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("provider")
+	if e.verifiers[name] == nil {
+		writeProblem(w, e.log, wire.NewProblem(wire.ProblemNotFound, fmt.Sprintf("no provider %q sends its events here", name)))
+		return
+	}
+	e.serve(w, r, name)
+}
+
+// serve verifies an event with the secrets of the provider named name and
+// handles it as that provider's.
+func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request, name string) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		e.results.WithLabelValues(eventMalformed).Inc()
 		e.fail(w, r, readError(err))
 		return
 	}
-	id, err := e.verifier.Verify(r.Header, body)
+	id, err := e.verifiers[name].Verify(r.Header, body)
 	if err != nil {
 		e.results.WithLabelValues(eventRefused).Inc()
-		e.log.Warn("provider event refused: bad signature", "event", r.Header.Get(webhook.HeaderID), "error", err)
+		e.log.Warn("provider event refused: bad signature", "provider", name, "event", r.Header.Get(webhook.HeaderID), "error", err)
 		// Verify's errors say which rule of the signature the request
 		// breaks, and nothing of the secrets.
 		e.fail(w, r, &problemError{typ: wire.ProblemUnauthorized, detail: err.Error()})
@@ -80,16 +117,16 @@ func (e *providerEvents) serve(w http.ResponseWriter, r *http.Request) {
 	ev, err := parseEvent(body)
 	if err != nil {
 		e.results.WithLabelValues(eventMalformed).Inc()
-		e.log.Warn("provider event refused: malformed", "event", id, "error", err)
+		e.log.Warn("provider event refused: malformed", "provider", name, "event", id, "error", err)
 		e.fail(w, r, err)
 		return
 	}
-	ev.ID, ev.Payload = id, body
+	ev.Provider, ev.ID, ev.Payload = name, id, body
 	result, err := e.checkout.HandleProviderEvent(r.Context(), ev)
 	if err != nil {
 		e.results.WithLabelValues(eventUnavailable).Inc()
 		// Not for a human: the provider delivers it again.
-		e.log.Warn("provider event not handled; the provider delivers it again", "event", id, "error", err)
+		e.log.Warn("provider event not handled; the provider delivers it again", "provider", name, "event", id, "error", err)
 		e.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "the event could not be handled now; deliver it again"})
 		return
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,17 +21,27 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"chargeonce"
+	"chargeonce/api"
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/webhook"
+	"chargeonce/provider"
+	"chargeonce/refund"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
 
-// eventsAPI is the API with a webhook secret, over a Temporal client whose
-// signals the test expects.
+// acme is the second provider of the events API, beside the default.
+const acme = "acme"
+
+// eventsAPI is the API with the events of two providers, the default and
+// acme, each with a webhook secret and a lookup of its own, over a Temporal
+// client whose signals the test expects.
 type eventsAPI struct {
 	*testAPI
-	secret   webhook.Secret
+	// secret signs the default provider's events, acmeSecret acme's.
+	secret, acmeSecret webhook.Secret
+	// finders are each provider's lookups.
+	finders  map[string]*finder
 	temporal *mocks.Client
 }
 
@@ -37,13 +49,54 @@ func startEventsAPI(t *testing.T) *eventsAPI {
 	t.Helper()
 	secret, err := webhook.ParseSecret(webhook.NewSecret())
 	require.NoError(t, err)
+	acmeSecret, err := webhook.ParseSecret(webhook.NewSecret())
+	require.NoError(t, err)
 	temporal := &mocks.Client{}
 	t.Cleanup(func() { temporal.AssertExpectations(t) })
-	return &eventsAPI{testAPI: startTestAPIWith(t, temporal, []webhook.Secret{secret}), secret: secret, temporal: temporal}
+	finders := map[string]*finder{chargeonce.DefaultProvider: {}, acme: {}}
+	secrets := map[string][]webhook.Secret{chargeonce.DefaultProvider: {secret}, acme: {acmeSecret}}
+	lookups := map[string]refund.Finder{chargeonce.DefaultProvider: finders[chargeonce.DefaultProvider], acme: finders[acme]}
+	return &eventsAPI{testAPI: startTestAPIWith(t, temporal, secrets, lookups), secret: secret, acmeSecret: acmeSecret,
+		finders: finders, temporal: temporal}
 }
 
-// openAttempt stores an order with an open attempt, as a checkout does.
+// finder is a provider's lookup that holds no charge and no refund, and
+// keeps the merchant references it was asked about.
+type finder struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (f *finder) FindCharges(_ context.Context, reference string) ([]provider.Charge, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, reference)
+	return nil, nil
+}
+
+func (f *finder) FindRefunds(_ context.Context, _, reference string) ([]provider.Refund, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, reference)
+	return nil, nil
+}
+
+func (f *finder) references() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.asked)
+}
+
+// openAttempt stores an order with an open attempt of the default
+// provider, as a checkout does.
 func (a *testAPI) openAttempt(t *testing.T) store.Attempt {
+	t.Helper()
+	return a.openAttemptAt(t, chargeonce.DefaultProvider)
+}
+
+// openAttemptAt stores an order with an open attempt sent to the provider
+// named name.
+func (a *testAPI) openAttemptAt(t *testing.T, name string) store.Attempt {
 	t.Helper()
 	ctx := context.Background()
 	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")
@@ -51,7 +104,7 @@ func (a *testAPI) openAttempt(t *testing.T) store.Attempt {
 	_, attempt, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
 		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
 		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
-		Provider: chargeonce.DefaultProvider,
+		Provider: name,
 	})
 	require.NoError(t, err)
 	return attempt
@@ -80,7 +133,14 @@ func eventJSON(typ, chargeID, reference string) string {
 // the status and the result the API reports.
 func (a *eventsAPI) post(t *testing.T, h http.Header, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, a.url+"/webhooks/provider", strings.NewReader(body))
+	return a.postTo(t, api.WebhookPath, h, body)
+}
+
+// postTo delivers body with headers to POST path, and returns the status
+// and the result the API reports, or the problem type.
+func (a *eventsAPI) postTo(t *testing.T, path string, h http.Header, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, a.url+path, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header = h
 	req.Header.Set("Content-Type", "application/json")
@@ -101,12 +161,20 @@ func (a *eventsAPI) post(t *testing.T, h http.Header, body string) (int, string)
 	return resp.StatusCode, answer.Result
 }
 
-// deliver signs body as event id, sent now, and posts it.
+// deliver signs body as event id, sent now by the default provider, and
+// posts it to WebhookPath.
 func (a *eventsAPI) deliver(t *testing.T, id, body string) (int, string) {
 	t.Helper()
+	return a.deliverTo(t, api.WebhookPath, a.secret, id, body)
+}
+
+// deliverTo signs body with secret as event id, sent now, and posts it to
+// path.
+func (a *eventsAPI) deliverTo(t *testing.T, path string, secret webhook.Secret, id, body string) (int, string) {
+	t.Helper()
 	h := http.Header{}
-	webhook.Sign(h, id, time.Now(), []byte(body), a.secret)
-	return a.post(t, h, body)
+	webhook.Sign(h, id, time.Now(), []byte(body), secret)
+	return a.postTo(t, path, h, body)
 }
 
 // counted reads chargeonce_provider_events_total{result} from /metrics.
@@ -274,4 +342,148 @@ func TestProviderEvent_AWorkflowThatClosedMeanwhileSettledTheAttempt(t *testing.
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "settled", result)
 	require.Equal(t, "1", a.counted(t, "settled"))
+}
+
+func TestProviderEvent_EachProvidersPathVerifiesWithItsSecretsAndTheLegacyPathIsTheDefaults(t *testing.T) {
+	a := startEventsAPI(t)
+	ours, theirs := a.openAttempt(t), a.openAttemptAt(t, acme)
+
+	a.expectSignal(ours, "ch_000001", nil)
+	status, result := a.deliverTo(t, api.ProviderWebhookPath(chargeonce.DefaultProvider), a.secret, "msg_1",
+		eventJSON("charge.succeeded", "ch_000001", ours.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+
+	a.expectSignal(theirs, "ch_000002", nil)
+	status, result = a.deliverTo(t, api.ProviderWebhookPath(acme), a.acmeSecret, "msg_2",
+		eventJSON("charge.succeeded", "ch_000002", theirs.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+
+	// The path that dashboards configured before providers had paths is
+	// the default provider's.
+	a.expectSignal(ours, "ch_000003", nil)
+	status, result = a.deliverTo(t, api.WebhookPath, a.secret, "msg_3",
+		eventJSON("charge.succeeded", "ch_000003", ours.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+	require.Equal(t, "3", a.counted(t, "signaled"))
+}
+
+func TestProviderEvent_UnknownProviderIs404AndStoresNothing(t *testing.T) {
+	a := startEventsAPI(t)
+	attempt := a.openAttempt(t)
+	before := a.snapshot(t)
+	for _, name := range []string{"elsewhere", "Default"} {
+		status, kind := a.deliverTo(t, api.WebhookPath+"/"+name, a.secret, "msg_1",
+			eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference))
+		require.Equal(t, http.StatusNotFound, status, name)
+		require.Equal(t, "urn:chargeonce:problem:not-found", kind, name)
+	}
+	require.Equal(t, before, a.snapshot(t), "an event for no known provider changes nothing")
+	events, err := a.store.ProviderEvents(context.Background(), attempt.MerchantReference)
+	require.NoError(t, err)
+	require.Empty(t, events)
+}
+
+func TestProviderEvent_SignedWithAnotherProvidersSecretIsRefused(t *testing.T) {
+	a := startEventsAPI(t)
+	ours, theirs := a.openAttempt(t), a.openAttemptAt(t, acme)
+	before := a.snapshot(t)
+	tests := []struct {
+		name   string
+		path   string
+		secret webhook.Secret
+		ref    string
+	}{
+		{"the default's secret on acme's path", api.ProviderWebhookPath(acme), a.secret, theirs.MerchantReference},
+		{"acme's secret on the default's path", api.ProviderWebhookPath(chargeonce.DefaultProvider), a.acmeSecret, ours.MerchantReference},
+		{"acme's secret on the legacy path", api.WebhookPath, a.acmeSecret, ours.MerchantReference},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, kind := a.deliverTo(t, tt.path, tt.secret, "msg_1", eventJSON("charge.succeeded", "ch_000001", tt.ref))
+			require.Equal(t, http.StatusUnauthorized, status)
+			require.Equal(t, "urn:chargeonce:problem:unauthorized", kind)
+			require.Equal(t, before, a.snapshot(t), "a refused event changes nothing")
+		})
+	}
+	require.Equal(t, "3", a.counted(t, "refused"))
+}
+
+func TestProviderEvent_AboutAnotherProvidersAttemptIsUnconfirmedAndChangesNothing(t *testing.T) {
+	a := startEventsAPI(t)
+	ctx := context.Background()
+	open := a.openAttempt(t)
+	declined := a.openAttempt(t)
+	_, err := a.store.SettleAttempt(ctx, declined.Key, chargeonce.AttemptDeclined, "", time.Now())
+	require.NoError(t, err)
+
+	// No workflow is told (the Temporal mock expects nothing), and no
+	// provider is asked about a charge of another's attempt.
+	for i, attempt := range []store.Attempt{open, declined} {
+		status, result := a.deliverTo(t, api.ProviderWebhookPath(acme), a.acmeSecret, fmt.Sprintf("msg_%d", i),
+			eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference))
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "unconfirmed", result)
+		events, err := a.store.ProviderEvents(ctx, attempt.MerchantReference)
+		require.NoError(t, err)
+		require.Len(t, events, 1, "the event is kept for the books")
+		require.Equal(t, "unconfirmed", events[0].Result)
+		got, err := a.store.GetAttempt(ctx, attempt.Key)
+		require.NoError(t, err)
+		require.Equal(t, attempt.Key == open.Key, got.Status == chargeonce.AttemptOpen)
+		require.Empty(t, got.ProviderPaymentID)
+	}
+	require.Empty(t, a.finders[acme].references())
+	require.Empty(t, a.finders[chargeonce.DefaultProvider].references())
+	require.Equal(t, "2", a.counted(t, "unconfirmed"))
+	require.Contains(t, a.logs.String(), "provider event about an attempt of another provider")
+}
+
+func TestProviderEvent_ALateChargeIsLookedUpAtThePathsProvider(t *testing.T) {
+	a := startEventsAPI(t)
+	attempt := a.openAttemptAt(t, acme)
+	_, err := a.store.SettleAttempt(context.Background(), attempt.Key, chargeonce.AttemptDeclined, "", time.Now())
+	require.NoError(t, err)
+
+	status, result := a.deliverTo(t, api.ProviderWebhookPath(acme), a.acmeSecret, "msg_1",
+		eventJSON("charge.succeeded", "ch_000001", attempt.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	// acme, asked, holds no such charge.
+	require.Equal(t, "late_charge_unverified", result)
+	require.Equal(t, []string{attempt.MerchantReference}, a.finders[acme].references())
+	require.Empty(t, a.finders[chargeonce.DefaultProvider].references())
+}
+
+func TestProviderEvent_AboutAnotherProvidersRefundIsUnconfirmedAndChangesNothing(t *testing.T) {
+	a := startEventsAPI(t)
+	ctx := context.Background()
+	// acme charged the order, so its refund is acme's.
+	attempt := a.openAttemptAt(t, acme)
+	_, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
+	require.NoError(t, err)
+	r, _, err := a.store.StartRefund(ctx, store.NewRefund{OrderID: attempt.OrderID, Reason: "returned", Origin: chargeonce.RefundByMerchant,
+		Key: uuid.Must(uuid.NewV7()).String(), ReferencePrefix: "chargeonce", Now: time.Now(), Provider: chargeonce.DefaultProvider})
+	require.NoError(t, err)
+	require.Equal(t, acme, r.Provider)
+	body := fmt.Sprintf(`{"type":"refund.failed","data":{"id":"re_000001","object":"refund","charge":"ch_000001","merchant_reference":%q,"failure_reason":"expired_or_canceled_card"}}`,
+		r.MerchantReference)
+
+	// The default provider cannot speak for acme's refund: its workflow is
+	// not told (the Temporal mock expects no signal).
+	status, result := a.deliver(t, "msg_1", body)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "unconfirmed", result)
+	got, err := a.store.GetRefund(ctx, r.Key)
+	require.NoError(t, err)
+	require.Equal(t, chargeonce.RefundPending, got.Status)
+	require.Equal(t, "1", a.counted(t, "unconfirmed"))
+
+	// acme's own event about it tells its workflow.
+	a.temporal.On("SignalWorkflow", mock.Anything, workflows.RefundWorkflowID(r.Key), "", chargeonce.SignalRefundEvent,
+		workflows.RefundEvent{RefundID: "re_000001", Type: "refund.failed"}).Return(nil).Once()
+	status, result = a.deliverTo(t, api.ProviderWebhookPath(acme), a.acmeSecret, "msg_2", body)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
 }

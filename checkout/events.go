@@ -49,9 +49,11 @@ const (
 	// the books, whose settlement repairs what the report proves.
 	EventLateChargeUnverified EventResult = "late_charge_unverified"
 	// EventUnconfirmed: the event claims what the provider, asked, does not
-	// confirm (a refund failed that it holds as succeeded), or what cannot
-	// be verified here; nothing changes, and the event is kept for the
-	// books, whose settlement repairs what the report proves.
+	// confirm (a refund failed that it holds as succeeded), what cannot be
+	// verified here, or what the provider that sent it cannot know: an
+	// attempt or refund that the books hold under another provider.
+	// Nothing changes, and the event is kept for the books, whose
+	// settlement repairs what the report proves.
 	EventUnconfirmed EventResult = "unconfirmed"
 )
 
@@ -78,6 +80,11 @@ type Refunds interface {
 // ProviderEvent is an event whose signature has been verified: the
 // provider reports that a charge or a refund finished.
 type ProviderEvent struct {
+	// Provider names the provider that sent the event, whose secrets
+	// verified it. Only the attempts and refunds that the books hold under
+	// that provider are its to report on; an event about another's is
+	// EventUnconfirmed.
+	Provider string
 	// ID is the event's webhook-id, the same on every delivery.
 	ID string
 	// Type is the event type, such as charge.succeeded.
@@ -109,6 +116,8 @@ const signalTimeout = 5 * time.Second
 // an attempt that settled without that charge (abandoned, not processed,
 // declined, or paid by another charge) is money taken: it is verified at
 // the provider and repaired (Refunds.RepairLateCharge), never dropped.
+// An event about an attempt or refund that the books hold under another
+// provider than ev.Provider changes nothing: it is EventUnconfirmed.
 // An error means the event was not handled and should be delivered again;
 // a redelivery after a failure is handled afresh, one after a success is
 // EventDuplicate.
@@ -126,10 +135,10 @@ func (s *Service) HandleProviderEvent(ctx context.Context, ev ProviderEvent) (Ev
 	// A redelivery acts on the event as first stored.
 	var result EventResult
 	if isRefundEvent(stored.Type) {
-		result, err = s.refundEvent(ctx, ProviderEvent{ID: stored.ID, Type: stored.Type, ChargeID: stored.ChargeID,
+		result, err = s.refundEvent(ctx, ProviderEvent{Provider: ev.Provider, ID: stored.ID, Type: stored.Type, ChargeID: stored.ChargeID,
 			MerchantReference: stored.MerchantReference, RefundID: ev.RefundID, FailureReason: ev.FailureReason})
 	} else {
-		result, err = s.signalAttempt(ctx, stored)
+		result, err = s.signalAttempt(ctx, ev.Provider, stored)
 	}
 	if err != nil {
 		return "", err
@@ -154,7 +163,7 @@ func (s *Service) refundEvent(ctx context.Context, ev ProviderEvent) (EventResul
 	return s.refunds.HandleRefundEvent(ctx, ev)
 }
 
-func (s *Service) signalAttempt(ctx context.Context, ev store.ProviderEvent) (EventResult, error) {
+func (s *Service) signalAttempt(ctx context.Context, sender string, ev store.ProviderEvent) (EventResult, error) {
 	log := s.log.With("event", ev.ID, "type", ev.Type, "charge", ev.ChargeID, "reference", ev.MerchantReference)
 	a, err := s.store.AttemptByReference(ctx, ev.MerchantReference)
 	if errors.Is(err, store.ErrNotFound) {
@@ -165,6 +174,10 @@ func (s *Service) signalAttempt(ctx context.Context, ev store.ProviderEvent) (Ev
 		return "", fmt.Errorf("checkout: provider event: %w", err)
 	}
 	log = log.With("key", a.Key, "order", a.OrderID)
+	if a.Provider != sender {
+		log.Warn("provider event about an attempt of another provider: nothing changes, and the event is kept for the books", "sender", sender, "provider", a.Provider)
+		return EventUnconfirmed, nil
+	}
 	if a.Status != chargeonce.AttemptOpen {
 		return s.settledAttemptEvent(ctx, log, a, ev)
 	}

@@ -21,9 +21,10 @@ import (
 // notForMerchants are the operations of the document that the client leaves
 // out on purpose, with why.
 var notForMerchants = map[string]string{
-	"receiveProviderEvent": "the payment provider's signed events, which the provider sends",
-	"metrics":              "Prometheus scrapes it",
-	"openapi":              "the document itself, for generators and validators",
+	"receiveProviderEvent":      "the default payment provider's signed events, which the provider sends",
+	"receiveNamedProviderEvent": "a payment provider's signed events, which the provider sends",
+	"metrics":                   "Prometheus scrapes it",
+	"openapi":                   "the document itself, for generators and validators",
 }
 
 // TestClient_CallsEveryOperationOfTheDocument holds the client to the

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"chargeonce/api"
 	"chargeonce/dev/stack"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
@@ -156,7 +157,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	}
 	rows = append(rows,
 		[2]string{"payload codec", fmt.Sprintf("%s, for the token in %s (Authorization: Bearer)", s.CodecURL(), s.CodecTokenFile())},
-		[2]string{"provider events", fmt.Sprintf("%s, %s, signed with the secret %s %s", events, s.WebhookURL(), kept, s.WebhookSecretFile())},
+		[2]string{"provider events", fmt.Sprintf("%s, %s (and the legacy %s), signed with the secret %s %s", events, s.WebhookURL(), api.WebhookPath, kept, s.WebhookSecretFile())},
 	)
 	if url := s.ReceiverURL(); url != "" {
 		rows = append(rows, [2]string{"event receiver", fmt.Sprintf("%s (endpoint %s), prints each signed event below", url, s.ReceiverEndpoint())})

@@ -30,7 +30,8 @@ const signalTimeout = 5 * time.Second
 // told, and looks the refund up at once. A refund.failed for a refund that
 // had succeeded, which no workflow follows any more, is looked up here
 // (failAfterSuccess). Every other event of a settled refund changes
-// nothing.
+// nothing, and so does an event from another provider than the refund's
+// (checkout.EventUnconfirmed).
 func (s *Service) HandleRefundEvent(ctx context.Context, ev checkout.ProviderEvent) (checkout.EventResult, error) {
 	log := s.log.With("event", ev.ID, "type", ev.Type, "provider_refund", ev.RefundID, "reference", ev.MerchantReference)
 	r, err := s.store.RefundByReference(ctx, ev.MerchantReference)
@@ -42,6 +43,10 @@ func (s *Service) HandleRefundEvent(ctx context.Context, ev checkout.ProviderEve
 		return "", fmt.Errorf("refund: provider event: %w", err)
 	}
 	log = log.With("refund", r.Key, "order", r.OrderID, "charge", r.ChargeID)
+	if r.Provider != ev.Provider {
+		log.Warn("refund event about a refund of another provider: nothing changes, and the event is kept for the books", "sender", ev.Provider, "provider", r.Provider)
+		return checkout.EventUnconfirmed, nil
+	}
 	switch {
 	case r.Status == chargeonce.RefundPending:
 		return s.signal(ctx, log, r, ev)
@@ -107,13 +112,14 @@ func (s *Service) failAfterSuccess(ctx context.Context, log *slog.Logger, r stor
 
 // confirmFailed looks the refund up at the provider by its reference and
 // returns the refund with providerID when the provider holds it failed;
-// nil when it does not, or when no provider is configured here to ask.
+// nil when it does not, or when the refund's provider cannot be asked here.
 func (s *Service) confirmFailed(ctx context.Context, r store.Refund, providerID string) (*provider.Refund, error) {
-	if s.finder == nil {
-		s.log.Warn("a refund.failed cannot be verified: no provider is configured here to ask; the settlement compares the refund with the provider's report", "refund", r.Key)
+	finder := s.finders[r.Provider]
+	if finder == nil {
+		s.log.Warn("a refund.failed cannot be verified: its provider cannot be asked here; the settlement compares the refund with the provider's report", "refund", r.Key, "provider", r.Provider)
 		return nil, nil
 	}
-	refunds, err := s.finder.FindRefunds(ctx, r.ChargeID, r.MerchantReference)
+	refunds, err := finder.FindRefunds(ctx, r.ChargeID, r.MerchantReference)
 	if err != nil {
 		return nil, fmt.Errorf("verify the refund at the provider: %w", err)
 	}
@@ -136,11 +142,12 @@ func (s *Service) confirmFailed(ctx context.Context, r store.Refund, providerID 
 // this start fail).
 func (s *Service) RepairLateCharge(ctx context.Context, a store.Attempt, chargeID string) (checkout.EventResult, error) {
 	log := s.log.With("key", a.Key, "order", a.OrderID, "charge", chargeID, "status", a.Status)
-	if s.finder == nil {
-		log.Warn("a charge succeeded for an attempt that settled without it, and no provider is configured here to verify it; the settlement will repair it")
+	finder := s.finders[a.Provider]
+	if finder == nil {
+		log.Warn("a charge succeeded for an attempt that settled without it, and its provider cannot be asked here to verify it; the settlement will repair it", "provider", a.Provider)
 		return checkout.EventLateChargeUnverified, nil
 	}
-	charges, err := s.finder.FindCharges(ctx, a.MerchantReference)
+	charges, err := finder.FindCharges(ctx, a.MerchantReference)
 	if err != nil {
 		return "", fmt.Errorf("refund: verify late charge %s: %w", chargeID, err)
 	}

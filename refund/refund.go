@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"time"
 
@@ -74,11 +75,12 @@ type Config struct {
 	// Temporal is the client that starts and updates refund workflows.
 	// Required.
 	Temporal client.Client
-	// Finder verifies at the provider what its events claim: late charges
-	// (RepairLateCharge) and refunds that failed after they succeeded
-	// (HandleRefundEvent). Nil leaves both to the settlement, with a
-	// warning.
-	Finder Finder
+	// Finders verify at each provider, by its name, what its events
+	// claim: late charges (RepairLateCharge) and refunds that failed after
+	// they succeeded (HandleRefundEvent). An attempt or refund is looked up
+	// at the provider the books hold it under; a provider without a finder
+	// here leaves both to the settlement, with a warning.
+	Finders map[string]Finder
 	// Budget is how long a refund request waits for the send phase before
 	// it answers pending. Zero means checkout.DefaultBudget of the
 	// published timing, read at each request.
@@ -113,7 +115,7 @@ type Finder interface {
 type Service struct {
 	store    store.Store
 	temporal client.Client
-	finder   Finder
+	finders  map[string]Finder
 	budget   time.Duration
 	prefix   string
 	provider string
@@ -158,7 +160,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Service{
-		store: cfg.Store, temporal: cfg.Temporal, finder: cfg.Finder, budget: cfg.Budget,
+		store: cfg.Store, temporal: cfg.Temporal, finders: maps.Clone(cfg.Finders), budget: cfg.Budget,
 		prefix: cfg.ReferencePrefix, provider: cfg.Provider, now: cfg.Now, newKey: cfg.NewKey, log: cfg.Logger,
 	}, nil
 }

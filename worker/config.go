@@ -136,8 +136,11 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 		return nil, err
 	}
 	// Likewise for the refunds' sweep, which starts stored refunds only.
-	_, finder := p.providers.Default()
-	refunds, err := refund.New(refund.Config{Store: b.Store, Temporal: b.Temporal, Finder: finder, Logger: b.Logger})
+	finders := map[string]refund.Finder{}
+	for name, port := range p.providers.All() {
+		finders[name] = port
+	}
+	refunds, err := refund.New(refund.Config{Store: b.Store, Temporal: b.Temporal, Finders: finders, Logger: b.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	providerName := dialect.NameFlag(fs)
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
 	var secretList envflag.List
-	fs.Var(&secretList, "webhook-secret", "whsec_ `secret` that signs the provider's events at POST /webhooks/provider; repeat it, or give a comma-separated list,\nto keep an old secret valid while the provider rotates to a new one (default: no webhook endpoint)")
+	fs.Var(&secretList, "webhook-secret", "whsec_ `secret` that signs the provider's events at POST /webhooks/provider/<provider-name>, and at the legacy\nPOST /webhooks/provider, which stays that provider's; repeat it, or give a comma-separated list,\nto keep an old secret valid while the provider rotates to a new one (default: no webhook endpoint)")
 	eventNetworks := cli.EventNetworks(fs, nil)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"net"
 	"strconv"
 
+	"chargeonce"
 	"chargeonce/api"
 	"chargeonce/internal/cli"
 )
@@ -245,7 +246,7 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 				cli.FakeProviderEnvName("retention"): "24h",
 				// The first API receives the events; while it is down, the
 				// provider delivers them again on its retry schedule.
-				cli.FakeProviderEnvName("webhook-url"):    httpURL(p.APIs[0]) + api.WebhookPath,
+				cli.FakeProviderEnvName("webhook-url"):    httpURL(p.APIs[0]) + api.ProviderWebhookPath(chargeonce.DefaultProvider),
 				cli.FakeProviderEnvName("webhook-secret"): sec.WebhookSecret,
 			},
 			Local: map[string]string{cli.FakeProviderEnvName("data-file"): l.ProviderData()},

@@ -106,8 +106,8 @@ type Config struct {
 	// dialect.IETF or dialect.Stripe; empty means IETF.
 	ProviderAPI string
 	// ProviderEvents makes the fake provider post its events to the API's
-	// api.WebhookPath, signed with the secret of WebhookSecretFile, which the
-	// API verifies. Without it, only lookups and customer retries settle
+	// path for it (WebhookURL), signed with the secret of WebhookSecretFile,
+	// which the API verifies; the API takes them at api.WebhookPath too. Without it, only lookups and customer retries settle
 	// an unknown outcome.
 	ProviderEvents bool
 	// SweepEvery is the outbox sweep's period; zero means the default.
@@ -266,7 +266,7 @@ func (s *Stack) start(ctx context.Context) error {
 		return fmt.Errorf("stack: %w", err)
 	}
 	s.secretCreated = created
-	if err := s.startProvider(providerLn, apiURL+api.WebhookPath, secret); err != nil {
+	if err := s.startProvider(providerLn, apiURL+s.webhookPath(), secret); err != nil {
 		return err
 	}
 	if err := s.startTemporal(ctx, s.uiCodecEndpoint(apiURL)); err != nil {
@@ -301,7 +301,7 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerSettings().NameOrDefault(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
+	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerName(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
 		EventNetworks: cfg.EventNetworks})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -643,6 +643,12 @@ func (s *Stack) providerSettings() dialect.Settings {
 	return fakeprovider.DialectSettings(s.cfg.ProviderAPI, s.providerS.URL())
 }
 
+// providerName is the name of the stack's provider, which its settings
+// give before the provider serves at a URL.
+func (s *Stack) providerName() string {
+	return fakeprovider.DialectSettings(s.cfg.ProviderAPI, "").NameOrDefault()
+}
+
 // startWorker starts the payment worker as the worker command would,
 // against the fake provider.
 func (s *Stack) startWorker(ctx context.Context) error {
@@ -738,8 +744,14 @@ func (s *Stack) CodecTokenFile() string { return filepath.Join(s.dataDir(), Code
 // CodecTokenFile as "Authorization: Bearer <token>".
 func (s *Stack) CodecURL() string { return s.APIURL() + codecPath }
 
-// WebhookURL is where the API receives the provider's events.
-func (s *Stack) WebhookURL() string { return s.APIURL() + api.WebhookPath }
+// WebhookURL is where the API receives the provider's events: the path
+// that names the stack's provider.
+func (s *Stack) WebhookURL() string { return s.APIURL() + s.webhookPath() }
+
+// webhookPath is the API's path for the events of the stack's provider.
+func (s *Stack) webhookPath() string {
+	return api.ProviderWebhookPath(s.providerName())
+}
 
 // WebhookSecretFile is the file under the data directory that keeps the
 // secret signing the provider's events.

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"time"
 
+	"chargeonce"
 	"chargeonce/api"
 	"chargeonce/dev/cluster"
 	"chargeonce/internal/cli"
@@ -73,7 +74,8 @@ func printBanner(w io.Writer, c *cluster.Cluster, took time.Duration) {
 	fmt.Fprintf(w, "  certificates     %s (CA ca.pem; tools.pem with tools-key.pem for your own clients), new at every start\n", c.Layout().TLS())
 	fmt.Fprintf(w, "  PostgreSQL       %s\n", c.DatabaseURL())
 	fmt.Fprintf(w, "  fake provider    %s\n", c.ProviderURL())
-	fmt.Fprintf(w, "  provider events  %s%s, signed with the secret kept in %s\n", c.APIURLs()[0], api.WebhookPath, c.Layout().WebhookSecretFile())
+	fmt.Fprintf(w, "  provider events  %s%s (and the legacy %s), signed with the secret kept in %s\n",
+		c.APIURLs()[0], api.ProviderWebhookPath(chargeonce.DefaultProvider), api.WebhookPath, c.Layout().WebhookSecretFile())
 	for i, u := range c.WorkerURLs() {
 		fmt.Fprintf(w, "  worker %d         %s (/healthz, /metrics, /codec for the token in %s)\n", i+1, u, c.Layout().CodecTokenFile())
 	}
