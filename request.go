@@ -20,3 +20,9 @@ type ProviderRequest struct {
 	// Duration is how long the exchange took.
 	Duration time.Duration `json:"duration"`
 }
+
+// RequestUnanswered is the Outcome of a request that went out and has no
+// answer written: one still in flight, or one lost with a worker that
+// stopped while it was. Every request is listed so before it is sent, so
+// that such a request is never forgotten: it may have been processed.
+const RequestUnanswered = "unanswered"

@@ -51,6 +51,17 @@ const (
 	// refund refunded nothing. Retryable, after the provider's Retry-After
 	// when it sent one. (The name is older than refunds.)
 	ErrTypeNotProcessed = "ChargeNotProcessed"
+	// ErrTypeEarlierRequestUnanswered: the request processed nothing, but
+	// an earlier request under the key went out and no answer to it was
+	// ever written, as when a worker stopped while it was in flight: that
+	// one may have been processed, so the outcome is unknown. Retryable.
+	ErrTypeEarlierRequestUnanswered = "EarlierRequestUnanswered"
+	// ErrTypeRequestLogUnavailable: the request log could not be written
+	// before the request went out, which was then not sent, or could not be
+	// read after it processed nothing. Either way the log cannot rule out
+	// an earlier request under the key that went out unanswered, so the
+	// outcome is unknown. Retryable.
+	ErrTypeRequestLogUnavailable = "RequestLogUnavailable"
 	// ErrTypeContractViolation: the provider and we disagree about the
 	// contract (a 422 for a reused key, a malformed answer). Not retryable:
 	// a human must look.
@@ -125,9 +136,9 @@ func applicationError(msg, errType string, o temporal.ApplicationErrorOptions) e
 // Store is the part of the merchant's database the activities use; store.Store
 // implements it.
 type Store interface {
-	// LogProviderRequest appends one exchange to the attempt's request log
-	// and returns its number there.
-	LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error)
+	// Requests returns the request log of op's intents, in which every
+	// request is listed before it goes out.
+	Requests(op chargeonce.Operation) (store.RequestLog, error)
 	// MarkChecked records when the attempt was last looked up at the provider.
 	MarkChecked(ctx context.Context, key string, at time.Time) error
 	// SettleAttempt moves an open attempt to a terminal status, and reports
@@ -142,9 +153,6 @@ type Store interface {
 	RecordLateCharge(ctx context.Context, c store.LateCharge) (chargeonce.LateChargeDecision, *store.Refund, error)
 	// GetRefund returns one refund.
 	GetRefund(ctx context.Context, key string) (store.Refund, error)
-	// LogRefundRequest appends one exchange to the refund's request log and
-	// returns its number there.
-	LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error)
 	// MarkRefundChecked records when the refund was last looked up at the
 	// provider.
 	MarkRefundChecked(ctx context.Context, key string, at time.Time) error

@@ -25,6 +25,7 @@ import (
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/alert"
 	"chargeonce/provider"
+	"chargeonce/store"
 )
 
 var amount = chargeonce.Money{Minor: 54890, Currency: "TRY"}
@@ -317,35 +318,106 @@ func TestCharge_OpenBreakerSendsNothing(t *testing.T) {
 	require.Len(t, env.Attempt(t, intent.Key).Requests, 2)
 }
 
-// failingLog is the real store whose request log cannot be written.
-type failingLog struct{ activities.Store }
-
-func (failingLog) LogProviderRequest(context.Context, chargeonce.ProviderRequest) (int, error) {
-	return 0, errors.New("disk full")
+// faultyLog is the real store whose request log fails where its errors
+// say, and writes a request's end only once busy, when set, has ended, as
+// a database busy with other writers would.
+type faultyLog struct {
+	activities.Store
+	begin, end, unanswered error
+	busy                   <-chan struct{}
 }
 
-func TestCharge_RequestLogFailureKeepsTheOutcome(t *testing.T) {
+func (s faultyLog) Requests(op chargeonce.Operation) (store.RequestLog, error) {
+	l, err := s.Store.Requests(op)
+	return faultyRequests{l, s}, err
+}
+
+type faultyRequests struct {
+	store.RequestLog
+	f faultyLog
+}
+
+func (r faultyRequests) Begin(ctx context.Context, key string, at time.Time) (store.LoggedRequest, error) {
+	if r.f.begin != nil {
+		return store.LoggedRequest{}, r.f.begin
+	}
+	return r.RequestLog.Begin(ctx, key, at)
+}
+
+func (r faultyRequests) End(ctx context.Context, lr store.LoggedRequest, req chargeonce.ProviderRequest) error {
+	if r.f.busy != nil {
+		<-r.f.busy
+	}
+	if r.f.end != nil {
+		return r.f.end
+	}
+	return r.RequestLog.End(ctx, lr, req)
+}
+
+func (r faultyRequests) Unanswered(ctx context.Context, lr store.LoggedRequest) (int, error) {
+	if r.f.unanswered != nil {
+		return 0, r.f.unanswered
+	}
+	return r.RequestLog.Unanswered(ctx, lr)
+}
+
+func TestCharge_RequestLogFailureAfterTheRequestKeepsTheOutcome(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{})
 	intent := env.NewIntent(t, "tok_visa", amount, time.Now())
-	env.Activities.Store = failingLog{env.Store}
+	env.Activities.Store = faultyLog{Store: env.Store, end: errors.New("disk full")}
 
 	res, err := charge(t, newActivityEnv(t, env, 0), intent)
 
 	require.NoError(t, err)
 	require.Equal(t, chargeonce.AttemptSucceeded, res.Status)
 	require.Len(t, env.Fake.Charges(), 1)
+	logged := env.Attempt(t, intent.Key).Requests
+	require.Len(t, logged, 1)
+	require.Equal(t, chargeonce.RequestUnanswered, logged[0].Outcome, "the request stays listed, unanswered")
 }
 
-// busyLog is the real store whose request log is written only once busy
-// has ended, as a database busy with other writers would.
-type busyLog struct {
-	activities.Store
-	busy <-chan struct{}
+func TestCharge_RequestThatCannotBeListedIsNotSentAndItsOutcomeIsUnknown(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, time.Now())
+	env.Activities.Store = faultyLog{Store: env.Store, begin: errors.New("database restarting")}
+
+	_, err := charge(t, newActivityEnv(t, env, 0), intent)
+
+	appErr := appError(t, err)
+	require.Equal(t, activities.ErrTypeRequestLogUnavailable, appErr.Type(), "without the log, an earlier request that went out unanswered cannot be ruled out")
+	require.False(t, appErr.NonRetryable())
+	require.Empty(t, env.ChargeKeys(), "a request that is not listed is not sent")
 }
 
-func (s busyLog) LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error) {
-	<-s.busy
-	return s.Store.LogProviderRequest(ctx, r)
+// TestCharge_EarlierUnansweredRequestMakesNothingProcessedUnknown is the
+// worker that stopped while its request was in flight: the request was
+// listed and charged the card, and its answer was never written. The next
+// request, refused by a provider that processes nothing, does not prove
+// that nothing was charged.
+func TestCharge_EarlierUnansweredRequestMakesNothingProcessedUnknown(t *testing.T) {
+	env := activitiestest.New(t, activitiestest.Options{})
+	intent := env.NewIntent(t, "tok_visa", amount, time.Now())
+	charges, err := env.Store.Requests(chargeonce.OperationCharge)
+	require.NoError(t, err)
+	_, err = charges.Begin(context.Background(), intent.Key, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, env.ChargeBehindTheBack(context.Background(), intent))
+	require.NoError(t, env.Fake.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}))
+
+	_, err = charge(t, newActivityEnv(t, env, 0), intent)
+
+	appErr := appError(t, err)
+	require.Equal(t, activities.ErrTypeEarlierRequestUnanswered, appErr.Type())
+	require.False(t, appErr.NonRetryable())
+	require.Len(t, env.Fake.Charges(), 1, "the lost request charged the card")
+	logged := env.Attempt(t, intent.Key).Requests
+	require.Len(t, logged, 2)
+	require.Equal(t, chargeonce.RequestUnanswered, logged[0].Outcome)
+	require.Equal(t, http.StatusServiceUnavailable, logged[1].StatusCode)
+
+	env.Activities.Store = faultyLog{Store: env.Store, unanswered: errors.New("database restarting")}
+	_, err = charge(t, newActivityEnv(t, env, 0), intent)
+	require.Equal(t, activities.ErrTypeRequestLogUnavailable, appError(t, err).Type(), "a log that cannot be read rules nothing out")
 }
 
 func TestCharge_TimedOutRequestIsLoggedAfterTheActivityDeadline(t *testing.T) {
@@ -356,7 +428,7 @@ func TestCharge_TimedOutRequestIsLoggedAfterTheActivityDeadline(t *testing.T) {
 	// record can be written.
 	deadline, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	t.Cleanup(cancel)
-	env.Activities.Store = busyLog{env.Store, deadline.Done()}
+	env.Activities.Store = faultyLog{Store: env.Store, busy: deadline.Done()}
 
 	_, err := charge(t, activityEnvWithin(env, deadline), intent)
 

@@ -9,6 +9,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/provider"
+	"chargeonce/store"
 )
 
 // ChargeInput is the input of Charge.
@@ -44,11 +45,11 @@ type ChargeResult struct {
 // the HTTP request for recording its outcome.
 const maxDeadlineMargin = 250 * time.Millisecond
 
-// requestLogTimeout bounds the write of a sent request to its key's request
-// log. The write has a deadline of its own rather than the activity's: a
-// request that timed out has used the activity's time up, a busy database
-// may need more than the margin kept back for it, and every request sent is
-// listed all the same.
+// requestLogTimeout bounds the write of how a request ended to its key's
+// request log. The write has a deadline of its own rather than the
+// activity's: a request that timed out has used the activity's time up, a
+// busy database may need more than the margin kept back for it, and every
+// request sent is listed all the same.
 const requestLogTimeout = 5 * time.Second
 
 // requestContext bounds the HTTP request a little before the activity's own
@@ -113,10 +114,13 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 
 	reqCtx, cancel := requestContext(ctx)
 	defer cancel()
-	at := a.now()
+	listed, err := a.listRequest(ctx, log, chargeonce.OperationCharge, intent.Key)
+	if err != nil {
+		return ChargeResult{}, err
+	}
 	res := port.Charge(reqCtx, provider.ChargeRequestOf(intent))
 	a.Metrics.request(a.providerName(intent.Provider), chargeonce.OperationCharge, res.Exchange)
-	log = a.exchanged(ctx, log, a.Store.LogProviderRequest, intent.Key, at, res.Exchange)
+	log = a.exchanged(ctx, log, listed, res.Exchange)
 
 	var result ChargeResult
 	switch res.Class() {
@@ -127,7 +131,7 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 		log.Info("card declined", "charge", res.ChargeID, "decline_code", res.DeclineCode)
 		result = ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}
 	default:
-		return ChargeResult{}, requestError(ctx, log, res.Exchange)
+		return ChargeResult{}, requestError(ctx, log, listed, res.Exchange)
 	}
 	if in.Settle {
 		result.Recorded = a.settleAnswer(ctx, log, intent.Key, result)
@@ -148,61 +152,98 @@ func (a *Activities) settleAnswer(ctx context.Context, log *slog.Logger, key str
 	return true
 }
 
-// exchanged writes a sent request to its key's request log with logRequest
-// and tells a replay; it returns log with the exchange's attributes, for
-// the lines that tell how the request ended: among them "request", the
-// request's number in the log, which the API's timeline (and the starter)
-// shows it under.
-func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, logRequest func(context.Context, chargeonce.ProviderRequest) (int, error), key string, at time.Time, ex provider.Exchange) *slog.Logger {
-	attrs := []any{"status", ex.StatusCode, "outcome", string(ex.Outcome), "duration", ex.Duration}
-	if ex.Sent {
-		r := chargeonce.ProviderRequest{
-			Key:        key,
-			At:         at,
-			StatusCode: ex.StatusCode,
-			Outcome:    string(ex.Outcome),
-			Replayed:   ex.Replayed,
-			Duration:   ex.Duration,
-		}
-		// A failure to write the log is logged and otherwise ignored: the
-		// exchange has happened and its outcome is known, and turning a
-		// known answer into an error would make Temporal retry the
-		// request, which only replays the same answer while the timeline
-		// stays as incomplete as before. The worker log keeps the exchange
-		// either way.
-		n, err := writeRequestLog(ctx, logRequest, r)
-		if err != nil {
-			log.Warn("could not write the provider request log", "error", err)
-		} else {
-			attrs = append([]any{"request", n}, attrs...)
+// listedRequest is a request listed in its key's request log before it
+// goes out.
+type listedRequest struct {
+	requests store.RequestLog
+	store.LoggedRequest
+}
+
+// listRequest lists a request under key in the request log of op's intents
+// before it goes out. Its error is the activity's when the request cannot
+// be listed: nothing is sent then, yet the outcome is not known to be
+// nothing, since without the log an earlier request under the key that
+// went out unanswered cannot be ruled out.
+func (a *Activities) listRequest(ctx context.Context, log *slog.Logger, op chargeonce.Operation, key string) (listedRequest, error) {
+	requests, err := a.Store.Requests(op)
+	if err == nil {
+		var lr store.LoggedRequest
+		lr, err = requests.Begin(ctx, key, a.now())
+		if err == nil {
+			return listedRequest{requests, lr}, nil
 		}
 	}
-	log = log.With(attrs...)
+	log.Warn("could not list the request in the request log, nothing sent", "error", err)
+	return listedRequest{}, applicationError("not sent: the request could not be listed in the request log, which alone can rule out an earlier request under the key that went out unanswered: "+err.Error(),
+		ErrTypeRequestLogUnavailable, temporal.ApplicationErrorOptions{})
+}
+
+// exchanged writes how the listed request ended to its key's request log,
+// or withdraws it when nothing went on the wire, and tells a replay; it
+// returns log with the exchange's attributes, for the lines that tell how
+// the request ended: among them "request", the request's number in the
+// log, which the API's timeline (and the starter) shows it under.
+func (a *Activities) exchanged(ctx context.Context, log *slog.Logger, listed listedRequest, ex provider.Exchange) *slog.Logger {
+	attrs := []any{"status", ex.StatusCode, "outcome", string(ex.Outcome), "duration", ex.Duration}
+	// A failure to write the log is logged and otherwise ignored: the
+	// exchange has happened and its outcome is known, and turning a known
+	// answer into an error would make Temporal retry the request, which
+	// only replays the same answer. The request stays listed as
+	// unanswered, which can only make a later outcome unknown rather than
+	// nothing. The worker log keeps the exchange either way.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLogTimeout)
+	defer cancel()
+	if !ex.Sent {
+		if err := listed.requests.Withdraw(ctx, listed.LoggedRequest); err != nil {
+			log.Warn("could not take a request that was not sent out of the request log", "error", err)
+		}
+		return log.With(attrs...)
+	}
+	err := listed.requests.End(ctx, listed.LoggedRequest, chargeonce.ProviderRequest{
+		Key:        listed.Key,
+		At:         listed.At,
+		StatusCode: ex.StatusCode,
+		Outcome:    string(ex.Outcome),
+		Replayed:   ex.Replayed,
+		Duration:   ex.Duration,
+	})
+	if err != nil {
+		log.Warn("could not write the provider request log", "error", err)
+	}
+	log = log.With(append([]any{"request", listed.N}, attrs...)...)
 	if ex.Replayed {
 		log.Info("provider replayed the stored response for the key")
 	}
 	return log
 }
 
-// writeRequestLog writes r with logRequest under a context of its own,
-// bounded by requestLogTimeout, which keeps ctx's values but not its
-// deadline or cancellation.
-func writeRequestLog(ctx context.Context, logRequest func(context.Context, chargeonce.ProviderRequest) (int, error), r chargeonce.ProviderRequest) (int, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestLogTimeout)
-	defer cancel()
-	return logRequest(ctx, r)
-}
-
-// requestError is the error of a request that brought no result, a charge
-// or a refund alike: it tells the outcome in the log, and returns
-// exchangeError.
-func requestError(ctx context.Context, log *slog.Logger, ex provider.Exchange) error {
+// requestError is the error of a listed request that brought no result, a
+// charge or a refund alike: it tells the outcome in the log, and returns
+// exchangeError, unless the request processed nothing but an earlier one
+// under the key went out unanswered, or the log that would tell cannot be
+// read: the outcome is unknown then, whatever this request's was.
+func requestError(ctx context.Context, log *slog.Logger, listed listedRequest, ex provider.Exchange) error {
 	entry, ok := requestOutcomeLogs[ex.Outcome]
 	if !ok {
 		entry = requestOutcomeLogs[provider.ContractViolation]
 	}
 	log.Log(ctx, entry.level, entry.msg, "detail", ex.Detail, "retry_after", ex.RetryAfter, "not_processed", ex.NotProcessed())
-	return exchangeError(ex, entry.msg+": "+describe(ex.Outcome, ex.Detail))
+	msg := entry.msg + ": " + describe(ex.Outcome, ex.Detail)
+	if ex.Class() != provider.ClassNotProcessed {
+		return exchangeError(ex, msg)
+	}
+	unanswered, err := listed.requests.Unanswered(ctx, listed.LoggedRequest)
+	switch {
+	case err != nil:
+		log.Warn("could not read the request log; the request processed nothing, but an earlier one may have", "error", err)
+		return applicationError(msg+"; the request was not processed, but the request log could not be read to rule out an earlier request under the key that went out unanswered: "+err.Error(),
+			ErrTypeRequestLogUnavailable, temporal.ApplicationErrorOptions{NextRetryDelay: ex.RetryAfter})
+	case unanswered > 0:
+		log.Warn("the request processed nothing, but an earlier one under the key went out and was never answered: it may have been processed", "unanswered", unanswered)
+		return applicationError(msg+"; the request was not processed, but an earlier request under the key went out unanswered and may have been", ErrTypeEarlierRequestUnanswered,
+			temporal.ApplicationErrorOptions{NextRetryDelay: ex.RetryAfter})
+	}
+	return exchangeError(ex, msg)
 }
 
 // exchangeError is the application error, with the text msg, of an

@@ -63,10 +63,13 @@ func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, 
 
 	reqCtx, cancel := requestContext(ctx)
 	defer cancel()
-	at := a.now()
+	listed, err := a.listRequest(ctx, log, chargeonce.OperationRefund, intent.Key)
+	if err != nil {
+		return RefundResult{}, err
+	}
 	res := port.Refund(reqCtx, provider.RefundRequestOf(intent))
 	a.Metrics.request(a.providerName(intent.Provider), chargeonce.OperationRefund, res.Exchange)
-	log = a.exchanged(ctx, log, a.Store.LogRefundRequest, intent.Key, at, res.Exchange)
+	log = a.exchanged(ctx, log, listed, res.Exchange)
 
 	switch res.Class() {
 	case provider.ClassApproved:
@@ -87,7 +90,7 @@ func (a *Activities) Refund(ctx context.Context, in RefundInput) (RefundResult, 
 		log.Info("provider refused the refund", "refund", id, "decline_code", res.DeclineCode)
 		return RefundResult{Status: chargeonce.RefundFailed, ProviderRefundID: id, FailureReason: res.DeclineCode, Replayed: res.Replayed}, nil
 	}
-	return RefundResult{}, requestError(ctx, log, res.Exchange)
+	return RefundResult{}, requestError(ctx, log, listed, res.Exchange)
 }
 
 // refundStatus is the status of a refund as the provider holds it.

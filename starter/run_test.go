@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/cli"
@@ -145,6 +146,7 @@ func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {
 	}{
 		{wire.ProviderRequest{Outcome: "timeout", DurationMS: 3004}, "timeout after 3.0s"},
 		{wire.ProviderRequest{Status: status(0), DurationMS: 120}, "no response after 0.1s"},
+		{wire.ProviderRequest{Outcome: chargeonce.RequestUnanswered}, "sent, no answer recorded"},
 		{wire.ProviderRequest{Status: status(409), Outcome: "in_flight"}, "409 in flight"},
 		{wire.ProviderRequest{Status: status(201), Replayed: true}, "201 replayed"},
 		{wire.ProviderRequest{Status: status(201)}, "201 charged"},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/client"
 )
@@ -75,6 +76,8 @@ func describe(r wire.ProviderRequest, words requestWords) string {
 		status = *r.Status
 	}
 	switch {
+	case r.Outcome == chargeonce.RequestUnanswered:
+		return "sent, no answer recorded"
 	case status == 0:
 		what := strings.ReplaceAll(r.Outcome, "_", " ")
 		if what == "" {

@@ -191,3 +191,17 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// logRequest lists r in the request log of op's intents and writes its
+// end, as an activity does around a request that went out, and returns its
+// number in the log.
+func logRequest(t testing.TB, s store.Store, op chargeonce.Operation, r chargeonce.ProviderRequest) int {
+	t.Helper()
+	ctx := context.Background()
+	requests, err := s.Requests(op)
+	require.NoError(t, err)
+	lr, err := requests.Begin(ctx, r.Key, r.At)
+	require.NoError(t, err)
+	require.NoError(t, requests.End(ctx, lr, r))
+	return lr.N
+}

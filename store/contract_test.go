@@ -339,7 +339,9 @@ func TestStore_UnknownOrderOrAttemptIsNotFound(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound)
 		require.ErrorIs(t, s.MarkChecked(ctx, unknown, base), store.ErrNotFound)
 		require.ErrorIs(t, s.MarkWorkflowStarted(ctx, unknown), store.ErrNotFound)
-		_, err = s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: unknown, At: base, StatusCode: 201, Outcome: "approved"})
+		charges, err := s.Requests(chargeonce.OperationCharge)
+		require.NoError(t, err)
+		_, err = charges.Begin(ctx, unknown, base)
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
@@ -360,13 +362,9 @@ func TestStore_RequestLogRoundTripsInOrder(t *testing.T) {
 		// Logged out of order, as concurrent activities may: the log is
 		// ordered by when each request was sent.
 		for j, i := range []int{1, 0, 2} {
-			n, err := s.LogProviderRequest(ctx, want[i])
-			require.NoError(t, err)
-			require.Equal(t, []int{1, 1, 3}[j], n, "a request's number is its place, by the time it was sent, among those logged so far")
+			require.Equal(t, []int{1, 1, 3}[j], logRequest(t, s, chargeonce.OperationCharge, want[i]), "a request's number is its place, by the time it was sent, among those logged so far")
 		}
-		n, err := s.LogProviderRequest(ctx, chargeonce.ProviderRequest{Key: other.Key, At: base, StatusCode: 402, Outcome: "declined"})
-		require.NoError(t, err)
-		require.Equal(t, 1, n, "each key counts its own requests")
+		require.Equal(t, 1, logRequest(t, s, chargeonce.OperationCharge, chargeonce.ProviderRequest{Key: other.Key, At: base, StatusCode: 402, Outcome: "declined"}), "each key counts its own requests")
 
 		got, err := s.GetAttempt(ctx, a.Key)
 		require.NoError(t, err)
@@ -374,22 +372,76 @@ func TestStore_RequestLogRoundTripsInOrder(t *testing.T) {
 		_, attempts := getOrder(t, s, order.ID)
 		require.Equal(t, want, attempts[0].Requests)
 
+		charges, err := s.Requests(chargeonce.OperationCharge)
+		require.NoError(t, err)
+		at := base.Add(time.Hour)
+		listed, err := charges.Begin(ctx, a.Key, at)
+		require.NoError(t, err)
 		for name, r := range map[string]chargeonce.ProviderRequest{
-			"no time":          {Key: a.Key, StatusCode: 201, Outcome: "approved"},
-			"status 600":       {Key: a.Key, At: base, StatusCode: 600, Outcome: "approved"},
-			"no outcome":       {Key: a.Key, At: base, StatusCode: 201},
-			"negative":         {Key: a.Key, At: base, StatusCode: 201, Outcome: "approved", Duration: -time.Second},
-			"key not a UUID":   {Key: "k", At: base, StatusCode: 201, Outcome: "approved"},
-			"status code 99":   {Key: a.Key, At: base, StatusCode: 99, Outcome: "approved"},
-			"negative status":  {Key: a.Key, At: base, StatusCode: -1, Outcome: "approved"},
-			"empty everything": {},
+			"status 600":      {Key: a.Key, At: at, StatusCode: 600, Outcome: "approved"},
+			"no outcome":      {Key: a.Key, At: at, StatusCode: 201},
+			"negative":        {Key: a.Key, At: at, StatusCode: 201, Outcome: "approved", Duration: -time.Second},
+			"status code 99":  {Key: a.Key, At: at, StatusCode: 99, Outcome: "approved"},
+			"negative status": {Key: a.Key, At: at, StatusCode: -1, Outcome: "approved"},
+			"another time":    {Key: a.Key, At: base, StatusCode: 201, Outcome: "approved"},
+			"another key":     {Key: other.Key, At: at, StatusCode: 201, Outcome: "approved"},
 		} {
-			_, err := s.LogProviderRequest(ctx, r)
+			require.Error(t, charges.End(ctx, listed, r), name)
+		}
+		for name, key := range map[string]string{"key not a UUID": "k", "no key": ""} {
+			_, err := charges.Begin(ctx, key, at)
 			require.Error(t, err, name)
 		}
+		_, err = charges.Begin(ctx, a.Key, time.Time{})
+		require.Error(t, err, "no time")
+		require.NoError(t, charges.Withdraw(ctx, listed))
 		got, err = s.GetAttempt(ctx, a.Key)
 		require.NoError(t, err)
-		require.Equal(t, want, got.Requests, "refused requests are not logged")
+		require.Equal(t, want, got.Requests, "refused ends change nothing, and a withdrawn request leaves the log")
+		require.ErrorIs(t, charges.Withdraw(ctx, listed), store.ErrNotFound)
+		require.ErrorIs(t, charges.End(ctx, listed, chargeonce.ProviderRequest{Key: a.Key, At: at, StatusCode: 201, Outcome: "approved"}), store.ErrNotFound)
+	})
+}
+
+func TestStore_RequestLogListsRequestsBeforeTheyAreSent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		a, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base)
+		other, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base)
+		charges, err := s.Requests(chargeonce.OperationCharge)
+		require.NoError(t, err)
+
+		lost, err := charges.Begin(ctx, a.Key, base)
+		require.NoError(t, err)
+		require.Equal(t, 1, lost.N)
+		got, err := s.GetAttempt(ctx, a.Key)
+		require.NoError(t, err)
+		require.Equal(t, []chargeonce.ProviderRequest{{Key: a.Key, At: stored(base), Outcome: chargeonce.RequestUnanswered}}, got.Requests,
+			"a request is listed, unanswered, before it goes out")
+
+		next, err := charges.Begin(ctx, a.Key, base.Add(time.Second))
+		require.NoError(t, err)
+		require.Equal(t, 2, next.N)
+		n, err := charges.Unanswered(ctx, next)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the request before it was never answered")
+		n, err = charges.Unanswered(ctx, lost)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "nor, yet, the one after it")
+		require.NoError(t, charges.End(ctx, next, chargeonce.ProviderRequest{Key: a.Key, At: base.Add(time.Second), StatusCode: 503, Outcome: "unavailable"}))
+		n, err = charges.Unanswered(ctx, lost)
+		require.NoError(t, err)
+		require.Zero(t, n, "an answered request is not unanswered")
+
+		elsewhere, err := charges.Begin(ctx, other.Key, base)
+		require.NoError(t, err)
+		n, err = charges.Unanswered(ctx, elsewhere)
+		require.NoError(t, err)
+		require.Zero(t, n, "each key has its own requests")
+
+		_, err = s.Requests("capture-all")
+		require.Error(t, err, "an operation without a request log")
 	})
 }
 

@@ -397,40 +397,6 @@ func unstarted[T any](ctx context.Context, s *db, it intentTables, columns strin
 	return page, nil
 }
 
-func (s *db) LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error) {
-	return s.logRequest(ctx, attemptIntents, r)
-}
-
-// logRequest appends r to the request log of the row of it.table with r.Key
-// and returns its number in the log, which is ordered by the time each
-// request was sent: its place among the key's requests logged so far. A
-// request that an activity past its timeout logs late takes the place of
-// its time, and the ones after it move down.
-func (s *db) logRequest(ctx context.Context, it intentTables, r chargeonce.ProviderRequest) (int, error) {
-	if err := validateRequest(r); err != nil {
-		return 0, fmt.Errorf("store: log provider request: %w", err)
-	}
-	var n int64
-	err := s.txs.inTx(ctx, true, func(q querier) error {
-		if _, err := queryOne(ctx, q, scanInt64, `SELECT 1 FROM `+it.table+` WHERE idempotency_key = $1`, r.Key); err != nil {
-			return err
-		}
-		if _, err := q.exec(ctx,
-			`INSERT INTO `+it.requests+` (idempotency_key, at, status_code, outcome, replayed, duration_us)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			r.Key, s.t(r.At), r.StatusCode, r.Outcome, r.Replayed, r.Duration.Microseconds()); err != nil {
-			return err
-		}
-		var err error
-		n, err = queryOne(ctx, q, scanInt64, `SELECT count(*) FROM `+it.requests+` WHERE idempotency_key = $1 AND at <= $2`, r.Key, s.t(r.At))
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: log provider request of %s %s: %w", it.what, r.Key, err)
-	}
-	return int(n), nil
-}
-
 func validateRequest(r chargeonce.ProviderRequest) error {
 	switch {
 	case !chargeonce.ValidKey(r.Key):

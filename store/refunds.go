@@ -172,9 +172,6 @@ type RefundStore interface {
 	// before createdBefore whose workflow is not known to run, oldest
 	// first, at most limit of them.
 	UnstartedRefunds(ctx context.Context, createdBefore time.Time, limit int) ([]Refund, error)
-	// LogRefundRequest appends one exchange to the request log of the
-	// refund with r.Key and returns its number in that log, from 1.
-	LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error)
 	// MarkRefundChecked records when the provider was last asked about the
 	// refund.
 	MarkRefundChecked(ctx context.Context, key string, at time.Time) error

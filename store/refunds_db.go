@@ -389,10 +389,6 @@ func (s *db) UnstartedRefunds(ctx context.Context, createdBefore time.Time, limi
 	return unstarted(ctx, s, refundIntents, refundColumns, scanRefund, createdBefore, limit)
 }
 
-func (s *db) LogRefundRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error) {
-	return s.logRequest(ctx, refundIntents, r)
-}
-
 func (s *db) MarkRefundChecked(ctx context.Context, key string, at time.Time) error {
 	return s.markChecked(ctx, refundIntents, key, at)
 }

@@ -142,12 +142,9 @@ func TestStore_RefundRequestLogChecksAndOutbox(t *testing.T) {
 			{Key: first.Key, At: stored(base.Add(4 * time.Second)), StatusCode: 201, Outcome: "approved", Replayed: true, Duration: 9 * time.Millisecond},
 		}
 		for _, i := range []int{1, 0} {
-			n, err := s.LogRefundRequest(ctx, requests[i])
-			require.NoError(t, err)
-			require.Equal(t, 1, n, "the earlier request, logged later, takes the first place")
+			require.Equal(t, 1, logRequest(t, s, chargeonce.OperationRefund, requests[i]), "the earlier request, logged later, takes the first place")
 		}
-		_, err = s.LogRefundRequest(ctx, chargeonce.ProviderRequest{Key: second.Key, At: base, StatusCode: 503, Outcome: "unavailable"})
-		require.NoError(t, err)
+		logRequest(t, s, chargeonce.OperationRefund, chargeonce.ProviderRequest{Key: second.Key, At: base, StatusCode: 503, Outcome: "unavailable"})
 		require.NoError(t, s.MarkRefundChecked(ctx, first.Key, base.Add(5*time.Second)))
 
 		got, err := s.GetRefund(ctx, first.Key)
@@ -171,7 +168,9 @@ func TestStore_RefundRequestLogChecksAndOutbox(t *testing.T) {
 
 		// Not a refund: a payment attempt's key is another table's.
 		a, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), base)
-		_, err = s.LogRefundRequest(ctx, chargeonce.ProviderRequest{Key: a.Key, At: base, Outcome: "timeout"})
+		refunds, err := s.Requests(chargeonce.OperationRefund)
+		require.NoError(t, err)
+		_, err = refunds.Begin(ctx, a.Key, base)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		unknown := newKey(t)
 		require.ErrorIs(t, s.MarkRefundWorkflowStarted(ctx, unknown), store.ErrNotFound)

@@ -210,11 +210,9 @@ type Store interface {
 	UnstartedAttempts(ctx context.Context, createdBefore time.Time, limit int) ([]Attempt, error)
 	// GetAttempt returns one attempt with its Requests.
 	GetAttempt(ctx context.Context, key string) (Attempt, error)
-	// LogProviderRequest appends one exchange to the request log of the
-	// attempt with r.Key and returns its number in that log, from 1: the
-	// number the API's timeline shows it under. At and Duration are kept
-	// to the microsecond.
-	LogProviderRequest(ctx context.Context, r chargeonce.ProviderRequest) (int, error)
+	// Requests returns the request log of op's intents: the attempts' for
+	// a charge, the refunds' for a refund.
+	Requests(op chargeonce.Operation) (RequestLog, error)
 	// MarkChecked records when the provider was last asked about the attempt.
 	MarkChecked(ctx context.Context, key string, at time.Time) error
 	// SettleAttempt moves an open attempt to a terminal status and its order

@@ -325,7 +325,10 @@ func (p *payment) startWithoutToken(ctx workflow.Context) error {
 // between them. The key makes that safe: a worker that dies during the
 // request leaves no marker, so the next worker sends the same request
 // again under the same key, which the provider answers from its
-// idempotency store or with 409, and never charges twice.
+// idempotency store or with 409, and never charges twice. Nor is the lost
+// request forgotten: the request log listed it before it went out, so a
+// later request that processes nothing does not prove that nothing was
+// charged (activities.ErrTypeEarlierRequestUnanswered).
 const changeLocalCharge = "local-charge"
 
 // charge sends the charge with the intent's key until the provider answers

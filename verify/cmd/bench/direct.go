@@ -81,23 +81,17 @@ func (d *direct) pay(ctx context.Context, orderID int64, cardToken string) error
 // spent, as the payment workflow's Charge activity and retry policy do: each
 // request bounded by AttemptTimeout, RetryInterval between requests unless
 // the provider's Retry-After asks for another wait, no retry of an outcome
-// that cannot change, and every request sent written to the request log.
+// that cannot change, and every request listed in the request log before it
+// is sent and its end written after.
 func (d *direct) charge(ctx context.Context, req provider.ChargeRequest) provider.Result {
 	budget, cancel := context.WithTimeout(ctx, d.timing.SendBudget)
 	defer cancel()
+	requests, err := d.store.Requests(chargeonce.OperationCharge)
+	if err != nil {
+		return provider.Result{Exchange: provider.Exchange{Outcome: provider.InvalidRequest, Detail: err.Error()}}
+	}
 	for {
-		reqCtx, cancelReq := context.WithTimeout(budget, d.timing.AttemptTimeout)
-		at := time.Now()
-		res := d.provider.Charge(reqCtx, req)
-		cancelReq()
-		if res.Sent {
-			// As in the activity, a failed log write does not change the
-			// outcome.
-			_, _ = d.store.LogProviderRequest(ctx, chargeonce.ProviderRequest{
-				Key: req.Key, At: at, StatusCode: res.StatusCode, Outcome: string(res.Outcome),
-				Replayed: res.Replayed, Duration: res.Duration,
-			})
-		}
+		res := d.send(ctx, budget, requests, req)
 		if !res.Outcome.Retryable() {
 			return res
 		}
@@ -113,4 +107,26 @@ func (d *direct) charge(ctx context.Context, req provider.ChargeRequest) provide
 			return res
 		}
 	}
+}
+
+// send sends req once, within budget, listed in requests. As in the
+// activity, a request that cannot be listed is not sent, and a failed write
+// of its end does not change the outcome.
+func (d *direct) send(ctx, budget context.Context, requests store.RequestLog, req provider.ChargeRequest) provider.Result {
+	lr, err := requests.Begin(ctx, req.Key, time.Now())
+	if err != nil {
+		return provider.Result{Exchange: provider.Exchange{Outcome: provider.TransportError, Detail: "not sent: " + err.Error()}}
+	}
+	reqCtx, cancel := context.WithTimeout(budget, d.timing.AttemptTimeout)
+	defer cancel()
+	res := d.provider.Charge(reqCtx, req)
+	if !res.Sent {
+		_ = requests.Withdraw(ctx, lr)
+		return res
+	}
+	_ = requests.End(ctx, lr, chargeonce.ProviderRequest{
+		Key: req.Key, At: lr.At, StatusCode: res.StatusCode, Outcome: string(res.Outcome),
+		Replayed: res.Replayed, Duration: res.Duration,
+	})
+	return res
 }
