@@ -159,6 +159,27 @@ func TestDescribe_TellsEachRequestInAFewWords(t *testing.T) {
 	}
 }
 
+// A request listed before it went out is printed with its answer, not as
+// lost, unless the checkout has answered and it still has none.
+func TestTimeline_WaitsForTheAnswerOfARequestInFlight(t *testing.T) {
+	status := func(s int) *int { return &s }
+	order := func(reqs ...wire.ProviderRequest) wire.Order {
+		return wire.Order{Attempts: []wire.Attempt{{IdempotencyKey: "k1", Requests: reqs}}}
+	}
+	timeout := wire.ProviderRequest{Outcome: "timeout", DurationMS: 3000}
+	inFlight := wire.ProviderRequest{Outcome: chargeonce.RequestUnanswered}
+	charged := wire.ProviderRequest{Status: status(201), Outcome: "succeeded"}
+
+	var out bytes.Buffer
+	tl := &timeline{w: &out}
+	tl.baseline(wire.Order{})
+	tl.show(order(timeout, inFlight), false)
+	tl.show(order(timeout, charged, inFlight), false)
+	tl.show(order(timeout, charged, inFlight), true)
+	require.Equal(t, "key k1\nattempt 1  timeout after 3.0s\nattempt 2  201 charged\nattempt 3  sent, no answer recorded\n", out.String())
+	require.Equal(t, []string{"attempt 1  timeout after 3.0s", "attempt 2  201 charged", "attempt 3  sent, no answer recorded"}, tl.lines)
+}
+
 // The starter's --api is read from the variable every chargeonce command
 // would read it from.
 func TestEnvAPI_IsTheNameTheCommandsGiveTheFlag(t *testing.T) {

@@ -45,18 +45,33 @@ func (t *timeline) baseline(o wire.Order) {
 // show prints the requests of o not shown yet. A request is numbered by its
 // place among all the requests of its key: "attempt 3" is the third request
 // that carried the key, whichever checkout sent it.
-func (t *timeline) show(o wire.Order) {
+//
+// A request is listed as unanswered before it goes out, so while the
+// checkout is still running an unanswered request is most likely at the
+// provider now: show stops before it and prints it once it has its answer.
+// Once the checkout has answered (settled), a request still unanswered was
+// lost, and is printed as such.
+func (t *timeline) show(o wire.Order, settled bool) {
 	for _, a := range o.Attempts {
 		shown := t.seen[a.IdempotencyKey]
-		if shown == 0 && len(a.Requests) > 0 {
+		ready := len(a.Requests)
+		if !settled {
+			for i := shown; i < ready; i++ {
+				if a.Requests[i].Outcome == chargeonce.RequestUnanswered {
+					ready = i
+					break
+				}
+			}
+		}
+		if shown == 0 && ready > 0 {
 			t.printf("key %s\n", a.IdempotencyKey)
 		}
-		for i := shown; i < len(a.Requests); i++ {
+		for i := shown; i < ready; i++ {
 			line := fmt.Sprintf("attempt %d  %s", i+1, describe(a.Requests[i], chargeWords))
 			t.lines = append(t.lines, line)
 			t.printf("%s\n", line)
 		}
-		t.seen[a.IdempotencyKey] = max(shown, len(a.Requests))
+		t.seen[a.IdempotencyKey] = max(shown, ready)
 	}
 }
 
@@ -168,10 +183,10 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 		case p = <-done:
 			waiting = false
 		case <-ticker.C:
-			c.poll(ctx)
+			c.poll(ctx, false)
 		}
 	}
-	after := c.poll(ctx)
+	after := c.poll(ctx, true)
 
 	res := checkoutResult{OrderID: c.orderID, HTTPStatus: p.HTTPStatus, IdempotencyKey: p.IdempotencyKey}
 	var problem *client.Problem
@@ -224,14 +239,15 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 	return res, nil
 }
 
-// poll reads the order and shows its new requests. A failed read is
-// skipped: the next one, or the final one, catches up.
-func (c *checkoutRun) poll(ctx context.Context) wire.Order {
+// poll reads the order and shows its new requests; settled says the
+// checkout has answered. A failed read is skipped: the next one, or the
+// final one, catches up.
+func (c *checkoutRun) poll(ctx context.Context, settled bool) wire.Order {
 	ctx, cancel := context.WithTimeout(ctx, pollInterval*10)
 	defer cancel()
 	o, err := c.api.GetOrder(ctx, c.orderID)
 	if err == nil {
-		c.out.show(o)
+		c.out.show(o, settled)
 	}
 	return o
 }
@@ -252,7 +268,7 @@ func (c *checkoutRun) waitSettled(ctx context.Context, res checkoutResult) (chec
 			return res, nil
 		case <-ticker.C:
 		}
-		o := c.poll(ctx)
+		o := c.poll(ctx, true)
 		if o.Status == "" || o.Status == "payment_pending" {
 			continue
 		}
