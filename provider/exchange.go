@@ -2,11 +2,12 @@ package provider
 
 import "time"
 
-// Exchange is how one request that may create something at the provider, a
-// charge or a refund, ended on the wire: what every such request has,
-// whatever it asked for. An adapter fills it once per request, from the
-// HTTP exchange or from the lack of one, the same way for every endpoint;
-// the endpoint's own result (Result, RefundResult) embeds it.
+// Exchange is how one request that may create or change something at the
+// provider, a charge, a refund, a capture or a void, ended on the wire:
+// what every such request has, whatever it asked for. An adapter fills it
+// once per request, from the HTTP exchange or from the lack of one, the
+// same way for every endpoint; the endpoint's own result (Result,
+// RefundResult, CaptureResult, VoidResult) embeds it.
 type Exchange struct {
 	// Outcome is how the exchange was read; callers decide on it, through
 	// Class, alone.

@@ -1,18 +1,20 @@
 // Package provider is the port through which payments reach a card
 // provider: a charge under an idempotency key read as a typed Outcome, a
 // lookup of the charges of a merchant reference, a refund of a charge under
-// its own key and the lookup of its refunds (Refunder), and the limits the
-// provider publishes. The activities depend on Port alone.
+// its own key and the lookup of its refunds (Refunder), the capture or void
+// of a hold under its own key and the reading of a charge by its id
+// (Holder), and the limits the provider publishes. The activities depend on
+// Port alone.
 //
 // Adapters live in packages of their own, one per provider dialect:
 // provider/ietf speaks the IETF draft's contract (docs/provider-http.md),
 // provider/stripe speaks Stripe's PaymentIntents API. Each reads every
-// answer of its provider, or the lack of one, into an Exchange, the same way
-// for charges and refunds, so that callers decide on its Class ("approved",
-// "declined", "not processed", "unknown, retry with the same key" or "our
-// bug, stop") rather than on a dialect's status codes. Breaker wraps any
-// adapter in the circuit breakers, so that every dialect stops sending in
-// the same way while its provider is failing.
+// answer of its provider, or the lack of one, into an Exchange, the same
+// way for charges, refunds, captures and voids, so that callers decide on
+// its Class ("approved", "declined", "not processed", "unknown, retry with
+// the same key" or "our bug, stop") rather than on a dialect's status
+// codes. Breaker wraps any adapter in the circuit breakers, so that every
+// dialect stops sending in the same way while its provider is failing.
 //
 // docs/provider-adapters.md says what a new adapter must do.
 package provider
@@ -58,6 +60,10 @@ type ChargeRequest struct {
 	// MerchantReference is how the charge is found again when the outcome
 	// of every request was lost.
 	MerchantReference string
+	// Hold asks the provider to authorize the amount only: the charge is
+	// StatusAuthorized until a Capture takes the money, a Void releases
+	// it, or it expires.
+	Hold bool
 }
 
 // ChargeRequestOf is the charge of a payment intent: the same fields on every
@@ -79,7 +85,9 @@ type Charge struct {
 	// ID is the provider's id of the payment, such as "ch_000001" or
 	// "pi_3Mtw…".
 	ID string
-	// Status is StatusSucceeded or StatusFailed (a declined card).
+	// Status is StatusSucceeded, StatusFailed (a declined card), or for a
+	// hold StatusAuthorized, StatusVoided or StatusExpired; a captured hold
+	// is StatusSucceeded.
 	Status string
 	// Currency is the ISO 4217 code of Amount, in upper case.
 	Currency string
@@ -92,17 +100,36 @@ type Charge struct {
 	Amount int64
 	// Created is when the provider created the charge.
 	Created time.Time
+	// AmountCaptured is how much of a hold's Amount was captured: 0 until
+	// it is, and at most Amount, since a partial capture releases the
+	// rest. It is 0 for a charge that was no hold.
+	AmountCaptured int64
+	// CaptureBefore is when an authorized hold expires unless captured;
+	// zero for a charge that was no hold, or when the provider does not
+	// tell.
+	CaptureBefore time.Time
 }
 
 // The statuses of a charge at the provider.
 const (
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
+	// StatusAuthorized is a hold waiting for its capture or void.
+	StatusAuthorized = "authorized"
+	// StatusVoided is a hold released without taking any money.
+	StatusVoided = "voided"
+	// StatusExpired is a hold the provider released because it was not
+	// captured in time.
+	StatusExpired = "expired"
 )
 
 // Succeeded reports whether the charge took the money, as opposed to a
 // declined card.
 func (c Charge) Succeeded() bool { return c.Status == StatusSucceeded }
+
+// Held reports whether the charge is a hold still waiting for its capture
+// or void.
+func (c Charge) Held() bool { return c.Status == StatusAuthorized }
 
 // Result is how one charge request ended.
 type Result struct {
@@ -141,4 +168,7 @@ type Limits struct {
 	// than this, or a charge would be taken for absent; the worker checks
 	// its configuration against it at start.
 	LookupDelay time.Duration
+	// HoldWindow is how long the provider keeps an authorization before it
+	// expires; 0 means the provider offers no holds.
+	HoldWindow time.Duration
 }

@@ -65,3 +65,26 @@ func DialFailed(err error) bool {
 	var opErr *net.OpError
 	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
+
+// maxChargeIDLength is the longest charge id an adapter puts into a path.
+const maxChargeIDLength = 255
+
+// CheckChargeID checks a charge id that goes into a URL path, such as
+// /charges/{id}/capture: it must be non-empty, at most 255 characters, and
+// of the characters A-Z, a-z, 0-9, '_' and '-' alone, the characters of
+// every provider's ids. Anything else is a bug on our side, and escaping it
+// would only send the request to some other path.
+func CheckChargeID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("charge id is empty")
+	case len(id) > maxChargeIDLength:
+		return fmt.Errorf("charge id has %d characters, more than %d", len(id), maxChargeIDLength)
+	}
+	for _, r := range id {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("charge id %q has the character %q, which is not safe in a URL path", id, r)
+		}
+	}
+	return nil
+}
