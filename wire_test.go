@@ -33,6 +33,7 @@ var jsonKey = regexp.MustCompile(`"([A-Za-z_]+)"\s*:`)
 // body by coincidence, with why they are another format.
 var notWire = map[string]string{
 	"store/settlement.go SettlementTotal": "the database's JSON of a run's totals, in minor units",
+	"provider/ietf/hold.go captureBody":   "the provider contract's body of a capture, an amount in minor units",
 }
 
 // TestWire_TheCheckoutAPIHasOneOwnerOfItsWireFormat keeps the checkout API's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"chargeonce/provider"
@@ -15,27 +16,35 @@ import (
 // an error: everything that can happen, from a decline to a lost connection,
 // is an Outcome in the Result, so that no failure goes unclassified. The
 // Result is provider.Approved only when the provider's charge is exactly the one that
-// was asked for.
+// was asked for. A hold (req.Hold) is sent with "capture": false and is
+// approved as an authorized charge.
 func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provider.Result {
 	var r provider.Result
-	r.Exchange = c.create(ctx, "/v1/charges", req.Key, checkCharge(req), chargeBody{
+	body := chargeBody{
 		Amount:            req.Amount,
 		Currency:          req.Currency,
 		Source:            req.Source,
 		Description:       req.Description,
 		MerchantReference: req.MerchantReference,
-	}, chargeEndpoint(req, &r))
+	}
+	if req.Hold {
+		body.Capture = new(false)
+	}
+	r.Exchange = c.create(ctx, "/v1/charges", req.Key, checkCharge(req), body, chargeEndpoint(req, &r))
 	return r
 }
 
 // chargeBody is the JSON body of POST /v1/charges: exactly the contract's
-// fields, since the provider fingerprints the whole body.
+// fields, since the provider fingerprints the whole body. Capture is sent
+// only for a hold, so that the body of a charge captured at once, and its
+// fingerprint, stay what they were before holds.
 type chargeBody struct {
 	Amount            int64  `json:"amount"`
 	Currency          string `json:"currency"`
 	Source            string `json:"source"`
 	Description       string `json:"description"`
 	MerchantReference string `json:"merchant_reference"`
+	Capture           *bool  `json:"capture,omitempty"`
 }
 
 // checkCharge refuses, before sending, a charge the provider would refuse.
@@ -52,7 +61,8 @@ func checkCharge(req provider.ChargeRequest) error {
 // chargeEndpoint reads the answers of POST /v1/charges for req into r.
 func chargeEndpoint(req provider.ChargeRequest, r *provider.Result) endpoint {
 	return endpoint{
-		object: "charge",
+		object:  "charge",
+		refusal: http.StatusPaymentRequired,
 		created: func(body []byte) (provider.Outcome, error) {
 			ch, err := approvedCharge(req, body)
 			if err != nil {
@@ -89,17 +99,17 @@ func classifyCharge(req provider.ChargeRequest, status int, header http.Header, 
 // charge that was asked for: a success for another amount, another reference
 // or another key would settle the payment on a charge that is not ours.
 func approvedCharge(req provider.ChargeRequest, body []byte) (provider.Charge, error) {
-	var w wireCharge
-	if err := json.Unmarshal(body, &w); err != nil {
-		return provider.Charge{}, fmt.Errorf("decoding the charge: %w", err)
-	}
-	ch, err := w.charge()
+	ch, err := decodeCharge(body)
 	if err != nil {
 		return provider.Charge{}, err
 	}
+	want := provider.StatusSucceeded
+	if req.Hold {
+		want = provider.StatusAuthorized
+	}
 	switch {
-	case ch.Status != provider.StatusSucceeded:
-		return provider.Charge{}, fmt.Errorf("status %q, want %q", ch.Status, provider.StatusSucceeded)
+	case ch.Status != want:
+		return provider.Charge{}, fmt.Errorf("status %q, want %q", ch.Status, want)
 	case ch.Amount != req.Amount || ch.Currency != req.Currency:
 		return provider.Charge{}, fmt.Errorf("amount %d %s, want %d %s", ch.Amount, ch.Currency, req.Amount, req.Currency)
 	case ch.MerchantReference != req.MerchantReference:
@@ -110,7 +120,18 @@ func approvedCharge(req provider.ChargeRequest, body []byte) (provider.Charge, e
 	return ch, nil
 }
 
-// wireCharge is the charge object of the contract.
+// decodeCharge decodes the charge object of a 2xx answer and checks the
+// fields every charge object must have.
+func decodeCharge(body []byte) (provider.Charge, error) {
+	var w wireCharge
+	if err := json.Unmarshal(body, &w); err != nil {
+		return provider.Charge{}, fmt.Errorf("decoding the charge: %w", err)
+	}
+	return w.charge()
+}
+
+// wireCharge is the charge object of the contract. A hold carries
+// amount_captured and capture_before; other charges omit them.
 type wireCharge struct {
 	ID                string    `json:"id"`
 	Object            string    `json:"object"`
@@ -120,7 +141,12 @@ type wireCharge struct {
 	MerchantReference string    `json:"merchant_reference"`
 	IdempotencyKey    string    `json:"idempotency_key"`
 	Created           time.Time `json:"created"`
+	AmountCaptured    int64     `json:"amount_captured"`
+	CaptureBefore     time.Time `json:"capture_before"`
 }
+
+// statuses are the charge statuses of the contract.
+var statuses = []string{provider.StatusSucceeded, provider.StatusFailed, provider.StatusAuthorized, provider.StatusVoided, provider.StatusExpired}
 
 // charge checks the fields every charge object must have.
 func (w wireCharge) charge() (provider.Charge, error) {
@@ -129,8 +155,12 @@ func (w wireCharge) charge() (provider.Charge, error) {
 		return provider.Charge{}, fmt.Errorf("object %q, want \"charge\"", w.Object)
 	case w.ID == "":
 		return provider.Charge{}, errors.New("charge without an id")
-	case w.Status != provider.StatusSucceeded && w.Status != provider.StatusFailed:
+	case !slices.Contains(statuses, w.Status):
 		return provider.Charge{}, fmt.Errorf("charge %s: unknown status %q", w.ID, w.Status)
+	case w.Status == provider.StatusAuthorized && w.CaptureBefore.IsZero():
+		return provider.Charge{}, fmt.Errorf("charge %s: authorized without a capture_before", w.ID)
+	case w.AmountCaptured < 0 || w.AmountCaptured > w.Amount:
+		return provider.Charge{}, fmt.Errorf("charge %s: amount_captured %d is not within the amount %d", w.ID, w.AmountCaptured, w.Amount)
 	case w.Amount <= 0 || w.Currency == "":
 		return provider.Charge{}, fmt.Errorf("charge %s: amount %d %q is not a positive amount in a currency", w.ID, w.Amount, w.Currency)
 	case w.MerchantReference == "" || w.IdempotencyKey == "":
@@ -146,6 +176,8 @@ func (w wireCharge) charge() (provider.Charge, error) {
 		IdempotencyKey:    w.IdempotencyKey,
 		Amount:            w.Amount,
 		Created:           w.Created,
+		AmountCaptured:    w.AmountCaptured,
+		CaptureBefore:     w.CaptureBefore,
 	}, nil
 }
 

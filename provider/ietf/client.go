@@ -1,9 +1,11 @@
 // Package ietf is the provider adapter of the IETF draft's contract
 // (docs/provider-http.md), over HTTP.
 //
-// It sends every charge and every refund with its Idempotency-Key as a
-// Structured Field String and reads every response, or the lack of one, as
-// a typed provider.Outcome, with one reading for both (post.go).
+// It sends every charge, refund, capture and void with its Idempotency-Key
+// as a Structured Field String and reads every response, or the lack of
+// one, as a typed provider.Outcome, with one reading for all (post.go). A
+// hold is a charge sent with "capture": false, captured or voided at
+// /v1/charges/{id}/capture and /v1/charges/{id}/void (hold.go).
 // It has no circuit breaker of its own: provider.Breaker stands in front of
 // it, as of every adapter.
 package ietf
@@ -46,6 +48,8 @@ type Client struct {
 	base *url.URL
 	http *http.Client
 }
+
+var _ provider.Port = (*Client)(nil)
 
 // New checks cfg and builds a Client.
 func New(cfg Config) (*Client, error) {
@@ -134,6 +138,9 @@ func statusOutcome(status int) provider.Outcome {
 	switch status {
 	case http.StatusBadRequest:
 		return provider.InvalidRequest
+	case http.StatusNotFound:
+		// The contract answers 404 only for an id it does not have.
+		return provider.NotFound
 	case http.StatusTooManyRequests:
 		return provider.RateLimited
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:

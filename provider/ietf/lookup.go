@@ -62,12 +62,14 @@ func findByReference[W, T any](ctx context.Context, c *Client, op, path, merchan
 
 // Limits reads the limits the provider publishes. A provider that publishes
 // no positive retention or no positive lookup rate is an error: no safe
-// abandon deadline, or no lookup pace, can be derived from it.
+// abandon deadline, or no lookup pace, can be derived from it. A provider
+// that publishes no hold window offers no holds.
 func (c *Client) Limits(ctx context.Context) (provider.Limits, error) {
 	const op = "limits"
 	var policy struct {
 		Seconds          *int64   `json:"key_retention_seconds"`
 		LookupsPerSecond *float64 `json:"lookups_per_second"`
+		HoldWindow       int64    `json:"hold_window_seconds"`
 	}
 	if err := c.get(ctx, op, "/v1/idempotency", nil, &policy); err != nil {
 		return provider.Limits{}, err
@@ -84,10 +86,13 @@ func (c *Client) Limits(ctx context.Context) (provider.Limits, error) {
 		return provider.Limits{}, violation("lookups_per_second is missing")
 	case *policy.LookupsPerSecond <= 0:
 		return provider.Limits{}, violation(fmt.Sprintf("lookups_per_second %v is not a positive rate", *policy.LookupsPerSecond))
+	case policy.HoldWindow < 0 || policy.HoldWindow > math.MaxInt64/int64(time.Second):
+		return provider.Limits{}, violation(fmt.Sprintf("hold_window_seconds %d is not a duration", policy.HoldWindow))
 	}
 	return provider.Limits{
 		KeyRetention:     time.Duration(*policy.Seconds) * time.Second,
 		LookupsPerSecond: *policy.LookupsPerSecond,
+		HoldWindow:       time.Duration(policy.HoldWindow) * time.Second,
 	}, nil
 }
 
@@ -99,12 +104,8 @@ func (c *Client) get(ctx context.Context, op, path string, query url.Values, v a
 		return &provider.Error{Op: op, Outcome: ex.failed, StatusCode: ex.status, Detail: ex.detail}
 	}
 	if ex.status != http.StatusOK {
-		outcome := statusOutcome(ex.status)
-		if ex.status == http.StatusNotFound {
-			outcome = provider.NotFound
-		}
 		delay, note := retryAfter(ex.header, time.Now())
-		return &provider.Error{Op: op, Outcome: outcome, StatusCode: ex.status, RetryAfter: delay, Detail: joinNote(describe(ex.status, ex.body), note)}
+		return &provider.Error{Op: op, Outcome: statusOutcome(ex.status), StatusCode: ex.status, RetryAfter: delay, Detail: joinNote(describe(ex.status, ex.body), note)}
 	}
 	if err := json.Unmarshal(ex.body, v); err != nil {
 		return &provider.Error{Op: op, Outcome: provider.ContractViolation, StatusCode: ex.status, Detail: "decoding the answer: " + err.Error()}

@@ -18,13 +18,17 @@ import (
 type endpoint struct {
 	// object names what a 2xx carries, for the logs: "charge", "refund".
 	object string
+	// refusal is the status of the endpoint's refusals that are results:
+	// 402 for a charge or a refund, 403 for a capture or a void.
+	refusal int
 	// created reads the body of a 2xx answer: Approved, or Declined when
 	// the provider created the object as failed. An error means the body is
 	// not the object that was asked for, which breaks the contract.
 	created func(body []byte) (provider.Outcome, error)
-	// declined reads the problem of a 402 answer, a refusal that is a
-	// result; refused reports that it processed nothing and stored nothing
-	// under the key. An error means the 402 is not one the contract defines.
+	// declined reads the problem of a refusal answer (status refusal), a
+	// refusal that is a result; refused reports that it processed nothing
+	// and stored nothing under the key. An error means the refusal is not
+	// one the contract defines.
 	declined func(p problem) (refused bool, err error)
 }
 
@@ -51,8 +55,9 @@ func (c *Client) create(ctx context.Context, path, key string, invalid error, bo
 // post sends body under the key in header to path and reads the answer as
 // e says: the one reading of statuses, Retry-After, Idempotent-Replayed and
 // the answers that processed nothing, for charges and refunds alike, since
-// they follow one set of idempotency rules. Only the objects of a 2xx and
-// the problem of a 402 are the endpoint's own.
+// they follow one set of idempotency rules, and for captures and voids,
+// which follow them too. Only the objects of a 2xx and the problem of a
+// refusal are the endpoint's own.
 func (c *Client) post(ctx context.Context, path string, header http.Header, body []byte, e endpoint) provider.Exchange {
 	ex := c.send(ctx, http.MethodPost, path, nil, header, body)
 	var x provider.Exchange
@@ -97,15 +102,15 @@ func classify(e endpoint, status int, header http.Header, body []byte, now time.
 			break
 		}
 		x.Outcome = outcome
-	case http.StatusPaymentRequired:
+	case e.refusal:
 		p, err := decodeProblem(body)
 		if err != nil {
-			x.Outcome, x.Detail = provider.ContractViolation, "HTTP 402 without a readable problem: "+err.Error()
+			x.Outcome, x.Detail = provider.ContractViolation, fmt.Sprintf("HTTP %d without a readable problem: %v", status, err)
 			break
 		}
 		x.Refused, err = e.declined(p)
 		if err != nil {
-			x.Outcome, x.Refused, x.Detail = provider.ContractViolation, false, "HTTP 402 "+err.Error()
+			x.Outcome, x.Refused, x.Detail = provider.ContractViolation, false, fmt.Sprintf("HTTP %d %v", status, err)
 			break
 		}
 		x.Outcome, x.Detail = provider.Declined, p.Detail

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"chargeonce/provider"
@@ -53,7 +54,8 @@ func checkRefund(req provider.RefundRequest) error {
 // refundEndpoint reads the answers of POST /v1/refunds for req into r.
 func refundEndpoint(req provider.RefundRequest, r *provider.RefundResult) endpoint {
 	return endpoint{
-		object: "refund",
+		object:  "refund",
+		refusal: http.StatusPaymentRequired,
 		created: func(body []byte) (provider.Outcome, error) {
 			var w wireRefund
 			if err := json.Unmarshal(body, &w); err != nil {
