@@ -66,6 +66,11 @@ const SearchDelay = time.Minute
 // mode, shared by every client of the account.
 const DefaultLookupsPerSecond = 20
 
+// HoldWindow is how long Stripe keeps the authorization of an online card
+// payment captured manually: it cancels the PaymentIntent, with the
+// cancellation_reason automatic, once seven days have passed.
+const HoldWindow = 7 * 24 * time.Hour
+
 // DefaultBaseURL is Stripe's API.
 const DefaultBaseURL = stripeapi.APIURL
 
@@ -101,6 +106,8 @@ type Client struct {
 	api    *stripeapi.Client
 	limits provider.Limits
 }
+
+var _ provider.Port = (*Client)(nil)
 
 // New checks cfg and builds a Client.
 func New(cfg Config) (*Client, error) {
@@ -140,7 +147,7 @@ func New(cfg Config) (*Client, error) {
 	}))
 	return &Client{
 		api:    api,
-		limits: provider.Limits{KeyRetention: KeyRetention, LookupsPerSecond: rate, LookupDelay: cfg.LookupDelay},
+		limits: provider.Limits{KeyRetention: KeyRetention, LookupsPerSecond: rate, LookupDelay: cfg.LookupDelay, HoldWindow: HoldWindow},
 	}, nil
 }
 
@@ -159,7 +166,9 @@ func (c *Client) Limits(context.Context) (provider.Limits, error) {
 
 // Charge creates and confirms a PaymentIntent for req under its key and
 // reads the answer. It never returns an error: every answer, and the lack
-// of one, is an Outcome in the Result.
+// of one, is an Outcome in the Result. A hold (req.Hold) is created with
+// capture_method=manual, and approved as authorized once Stripe answers
+// requires_capture.
 func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provider.Result {
 	params := &stripeapi.PaymentIntentCreateParams{
 		Amount:        stripeapi.Int64(req.Amount),
@@ -175,6 +184,11 @@ func (c *Client) Charge(ctx context.Context, req provider.ChargeRequest) provide
 	}
 	if req.Description != "" {
 		params.Description = stripeapi.String(req.Description)
+	}
+	if req.Hold {
+		params.CaptureMethod = stripeapi.String(string(stripeapi.PaymentIntentCaptureMethodManual))
+		// The card's capture_before is on the PaymentIntent's charge.
+		params.AddExpand(expandCharge)
 	}
 	params.SetIdempotencyKey(req.Key)
 
@@ -202,14 +216,22 @@ func check(req provider.ChargeRequest) error {
 // checkKeyAndMoney refuses a key Stripe would refuse and an amount that is
 // no money.
 func checkKeyAndMoney(key string, amount int64, currency string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	_, err := chargeonce.NewMoney(amount, currency)
+	return err
+}
+
+// checkKey refuses an idempotency key Stripe would refuse.
+func checkKey(key string) error {
 	switch {
 	case key == "":
 		return errors.New("idempotency key is empty")
 	case len(key) > maxKeyLength:
 		return fmt.Errorf("idempotency key has %d characters, more than %d", len(key), maxKeyLength)
 	}
-	_, err := chargeonce.NewMoney(amount, currency)
-	return err
+	return nil
 }
 
 // chargeEndpoint reads the answers to the creation of pi for req into r.
@@ -389,11 +411,15 @@ func describe(e *stripeapi.Error) string {
 // the payment on a charge that is not ours.
 func approved(req provider.ChargeRequest, pi *stripeapi.PaymentIntent) (provider.Charge, error) {
 	ch, err := charge(pi)
+	want := provider.StatusSucceeded
+	if req.Hold {
+		want = provider.StatusAuthorized
+	}
 	switch {
 	case err != nil:
 		return provider.Charge{}, err
-	case ch.Status != provider.StatusSucceeded:
-		return provider.Charge{}, fmt.Errorf("PaymentIntent %s has status %q, want %q", pi.ID, pi.Status, stripeapi.PaymentIntentStatusSucceeded)
+	case ch.Status != want:
+		return provider.Charge{}, fmt.Errorf("PaymentIntent %s has status %q, want the port's %q", pi.ID, pi.Status, want)
 	case ch.Amount != req.Amount || ch.Currency != req.Currency:
 		return provider.Charge{}, fmt.Errorf("amount %d %s, want %d %s", ch.Amount, ch.Currency, req.Amount, req.Currency)
 	case ch.MerchantReference != req.MerchantReference:
@@ -409,34 +435,67 @@ var errInFlight = errors.New("still processing")
 
 // charge reads a PaymentIntent as a charge. A PaymentIntent that is still
 // processing is errInFlight; one in a state that a confirmed card payment of
-// this adapter never reaches is an error.
+// this adapter never reaches is an error. A hold (capture_method=manual)
+// carries what was captured of it and, when its charge is expanded, when it
+// expires.
 func charge(pi *stripeapi.PaymentIntent) (provider.Charge, error) {
 	if pi == nil || pi.ID == "" {
 		return provider.Charge{}, errors.New("PaymentIntent without an id")
 	}
-	var status string
-	switch pi.Status {
-	case stripeapi.PaymentIntentStatusSucceeded:
-		status = provider.StatusSucceeded
-	case stripeapi.PaymentIntentStatusRequiresPaymentMethod, stripeapi.PaymentIntentStatusCanceled:
-		// A confirmation that failed leaves the PaymentIntent waiting for
-		// another payment method; this adapter never sends one, so the
-		// charge has failed for good.
-		status = provider.StatusFailed
-	case stripeapi.PaymentIntentStatusProcessing:
-		return provider.Charge{}, fmt.Errorf("PaymentIntent %s: %w", pi.ID, errInFlight)
-	default:
-		return provider.Charge{}, fmt.Errorf("PaymentIntent %s has status %q, which a confirmed card payment without customer action never has", pi.ID, pi.Status)
+	status, err := statusOf(pi)
+	if err != nil {
+		return provider.Charge{}, err
 	}
 	if pi.Amount <= 0 || pi.Currency == "" {
 		return provider.Charge{}, fmt.Errorf("PaymentIntent %s: amount %d %q is not a positive amount in a currency", pi.ID, pi.Amount, pi.Currency)
 	}
-	return provider.Charge{
+	ch := provider.Charge{
 		ID:                pi.ID,
 		Status:            status,
 		Currency:          strings.ToUpper(string(pi.Currency)),
 		MerchantReference: pi.Metadata[metadataReference],
 		Amount:            pi.Amount,
 		Created:           time.Unix(pi.Created, 0).UTC(),
-	}, nil
+	}
+	if held(pi) {
+		ch.AmountCaptured = pi.AmountReceived
+		if c := pi.LatestCharge; c != nil && c.PaymentMethodDetails != nil && c.PaymentMethodDetails.Card != nil && c.PaymentMethodDetails.Card.CaptureBefore > 0 {
+			ch.CaptureBefore = time.Unix(c.PaymentMethodDetails.Card.CaptureBefore, 0).UTC()
+		}
+	}
+	return ch, nil
+}
+
+// held reports whether the PaymentIntent was created as a hold.
+func held(pi *stripeapi.PaymentIntent) bool {
+	return pi.CaptureMethod == stripeapi.PaymentIntentCaptureMethodManual
+}
+
+// statusOf maps the status of a PaymentIntent to the port's.
+func statusOf(pi *stripeapi.PaymentIntent) (string, error) {
+	switch pi.Status {
+	case stripeapi.PaymentIntentStatusSucceeded:
+		return provider.StatusSucceeded, nil
+	case stripeapi.PaymentIntentStatusRequiresCapture:
+		return provider.StatusAuthorized, nil
+	case stripeapi.PaymentIntentStatusCanceled:
+		if !held(pi) {
+			// This adapter cancels nothing but holds: a canceled
+			// PaymentIntent captured at once never charged the card.
+			return provider.StatusFailed, nil
+		}
+		// Stripe cancels a hold that was not captured in time itself.
+		if pi.CancellationReason == stripeapi.PaymentIntentCancellationReasonAutomatic {
+			return provider.StatusExpired, nil
+		}
+		return provider.StatusVoided, nil
+	case stripeapi.PaymentIntentStatusRequiresPaymentMethod:
+		// A confirmation that failed leaves the PaymentIntent waiting for
+		// another payment method; this adapter never sends one, so the
+		// charge has failed for good.
+		return provider.StatusFailed, nil
+	case stripeapi.PaymentIntentStatusProcessing:
+		return "", fmt.Errorf("PaymentIntent %s: %w", pi.ID, errInFlight)
+	}
+	return "", fmt.Errorf("PaymentIntent %s has status %q, which a confirmed card payment without customer action never has", pi.ID, pi.Status)
 }

@@ -213,7 +213,7 @@ func TestClient_LimitsAreStripesDocumentedOnes(t *testing.T) {
 	limits, err := c.Limits(context.Background())
 
 	require.NoError(t, err)
-	require.Equal(t, provider.Limits{KeyRetention: 24 * time.Hour, LookupsPerSecond: stripe.DefaultLookupsPerSecond, LookupDelay: time.Minute}, limits)
+	require.Equal(t, provider.Limits{KeyRetention: 24 * time.Hour, LookupsPerSecond: stripe.DefaultLookupsPerSecond, LookupDelay: time.Minute, HoldWindow: 7 * 24 * time.Hour}, limits)
 }
 
 func TestClient_FindChargesSearchesTheMetadata(t *testing.T) {
