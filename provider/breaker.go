@@ -113,10 +113,15 @@ func newBreaker(name string, st gobreaker.Settings, log *slog.Logger) *breaker {
 // share the lookup breaker with charge lookups: both are the same paced
 // reads on the lookup task queue, and both only ever delay a decision. It
 // is the one breaker of every adapter.
+//
+// Captures and voids of holds have a breaker of their own too: a capture
+// outage must neither stop new payments nor be judged by them, and
+// GetCharge, a read, shares the lookup breaker.
 type Breaker struct {
 	port    Port
 	charges *breaker
 	refunds *breaker
+	holds   *breaker
 	lookups *breaker
 }
 
@@ -137,6 +142,7 @@ func NewBreaker(port Port, cfg BreakerConfig, log *slog.Logger) (*Breaker, error
 		port:    port,
 		charges: newBreaker("provider-charges", settings, log),
 		refunds: newBreaker("provider-refunds", settings, log),
+		holds:   newBreaker("provider-holds", settings, log),
 		lookups: newBreaker("provider-lookups", settings, log),
 	}, nil
 }
@@ -151,6 +157,18 @@ func (b *Breaker) Charge(ctx context.Context, req ChargeRequest) Result {
 func (b *Breaker) Refund(ctx context.Context, req RefundRequest) RefundResult {
 	return guard(ctx, b.refunds, func() RefundResult { return b.port.Refund(ctx, req) },
 		func(r *RefundResult) *Exchange { return &r.Exchange })
+}
+
+// Capture sends req through the port unless the hold breaker is open.
+func (b *Breaker) Capture(ctx context.Context, req CaptureRequest) CaptureResult {
+	return guard(ctx, b.holds, func() CaptureResult { return b.port.Capture(ctx, req) },
+		func(r *CaptureResult) *Exchange { return &r.Exchange })
+}
+
+// Void sends req through the port unless the hold breaker is open.
+func (b *Breaker) Void(ctx context.Context, req VoidRequest) VoidResult {
+	return guard(ctx, b.holds, func() VoidResult { return b.port.Void(ctx, req) },
+		func(r *VoidResult) *Exchange { return &r.Exchange })
 }
 
 // guard sends one request through call unless br is open or ctx has ended,
@@ -197,6 +215,19 @@ func (b *Breaker) FindRefunds(ctx context.Context, chargeID, merchantReference s
 		return err
 	})
 	return refunds, err
+}
+
+// GetCharge reads the charge through the port unless the lookup breaker is
+// open.
+func (b *Breaker) GetCharge(ctx context.Context, id string) (Charge, error) {
+	const op = "get charge"
+	var charge Charge
+	err := b.lookup(ctx, op, func() error {
+		var err error
+		charge, err = b.port.GetCharge(ctx, id)
+		return err
+	})
+	return charge, err
 }
 
 // Limits reads the limits through the port unless the lookup breaker is

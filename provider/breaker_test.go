@@ -43,6 +43,21 @@ func (p *port) FindRefunds(context.Context, string, string) ([]provider.Refund, 
 	return nil, p.err
 }
 
+func (p *port) Capture(context.Context, provider.CaptureRequest) provider.CaptureResult {
+	p.calls++
+	return provider.CaptureResult{Exchange: p.result.Exchange}
+}
+
+func (p *port) Void(context.Context, provider.VoidRequest) provider.VoidResult {
+	p.calls++
+	return provider.VoidResult{Exchange: p.result.Exchange}
+}
+
+func (p *port) GetCharge(context.Context, string) (provider.Charge, error) {
+	p.calls++
+	return provider.Charge{}, p.err
+}
+
 // The breaker judges outcomes, not a dialect's statuses, so it stands in
 // front of any adapter the same way.
 func TestBreaker_OpensOnOutcomesOfAnyPort(t *testing.T) {
@@ -202,4 +217,77 @@ func TestBreaker_RefundAfterTheContextEndedSendsNothing(t *testing.T) {
 	require.Equal(t, provider.Timeout, res.Outcome)
 	require.False(t, res.Sent)
 	require.Zero(t, p.refunds)
+}
+
+// holdPort answers charges with its canned result and captures and voids
+// with another, and counts the captures and voids.
+type holdPort struct {
+	port
+	hold  provider.Exchange
+	holds int
+}
+
+func (p *holdPort) Capture(context.Context, provider.CaptureRequest) provider.CaptureResult {
+	p.holds++
+	return provider.CaptureResult{Exchange: p.hold}
+}
+
+func (p *holdPort) Void(context.Context, provider.VoidRequest) provider.VoidResult {
+	p.holds++
+	return provider.VoidResult{Exchange: p.hold}
+}
+
+// Captures and voids share a breaker of their own: a failing capture
+// service stops neither payments nor refunds, and a declined capture is a
+// deliberate answer.
+func TestBreaker_HoldsOpenTheirOwnBreaker(t *testing.T) {
+	failing := provider.Exchange{Outcome: provider.Unavailable, Sent: true, StatusCode: 503}
+	approved := provider.Result{Exchange: provider.Exchange{Outcome: provider.Approved, Sent: true, StatusCode: 201}}
+	p := &holdPort{port: port{result: approved}, hold: failing}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	require.Equal(t, failing, b.Capture(context.Background(), provider.CaptureRequest{}).Exchange)
+	require.Equal(t, failing, b.Void(context.Background(), provider.VoidRequest{}).Exchange)
+	held := b.Capture(context.Background(), provider.CaptureRequest{})
+	voided := b.Void(context.Background(), provider.VoidRequest{})
+
+	for _, x := range []provider.Exchange{held.Exchange, voided.Exchange} {
+		require.Equal(t, provider.BreakerOpen, x.Outcome)
+		require.Contains(t, x.Detail, "provider-holds is open")
+		require.Equal(t, provider.ClassNotProcessed, x.Class(), "an open breaker sends nothing")
+	}
+	require.Equal(t, 2, p.holds)
+	require.Equal(t, approved, b.Charge(context.Background(), provider.ChargeRequest{}), "charges have their own breaker")
+	require.Equal(t, provider.Approved, b.Refund(context.Background(), provider.RefundRequest{}).Outcome, "so have refunds")
+	_, err = b.GetCharge(context.Background(), "ch_1")
+	require.NoError(t, err, "and reads of a charge are lookups")
+}
+
+func TestBreaker_DeclinedCapturesKeepTheHoldBreakerClosed(t *testing.T) {
+	declined := provider.Exchange{Outcome: provider.Declined, Sent: true, StatusCode: 403}
+	p := &holdPort{hold: declined}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	b.Capture(context.Background(), provider.CaptureRequest{})
+	res := b.Void(context.Background(), provider.VoidRequest{})
+
+	require.Equal(t, provider.Declined, res.Outcome)
+	require.Equal(t, 2, p.holds)
+}
+
+func TestBreaker_GetChargeSharesTheLookupBreaker(t *testing.T) {
+	p := &port{err: &provider.Error{Op: "get charge", Outcome: provider.Unavailable, StatusCode: 503}}
+	b, err := provider.NewBreaker(p, provider.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+
+	_, err = b.GetCharge(context.Background(), "ch_1")
+	require.ErrorContains(t, err, "HTTP 503")
+	_, err = b.FindCharges(context.Background(), "ref")
+
+	var perr *provider.Error
+	require.ErrorAs(t, err, &perr)
+	require.Equal(t, provider.BreakerOpen, perr.Outcome)
+	require.Equal(t, 1, p.calls)
 }

@@ -42,6 +42,8 @@ type Port interface {
 	Limits(ctx context.Context) (Limits, error)
 	// Refunder returns money from a charge.
 	Refunder
+	// Holder captures or releases a charge that only authorized.
+	Holder
 }
 
 // ChargeRequest is one charge to send.
