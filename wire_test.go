@@ -33,6 +33,7 @@ var jsonKey = regexp.MustCompile(`"([A-Za-z_]+)"\s*:`)
 // body by coincidence, with why they are another format.
 var notWire = map[string]string{
 	"store/settlement.go SettlementTotal": "the database's JSON of a run's totals, in minor units",
+	"fakeprovider/holds.go captureBody":   "the fake provider's capture body, not the checkout API's",
 }
 
 // TestWire_TheCheckoutAPIHasOneOwnerOfItsWireFormat keeps the checkout API's
