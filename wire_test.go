@@ -34,6 +34,7 @@ var jsonKey = regexp.MustCompile(`"([A-Za-z_]+)"\s*:`)
 var notWire = map[string]string{
 	"store/settlement.go SettlementTotal": "the database's JSON of a run's totals, in minor units",
 	"provider/ietf/hold.go captureBody":   "the provider contract's body of a capture, an amount in minor units",
+	"fakeprovider/holds.go captureBody":   "the fake provider's capture body, not the checkout API's",
 }
 
 // TestWire_TheCheckoutAPIHasOneOwnerOfItsWireFormat keeps the checkout API's

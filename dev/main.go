@@ -83,6 +83,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.Float64Var(&cfg.Provider.Mode.Rate, "provider-rate", fakeprovider.DefaultRate, "probability (0 to 1) that a request misbehaves in the error, lost_response and rate_limit modes")
 	fs.Uint64Var(&cfg.Provider.Mode.Seed, "provider-seed", 1, "seed of the fake provider's chaos, so that a run can be repeated")
 	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
+	fs.DurationVar(&cfg.Provider.HoldWindow, "provider-hold-window", fakeprovider.DefaultHoldWindow, "how long the fake provider keeps an authorization before it expires")
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", dialect.IETF, "`API` the worker speaks to the fake provider, which serves both: "+dialect.Names)
 	fs.Int64Var(&cfg.Provider.Fee.BasisPoints, "provider-fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the fake provider's settlement reports, in basis points")
 	fs.Int64Var(&cfg.Provider.Fee.FixedMinor, "provider-fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the fake provider's settlement reports, in minor units")

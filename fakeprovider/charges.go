@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,12 @@ const (
 	// ChargeFailed marks a declined charge. Declines create a charge too, so
 	// that reconciliation can tell "declined" from "never arrived".
 	ChargeFailed ChargeStatus = "failed"
+	// ChargeAuthorized marks a hold: the amount is authorized, nothing is
+	// captured yet. A capture makes it succeeded, a void voided, and
+	// capture_before passing expired.
+	ChargeAuthorized ChargeStatus = "authorized"
+	ChargeVoided     ChargeStatus = "voided"
+	ChargeExpired    ChargeStatus = "expired"
 )
 
 // Charge is a charge object as the contract defines it.
@@ -32,10 +39,17 @@ type Charge struct {
 	Currency string       `json:"currency"`
 	Status   ChargeStatus `json:"status"`
 	// DeclineCode says why a failed charge was declined.
-	DeclineCode       string `json:"decline_code,omitempty"`
-	Description       string `json:"description,omitempty"`
-	MerchantReference string `json:"merchant_reference"`
-	IdempotencyKey    string `json:"idempotency_key"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	// AmountCaptured is how much of a hold was captured: 0 until its
+	// capture, and for ever once voided or expired. It is nil for a charge
+	// that was not a hold, captured in full at once.
+	AmountCaptured *int64 `json:"amount_captured,omitempty"`
+	// CaptureBefore is when a hold expires unless captured or voided
+	// first: Created plus the hold window. Zero when not a hold.
+	CaptureBefore     time.Time `json:"capture_before,omitzero"`
+	Description       string    `json:"description,omitempty"`
+	MerchantReference string    `json:"merchant_reference"`
+	IdempotencyKey    string    `json:"idempotency_key"`
 	// Created is when processing finished and the charge came to exist.
 	Created time.Time `json:"created"`
 }
@@ -98,6 +112,10 @@ const (
 	outcomeRefundsListed  = "refunds listed by merchant reference"
 	outcomeRefundFound    = "refund found"
 	outcomeRefundNotFound = "refund not found"
+	outcomeCaptured       = "hold captured"
+	outcomeCaptureRefused = "capture refused"
+	outcomeVoided         = "hold voided"
+	outcomeVoidRefused    = "void refused"
 )
 
 // declineCodes maps the test tokens that decline to their decline code. In
@@ -285,6 +303,10 @@ func (p *Provider) chargeOperation(key string, req chargeRequest, d *dialect) op
 		if code, declined := declineCodes[req.Source]; declined {
 			charge.Status = ChargeFailed
 			charge.DeclineCode = code
+		} else if req.hold() {
+			charge.Status = ChargeAuthorized
+			charge.AmountCaptured = new(int64)
+			charge.CaptureBefore = charge.Created.Add(p.holdWindow)
 		}
 		save := func(db execer) error { return insertCharge(db, seq, charge) }
 		apply := func() {
@@ -297,6 +319,9 @@ func (p *Provider) chargeOperation(key string, req chargeRequest, d *dialect) op
 
 // addChargeLocked appends c to the charges and indexes it.
 func (p *Provider) addChargeLocked(c Charge) {
+	if c.Status == ChargeAuthorized {
+		p.authorized[c.ID] = len(p.charges)
+	}
 	p.byID[c.ID] = len(p.charges)
 	p.byRef[c.MerchantReference] = append(p.byRef[c.MerchantReference], len(p.charges))
 	p.charges = append(p.charges, c)
@@ -348,20 +373,27 @@ func (p *Provider) drop(w http.ResponseWriter, r *http.Request, rec *RequestReco
 
 // getCharge serves GET /v1/charges/{id}.
 func (p *Provider) getCharge(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	p.mu.Lock()
-	i, ok := p.byID[r.PathValue("id")]
-	var charge Charge
-	if ok {
-		charge = p.charges[i]
-	}
-	p.mu.Unlock()
+	charge, ok := p.lookupCharge(r.PathValue("id"), ietf)
 	if !ok {
-		rec.fail(w, outcomeChargeNotFound, newProblem(codeNotFound, msgChargeNotFound))
+		rec.fail(w, outcomeChargeNotFound, ietf.notFound())
 		return
 	}
 	rec.Outcome = outcomeChargeFound
 	rec.ChargeID = charge.ID
 	writeJSON(w, http.StatusOK, charge)
+}
+
+// lookupCharge returns the charge with this id, made through d's door,
+// expired if its hold has passed its capture_before.
+func (p *Provider) lookupCharge(id string, d *dialect) (Charge, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expireHoldsLocked()
+	i, ok := p.byID[id]
+	if !ok || !strings.HasPrefix(id, d.idPrefix) {
+		return Charge{}, false
+	}
+	return p.charges[i], true
 }
 
 // chargeList is the body of GET /v1/charges and GET /_admin/charges.
@@ -378,6 +410,7 @@ func (p *Provider) listCharges(w http.ResponseWriter, r *http.Request, rec *Requ
 		return
 	}
 	p.mu.Lock()
+	p.expireHoldsLocked()
 	indexes := p.byRef[ref]
 	list := chargeList{Data: make([]Charge, len(indexes))}
 	for n, i := range indexes {
@@ -411,11 +444,17 @@ func (p *Provider) lookupReference(w http.ResponseWriter, r *http.Request, rec *
 }
 
 // getIdempotency serves GET /v1/idempotency, the published limits: the key
-// retention and the lookup rate.
+// retention, the lookup rate and the hold window.
 func (p *Provider) getIdempotency(w http.ResponseWriter, _ *http.Request, rec *RequestRecord) {
 	rec.Outcome = outcomeLimitsServed
 	writeJSON(w, http.StatusOK, struct {
 		KeyRetentionSeconds int64   `json:"key_retention_seconds"`
 		LookupsPerSecond    float64 `json:"lookups_per_second"`
-	}{int64(p.retention / time.Second), p.LookupRate()})
+		HoldWindowSeconds   int64   `json:"hold_window_seconds"`
+	}{int64(p.retention / time.Second), p.LookupRate(), int64(p.holdWindow / time.Second)})
+}
+
+// HoldWindow returns how long an authorization lasts.
+func (p *Provider) HoldWindow() time.Duration {
+	return p.holdWindow
 }

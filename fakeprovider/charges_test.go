@@ -358,15 +358,16 @@ func TestIdempotency_PublishesTheLimits(t *testing.T) {
 		name       string
 		retention  time.Duration
 		lookupRate float64
+		holdWindow time.Duration
 		want       string
 	}{
-		{"defaults", 0, 0, `{"key_retention_seconds":86400,"lookups_per_second":50}`},
-		{"whole values", 2 * time.Hour, 7, `{"key_retention_seconds":7200,"lookups_per_second":7}`},
-		{"fractions", 1500 * time.Millisecond, 0.5, `{"key_retention_seconds":1,"lookups_per_second":0.5}`},
+		{"defaults", 0, 0, 0, `{"key_retention_seconds":86400,"lookups_per_second":50,"hold_window_seconds":604800}`},
+		{"whole values", 2 * time.Hour, 7, time.Hour, `{"key_retention_seconds":7200,"lookups_per_second":7,"hold_window_seconds":3600}`},
+		{"fractions", 1500 * time.Millisecond, 0.5, 2500 * time.Millisecond, `{"key_retention_seconds":1,"lookups_per_second":0.5,"hold_window_seconds":2}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Config{Retention: tt.retention, LookupRate: tt.lookupRate})
+			f := newFixture(t, Config{Retention: tt.retention, LookupRate: tt.lookupRate, HoldWindow: tt.holdWindow})
 
 			r := f.do(t, get("/v1/idempotency"))
 

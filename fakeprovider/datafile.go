@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -17,11 +18,11 @@ import (
 // dataFileSchema is the version this code writes and reads, kept in SQLite's
 // user_version. A file with a higher version was written by a newer fake
 // provider and is refused rather than misread.
-const dataFileSchema = 2
+const dataFileSchema = 3
 
 // schema creates the tables of a new data file: those of version 1, then
-// what version 2 added, so that a new file and an upgraded one have the
-// same shape. Charges, refunds and request records are kept in their API
+// what each later version added (upgrades), so that a new file and an
+// upgraded one have the same shape. Charges, refunds and request records are kept in their API
 // form, so that a restart serves exactly what was served before. A key is
 // only ever written in the same transaction as what it made (see
 // saveKeyed), so every stored key has a stored response.
@@ -48,7 +49,10 @@ CREATE TABLE requests (
 	seq    INTEGER PRIMARY KEY,
 	record TEXT NOT NULL
 ) STRICT;
-` + refundsSchema
+` + refundsSchema + holdsSchema
+
+// upgrades[v] turns a file of version v into one of version v+1.
+var upgrades = []string{1: refundsSchema, 2: holdsSchema}
 
 // refundsSchema is what version 2 added to version 1: the refunds, and the
 // refund a key made. A refund's row is rewritten when its status moves.
@@ -58,6 +62,16 @@ CREATE TABLE refunds (
 	refund TEXT NOT NULL
 ) STRICT;
 ALTER TABLE keys ADD COLUMN refund_id TEXT NOT NULL DEFAULT '';
+`
+
+// holdsSchema is what version 3 added to version 2: what a hold's charge
+// object does not show, by charge id (see holdEntry). A hold's charge row
+// is rewritten, with its hold row, when the hold moves.
+const holdsSchema = `
+CREATE TABLE holds (
+	charge_id TEXT PRIMARY KEY,
+	hold      TEXT NOT NULL
+) STRICT;
 `
 
 // dataFile keeps the provider's state in a SQLite file. The Provider's maps
@@ -73,6 +87,7 @@ type savedState struct {
 	mode     *Mode
 	charges  []Charge
 	refunds  []refundEntry
+	holds    []holdEntry
 	keys     map[string]*keyEntry
 	requests []RequestRecord
 }
@@ -156,10 +171,11 @@ func (f *dataFile) init() (savedState, error) {
 		}); err != nil {
 			return savedState{}, err
 		}
-	case version == 1:
-		// A file of the fake before refunds: its charges and keys stay.
+	case version < dataFileSchema:
+		// A file of an older fake, before refunds or before holds: what it
+		// holds stays, and the tables added since are created empty.
 		if err := f.inTx(func(tx *sql.Tx) error {
-			_, err := tx.Exec(refundsSchema + fmt.Sprintf("PRAGMA user_version = %d;", dataFileSchema))
+			_, err := tx.Exec(strings.Join(upgrades[version:], "") + fmt.Sprintf("PRAGMA user_version = %d;", dataFileSchema))
 			return err
 		}); err != nil {
 			return savedState{}, err
@@ -195,6 +211,9 @@ func (f *dataFile) load() (savedState, error) {
 	}
 	if state.refunds, err = loadJSON[refundEntry](f.db, `SELECT refund FROM refunds ORDER BY seq`); err != nil {
 		return savedState{}, fmt.Errorf("stored refunds: %w", err)
+	}
+	if state.holds, err = loadJSON[holdEntry](f.db, `SELECT hold FROM holds`); err != nil {
+		return savedState{}, fmt.Errorf("stored holds: %w", err)
 	}
 	rows, err := f.db.Query(`SELECT key, fingerprint, first_seen_ns, status, content_type, body, charge_id, refund_id, outcome FROM keys`)
 	if err != nil {
@@ -297,6 +316,18 @@ func insertCharge(db execer, seq int, c Charge) error {
 	return err
 }
 
+// saveHoldMove rewrites the charge of seq, a hold that moved, and its hold
+// row.
+func saveHoldMove(db execer, seq int, c Charge, h holdEntry) error {
+	raw, _ := json.Marshal(c)
+	if _, err := db.Exec(`UPDATE charges SET charge = ? WHERE seq = ?`, string(raw), seq); err != nil {
+		return err
+	}
+	raw, _ = json.Marshal(h)
+	_, err := db.Exec(`INSERT OR REPLACE INTO holds (charge_id, hold) VALUES (?, ?)`, h.ChargeID, string(raw))
+	return err
+}
+
 // saveRequest appends a request record.
 func (f *dataFile) saveRequest(rec RequestRecord) error {
 	raw, _ := json.Marshal(rec)
@@ -304,11 +335,11 @@ func (f *dataFile) saveRequest(rec RequestRecord) error {
 	return err
 }
 
-// reset forgets every charge, refund, key and request record; the mode
-// stays.
+// reset forgets every charge, hold, refund, key and request record; the
+// mode stays.
 func (f *dataFile) reset() error {
 	return f.inTx(func(tx *sql.Tx) error {
-		_, err := tx.Exec(`DELETE FROM charges; DELETE FROM refunds; DELETE FROM keys; DELETE FROM requests;`)
+		_, err := tx.Exec(`DELETE FROM charges; DELETE FROM holds; DELETE FROM refunds; DELETE FROM keys; DELETE FROM requests;`)
 		return err
 	})
 }

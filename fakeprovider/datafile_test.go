@@ -212,7 +212,7 @@ func TestNew_RefusesABadDataFile(t *testing.T) {
 	path := func(name string) string { return filepath.Join(dir, name) }
 	require.NoError(t, os.WriteFile(path("text.db"), []byte("Not a database, but long enough to have been one, had it started with the magic header."), 0o600))
 	withSQL(t, path("other.db"), `CREATE TABLE orders (id INTEGER PRIMARY KEY)`)
-	withSQL(t, path("future.db"), `PRAGMA user_version = 3`)
+	withSQL(t, path("future.db"), `PRAGMA user_version = 4`)
 	inUse, err := New(Config{DataFile: path("in-use.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, inUse.CloseDataFile()) })
@@ -226,7 +226,7 @@ func TestNew_RefusesABadDataFile(t *testing.T) {
 		{"a directory", dir, "cannot open or create it: its directory must exist and be writable"},
 		{"not SQLite", path("text.db"), "not a SQLite database"},
 		{"another program's SQLite", path("other.db"), "a SQLite database, but not a fake provider's"},
-		{"schema from the future", path("future.db"), "schema version 3 is newer than this fake provider's 2; run a newer one, or use another file"},
+		{"schema from the future", path("future.db"), "schema version 4 is newer than this fake provider's 3; run a newer one, or use another file"},
 		{"in use", path("in-use.db"), "in use by another process"},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,11 @@ type dialect struct {
 	// refundAnswer renders a refund just made, or refused with refusal,
 	// as the answer stored under its key.
 	refundAnswer func(r Refund, refusal problemCode) *storedResponse
+	// holdAnswer renders a capture or a void of c, whose hold is h, just
+	// made, or declined with decline, as the answer stored under its key.
+	holdAnswer func(c Charge, h holdEntry, m *holdMove, decline string) *storedResponse
+	// notFound is the problem of an id that no charge of this door has.
+	notFound func() *problem
 	// keepsRefusals says whether a refused refund becomes a failed refund
 	// that lookups find, as a declined charge becomes a failed charge.
 	keepsRefusals bool
@@ -61,5 +66,7 @@ var ietf = &dialect{
 		body, _ := json.Marshal(r)
 		return &storedResponse{status: http.StatusCreated, contentType: contentTypeJSON, body: body, chargeID: r.Charge, refundID: r.ID, outcome: outcomeRefundCreated}
 	},
+	holdAnswer:    ietfHoldAnswer,
+	notFound:      func() *problem { return newProblem(codeNotFound, msgChargeNotFound) },
 	keepsRefusals: true,
 }

@@ -14,6 +14,8 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST /v1/charges", p.api(p.postCharge))
 	mux.Handle("GET /v1/charges", p.api(p.listCharges))
 	mux.Handle("GET /v1/charges/{id}", p.api(p.getCharge))
+	mux.Handle("POST /v1/charges/{id}/capture", p.api(p.postCapture))
+	mux.Handle("POST /v1/charges/{id}/void", p.api(p.postVoid))
 	mux.Handle("POST "+refundPath, p.api(byDialect(p.postRefund, p.postStripeRefund)))
 	mux.Handle("GET "+refundPath, p.api(byDialect(p.listRefunds, p.listStripeRefunds)))
 	mux.Handle("GET "+refundPath+"/{id}", p.api(byDialect(p.getRefund, p.getStripeRefund)))

@@ -30,6 +30,11 @@ const (
 	codeChargeAlreadyRefunded problemCode = "charge_already_refunded"
 	codeRefundTooLarge        problemCode = "amount_too_large"
 	codeCurrencyMismatch      problemCode = "currency_mismatch"
+
+	// The refusals of a capture and of a void, whose decline_code says
+	// why: results stored under the key, like a decline.
+	codeChargeNotCapturable problemCode = "charge_not_capturable"
+	codeChargeNotVoidable   problemCode = "charge_not_voidable"
 )
 
 // problemKinds is the single map from code to HTTP status and title.
@@ -53,6 +58,9 @@ var problemKinds = map[problemCode]struct {
 	codeChargeAlreadyRefunded: {http.StatusPaymentRequired, "Charge already refunded"},
 	codeRefundTooLarge:        {http.StatusPaymentRequired, "Refund larger than what remains of the charge"},
 	codeCurrencyMismatch:      {http.StatusPaymentRequired, "Refund in another currency than the charge"},
+
+	codeChargeNotCapturable: {http.StatusForbidden, "Charge not capturable"},
+	codeChargeNotVoidable:   {http.StatusForbidden, "Charge not voidable"},
 }
 
 // refusalDetails words each refusal of a refund.
@@ -105,6 +113,8 @@ const (
 	msgFailureReasonMissing   = "a failed refund needs its failure_reason, such as expired_or_canceled_card"
 	msgFailureReasonSucceeded = "a succeeded refund has no failure_reason"
 	msgFailureReasonLong      = "failure_reason must be at most 255 characters"
+	msgChargeID               = "the charge id must be 1 to 255 letters, digits, _ or -"
+	msgCaptureCurrency        = "currency must be the charge's currency, "
 )
 
 // problem is an RFC 9457 problem details body with the contract's extra

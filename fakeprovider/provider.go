@@ -45,6 +45,11 @@ const DefaultRetention = 24 * time.Hour
 // stack can serve, and far above what its reconciliation asks for.
 const DefaultLookupRate = 50
 
+// DefaultHoldWindow is how long an authorization waits for its capture
+// when Config.HoldWindow is zero: seven days, as card networks commonly
+// keep one.
+const DefaultHoldWindow = 7 * 24 * time.Hour
+
 // Config configures a Provider. The zero value is usable: normal mode, 24h
 // retention, 50 lookups a second, the real clock, no logs, state in memory
 // only.
@@ -64,6 +69,11 @@ type Config struct {
 	// rate, as no real provider has one. It is published by
 	// GET /v1/idempotency.
 	LookupRate float64
+	// HoldWindow is how long an authorization (a charge posted with
+	// capture false) can be captured or voided before it expires; zero
+	// means DefaultHoldWindow. It is published, in whole seconds, by
+	// GET /v1/idempotency.
+	HoldWindow time.Duration
 	// Now reads the clock used for charge times, request times and key ages.
 	// Nil means time.Now. Tests advance a fake clock to expire keys.
 	Now func() time.Time
@@ -96,6 +106,9 @@ func (c Config) withDefaults() Config {
 	if c.LookupRate == 0 {
 		c.LookupRate = DefaultLookupRate
 	}
+	if c.HoldWindow == 0 {
+		c.HoldWindow = DefaultHoldWindow
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -120,6 +133,9 @@ func (c Config) Validate() error {
 	if !(c.LookupRate > 0) || math.IsInf(c.LookupRate, 1) {
 		return fmt.Errorf("lookup rate must be a positive number of lookups a second, got %v", c.LookupRate)
 	}
+	if c.HoldWindow < time.Second {
+		return fmt.Errorf("hold window must be at least 1s, got %s", c.HoldWindow)
+	}
 	// SQLite would read what follows them as connection parameters.
 	if strings.ContainsAny(c.DataFile, "?#") {
 		return fmt.Errorf("data file %q: the path must not contain ? or #", c.DataFile)
@@ -136,6 +152,8 @@ type Provider struct {
 	now       func() time.Time
 	after     func(time.Duration) <-chan time.Time
 	retention time.Duration
+	// holdWindow is how long an authorization lasts.
+	holdWindow time.Duration
 	// lookups paces the lookups by merchant reference; it is safe for
 	// concurrent use on its own.
 	lookups *rate.Limiter
@@ -158,6 +176,12 @@ type Provider struct {
 	byID     map[string]int
 	byRef    map[string][]int
 	requests []RequestRecord
+	// holds keeps, by charge id, what a hold's charge object does not
+	// show about its capture or cancellation.
+	holds map[string]holdEntry
+	// authorized indexes the charges still authorized, which expire
+	// lazily: see expireHoldsLocked.
+	authorized map[string]int
 	// refunds are indexed by id, by merchant reference and by charge.
 	refunds         []refundEntry
 	refundByID      map[string]int
@@ -183,16 +207,17 @@ func New(cfg Config) (*Provider, error) {
 	keepFileMode := cfg.Mode == Mode{}
 	cfg = cfg.withDefaults()
 	p := &Provider{
-		now:       cfg.Now,
-		after:     cfg.After,
-		retention: cfg.Retention,
-		lookups:   rate.NewLimiter(rate.Limit(cfg.LookupRate), int(min(math.Ceil(cfg.LookupRate), math.MaxInt32))),
-		log:       cfg.Logger,
-		fee:       cfg.Fee,
-		closed:    make(chan struct{}),
-		mode:      cfg.Mode,
-		rng:       newRand(cfg.Mode.Seed),
-		idle:      closedChan(),
+		now:        cfg.Now,
+		after:      cfg.After,
+		retention:  cfg.Retention,
+		holdWindow: cfg.HoldWindow,
+		lookups:    rate.NewLimiter(rate.Limit(cfg.LookupRate), int(min(math.Ceil(cfg.LookupRate), math.MaxInt32))),
+		log:        cfg.Logger,
+		fee:        cfg.Fee,
+		closed:     make(chan struct{}),
+		mode:       cfg.Mode,
+		rng:        newRand(cfg.Mode.Seed),
+		idle:       closedChan(),
 	}
 	p.resetLocked()
 	if cfg.DataFile != "" {
@@ -229,6 +254,9 @@ func (p *Provider) openDataFile(path string, keepFileMode bool) error {
 	}
 	for _, r := range state.refunds {
 		p.addRefundLocked(r)
+	}
+	for _, h := range state.holds {
+		p.holds[h.ChargeID] = h
 	}
 	p.requests = state.requests
 	p.log.Info("data file opened", "file", path, "charges", len(p.charges), "refunds", len(p.refunds), "keys", len(p.keys), "requests", len(p.requests))
@@ -304,10 +332,12 @@ func (p *Provider) LookupRate() float64 {
 	return float64(p.lookups.Limit())
 }
 
-// Charges returns every charge, oldest first.
+// Charges returns every charge, oldest first, holds past their
+// capture_before expired.
 func (p *Provider) Charges() []Charge {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.expireHoldsLocked()
 	return append([]Charge(nil), p.charges...)
 }
 
@@ -361,6 +391,8 @@ func (p *Provider) resetLocked() {
 	p.charges = nil
 	p.byID = make(map[string]int)
 	p.byRef = make(map[string][]int)
+	p.holds = make(map[string]holdEntry)
+	p.authorized = make(map[string]int)
 	p.refunds = nil
 	p.refundByID = make(map[string]int)
 	p.refundsByRef = make(map[string][]int)

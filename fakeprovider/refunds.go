@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"chargeonce"
 	"chargeonce/internal/webhook"
 )
 
@@ -82,12 +81,11 @@ func (r refundRequest) validate(currencyRequired bool) *problem {
 		return invalidField("charge", msgRefundChargeMissing)
 	case len(r.Charge) > maxReferenceLength:
 		return invalidField("charge", msgRefundChargeTooLong)
-	case r.Amount <= 0:
-		return invalidField("amount", msgAmount)
-	case r.Amount > chargeonce.MaxMinor(r.Currency):
-		return invalidField("amount", msgAmountTooLarge)
-	case (r.Currency != "" || currencyRequired) && !isISO4217(r.Currency):
-		return invalidField("currency", msgCurrency)
+	}
+	if p := amountProblem(r.Amount, r.Currency, currencyRequired); p != nil {
+		return p
+	}
+	switch {
 	case r.MerchantReference == "":
 		return invalidField("merchant_reference", msgReferenceMissing)
 	case len(r.MerchantReference) > maxReferenceLength:
@@ -186,8 +184,10 @@ func (p *Provider) refundOperation(key string, req refundRequest, d *dialect) op
 // refundableLocked finds the charge that req refunds, through d's door,
 // and says why it cannot be refunded by req, or "" when it can. The
 // refunds of a charge that have not failed, pending ones included, never
-// sum to more than the charge.
+// sum to more than the charge captured: a hold not captured has nothing
+// to refund.
 func (p *Provider) refundableLocked(req refundRequest, d *dialect) (Charge, problemCode) {
+	p.expireHoldsLocked()
 	i, ok := p.byID[req.Charge]
 	if !ok || !strings.HasPrefix(req.Charge, d.idPrefix) || p.charges[i].Status != ChargeSucceeded {
 		return Charge{}, codeChargeNotRefundable
@@ -196,7 +196,7 @@ func (p *Provider) refundableLocked(req refundRequest, d *dialect) (Charge, prob
 	if req.Currency != "" && req.Currency != c.Currency {
 		return c, codeCurrencyMismatch
 	}
-	remaining := c.Amount - p.refundedLocked(c.ID)
+	remaining := c.captured() - p.refundedLocked(c.ID)
 	switch {
 	case remaining <= 0:
 		return c, codeChargeAlreadyRefunded

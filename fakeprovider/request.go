@@ -49,7 +49,11 @@ func parseKey(values []string) (string, *problem) {
 // canonical form the fingerprint is taken over: keys sorted, no whitespace.
 // Keep them sorted.
 type chargeRequest struct {
-	Amount            int64  `json:"amount"`
+	Amount int64 `json:"amount"`
+	// Capture false asks for a hold. decodeCharge leaves it nil when absent
+	// or true, so that a charge captured at once keeps the fingerprint it
+	// had before holds existed.
+	Capture           *bool  `json:"capture,omitempty"`
 	Currency          string `json:"currency"`
 	Description       string `json:"description,omitempty"`
 	MerchantReference string `json:"merchant_reference"`
@@ -66,15 +70,31 @@ func fingerprint(salt string, req any) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// hold reports whether r asks for an authorization only.
+func (r chargeRequest) hold() bool {
+	return r.Capture != nil && !*r.Capture
+}
+
+// amountProblem checks an amount and its currency, as charges, refunds and
+// captures take them; a currency that is not required may be left empty.
+func amountProblem(amount int64, currency string, currencyRequired bool) *problem {
+	switch {
+	case amount <= 0:
+		return invalidField("amount", msgAmount)
+	case amount > chargeonce.MaxMinor(currency):
+		return invalidField("amount", msgAmountTooLarge)
+	case (currency != "" || currencyRequired) && !isISO4217(currency):
+		return invalidField("currency", msgCurrency)
+	}
+	return nil
+}
+
 // validate reports the first invalid field, in the order of the contract.
 func (r chargeRequest) validate() *problem {
+	if p := amountProblem(r.Amount, r.Currency, true); p != nil {
+		return p
+	}
 	switch {
-	case r.Amount <= 0:
-		return invalidField("amount", msgAmount)
-	case r.Amount > chargeonce.MaxMinor(r.Currency):
-		return invalidField("amount", msgAmountTooLarge)
-	case !isISO4217(r.Currency):
-		return invalidField("currency", msgCurrency)
 	case r.Source == "":
 		return invalidField("source", msgSourceMissing)
 	case len(r.Source) <= len("tok_") || !strings.HasPrefix(r.Source, "tok_"):
@@ -107,6 +127,9 @@ func decodeCharge(w http.ResponseWriter, r *http.Request) (chargeRequest, *probl
 	if p := req.validate(); p != nil {
 		return chargeRequest{}, p
 	}
+	if !req.hold() {
+		req.Capture = nil
+	}
 	return req, nil
 }
 
@@ -118,15 +141,39 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) *problem {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		return newProblem(codeInvalidRequest, msgContentType)
 	}
+	body, p := readBody(w, r)
+	if p != nil {
+		return p
+	}
+	return decodeProblem(strictjson.Unmarshal(body, dst))
+}
+
+// decodeEmptyJSON accepts a body that is empty, or the empty JSON object
+// under a JSON content type, as the requests that carry nothing take it.
+func decodeEmptyJSON(w http.ResponseWriter, r *http.Request) *problem {
+	body, p := readBody(w, r)
+	switch {
+	case p != nil:
+		return p
+	case len(body) == 0:
+		return nil
+	case !isJSONContentType(r.Header.Get("Content-Type")):
+		return newProblem(codeInvalidRequest, msgContentType)
+	}
+	return decodeProblem(strictjson.Unmarshal(body, &struct{}{}))
+}
+
+// readBody reads a request body of at most maxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *problem) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return newProblem(codeInvalidRequest, msgBodyTooLarge)
+		return nil, newProblem(codeInvalidRequest, msgBodyTooLarge)
 	case err != nil:
-		return newProblem(codeInvalidRequest, "request body could not be read: "+err.Error())
+		return nil, newProblem(codeInvalidRequest, "request body could not be read: "+err.Error())
 	}
-	return decodeProblem(strictjson.Unmarshal(body, dst))
+	return body, nil
 }
 
 func isJSONContentType(header string) bool {

@@ -181,7 +181,9 @@ func (p *Provider) Alter(a Alteration) error {
 		if !ok || !slices.ContainsFunc(refundLines(p.refunds[i]), func(l reportLine) bool { return onDate(l.at, a.Date) }) {
 			return &FieldError{"refund_id", msgAlterationNoRefund}
 		}
-	} else if i, ok := p.byID[a.ChargeID]; !ok || !inReport(p.charges[i], a.Date) {
+	} else if i, ok := p.byID[a.ChargeID]; !ok {
+		return &FieldError{"charge_id", msgAlterationNoCharge}
+	} else if l, ok := p.chargeLineLocked(p.charges[i]); !ok || !onDate(l.at, a.Date) {
 		return &FieldError{"charge_id", msgAlterationNoCharge}
 	}
 	p.alterations[a.target()] = append(p.alterations[a.target()], a)
@@ -194,11 +196,6 @@ func (a Alteration) target() string {
 		return a.RefundID
 	}
 	return a.ChargeID
-}
-
-// inReport reports whether c has a line in the report of date.
-func inReport(c Charge, date string) bool {
-	return c.Status == ChargeSucceeded && onDate(c.Created, date)
 }
 
 // onDate reports whether t falls on the UTC date.
@@ -217,15 +214,18 @@ type reportLine struct {
 
 // Report returns the lines of the report of date, oldest first, with the
 // alterations applied: one per succeeded charge created that day (UTC), one
-// per refund that succeeded that day, and one per refund that failed that
-// day after it had succeeded.
+// per hold captured that day, one per refund that succeeded that day, and
+// one per refund that failed that day after it had succeeded. An
+// authorization moves no money, so it has no line, nor has its void or
+// expiry.
 func (p *Provider) Report(date string) []settlement.Record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.expireHoldsLocked()
 	var lines []reportLine
 	for _, c := range p.charges {
-		if inReport(c, date) {
-			lines = append(lines, reportLine{at: c.Created, id: c.ID, record: p.reportLineLocked(c)})
+		if l, ok := p.chargeLineLocked(c); ok && onDate(l.at, date) {
+			lines = append(lines, l)
 		}
 	}
 	for _, e := range p.refunds {
@@ -292,21 +292,30 @@ func refundLines(e refundEntry) []reportLine {
 	return lines
 }
 
-// reportLineLocked is the report line of a charge.
-func (p *Provider) reportLineLocked(c Charge) settlement.Record {
-	fee := p.fee.Fee(c.Amount)
+// chargeLineLocked is the report line of a charge, if it has one: a
+// succeeded charge's, when it was created, or a captured hold's, when it
+// was captured, of the amount captured, with the fee on that amount.
+func (p *Provider) chargeLineLocked(c Charge) (reportLine, bool) {
+	if c.Status != ChargeSucceeded {
+		return reportLine{}, false
+	}
+	at, amount := c.Created, c.captured()
+	if c.AmountCaptured != nil {
+		at = p.holds[c.ID].CapturedAt
+	}
+	fee := p.fee.Fee(amount)
 	money := func(minor int64) string { return chargeonce.Money{Minor: minor, Currency: c.Currency}.Decimal() }
-	return settlement.Record{
+	return reportLine{at: at, id: c.ID, record: settlement.Record{
 		BalanceTransactionID: "txn_" + strings.TrimPrefix(c.ID, "ch_"),
-		CreatedUTC:           c.Created.UTC().Format(time.RFC3339),
+		CreatedUTC:           at.UTC().Format(time.RFC3339),
 		ChargeID:             c.ID,
 		MerchantReference:    c.MerchantReference,
 		ReportingCategory:    settlement.CategoryCharge,
-		Gross:                money(c.Amount),
+		Gross:                money(amount),
 		Fee:                  money(fee),
-		Net:                  money(c.Amount - fee),
+		Net:                  money(amount - fee),
 		Currency:             c.Currency,
-	}
+	}}, true
 }
 
 // changed applies a change to a line. A new gross that reads as an amount

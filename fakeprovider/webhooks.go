@@ -301,10 +301,14 @@ func newWebhooks(cfg WebhookConfig, log *slog.Logger) *webhooks {
 	return w
 }
 
-// chargeEventType is the type of the event that a finished charge sends.
+// chargeEventType is the type of the event that a finished charge sends:
+// charge.authorized for a hold.
 func chargeEventType(c Charge) string {
-	if c.Status == ChargeFailed {
+	switch c.Status {
+	case ChargeFailed:
 		return webhook.EventChargeFailed
+	case ChargeAuthorized:
+		return eventChargeAuthorized
 	}
 	return webhook.EventChargeSucceeded
 }

@@ -29,7 +29,8 @@ GET /v1/settlements/{date}) and its admin API under /_admin/.
 With --webhook-url it posts every finished charge and settled refund, signed
 per Standard Webhooks, to each URL, and retries what is not acknowledged.
 It serves --lookup-rate lookups by merchant reference a second and answers
-429 past it, and publishes that rate and its key retention.
+429 past it, and publishes that rate, its key retention and its hold window:
+how long an authorization waits for POST /v1/charges/{id}/capture or /void.
 Its state is in memory, or with --data-file in a SQLite file that a restart
 reads back.
 
@@ -65,6 +66,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Uint64Var(&mode.Seed, "seed", 1, "seed of the random source behind the rate, so that a run can be repeated")
 	fs.DurationVar(&c.provider.Retention, "retention", fakeprovider.DefaultRetention, "how long an idempotency key is remembered (at least 1s)")
 	fs.Float64Var(&c.provider.LookupRate, "lookup-rate", fakeprovider.DefaultLookupRate, "lookups by merchant reference served a second, published by GET /v1/idempotency; past it a lookup gets 429 (positive: no provider is unlimited)")
+	fs.DurationVar(&c.provider.HoldWindow, "hold-window", fakeprovider.DefaultHoldWindow, "how long an authorization (a charge posted with capture false) can be captured or voided before it expires (at least 1s), published by GET /v1/idempotency")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for charges in progress and open requests")
 	fs.Int64Var(&c.provider.Fee.BasisPoints, "fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the settlement reports, in basis points (290 is 2.9%)")
 	fs.Int64Var(&c.provider.Fee.FixedMinor, "fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the settlement reports, in minor units of the charge's currency")
@@ -144,7 +146,7 @@ func serveProvider(ctx context.Context, ln net.Listener, p *fakeprovider.Provide
 	srv := fakeprovider.Serve(ln, p)
 	mode := p.Mode()
 	logger.Info("fake provider listening", "addr", srv.Addr(), "mode", mode.Name,
-		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention(), "lookup_rate", p.LookupRate(),
+		"delay", mode.Delay, "rate", mode.Rate, "seed", mode.Seed, "retention", p.Retention(), "lookup_rate", p.LookupRate(), "hold_window", p.HoldWindow(),
 		"webhook_endpoints", len(p.Webhooks().Endpoints))
 	select {
 	case <-srv.Stopped():

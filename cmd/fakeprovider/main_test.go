@@ -46,13 +46,14 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 		"FAKEPROVIDER_SEED":             "7",
 		"FAKEPROVIDER_RETENTION":        "1h",
 		"FAKEPROVIDER_LOOKUP_RATE":      "20",
+		"FAKEPROVIDER_HOLD_WINDOW":      "48h",
 		"FAKEPROVIDER_SHUTDOWN_TIMEOUT": "3s",
 		"FAKEPROVIDER_DATA_FILE":        "fake.db",
 		"FAKEPROVIDER_FEE_BPS":          "250",
 	}
 	fromEnvironment := config{
 		addr: "127.0.0.1:9000", shutdownTimeout: 3 * time.Second,
-		provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, LookupRate: 20, DataFile: "fake.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 30}},
+		provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Delay: 2 * time.Second, Rate: 0.25, Seed: 7}, Retention: time.Hour, LookupRate: 20, HoldWindow: 48 * time.Hour, DataFile: "fake.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 30}},
 	}
 	oneFlag := fromEnvironment
 	oneFlag.provider.Mode.Name = fakeprovider.ModeRateLimit
@@ -64,12 +65,12 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 	}{
 		{"defaults", nil, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, Fee: fakeprovider.DefaultFee},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, HoldWindow: fakeprovider.DefaultHoldWindow, Fee: fakeprovider.DefaultFee},
 		}},
 		{"environment only", nil, environment, fromEnvironment},
-		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--lookup-rate", "0.5", "--shutdown-timeout", "1s", "--data-file", "other.db", "--fee-fixed", "5"}, environment, config{
+		{"flags win", []string{"--addr", ":0", "--mode", "slow", "--delay=5s", "-rate", "0.5", "--seed", "9", "--retention", "2h", "--lookup-rate", "0.5", "--hold-window", "1h", "--shutdown-timeout", "1s", "--data-file", "other.db", "--fee-fixed", "5"}, environment, config{
 			addr: ":0", shutdownTimeout: time.Second,
-			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, LookupRate: 0.5, DataFile: "other.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 5}},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 5 * time.Second, Rate: 0.5, Seed: 9}, Retention: 2 * time.Hour, LookupRate: 0.5, HoldWindow: time.Hour, DataFile: "other.db", Fee: fakeprovider.FeeRule{BasisPoints: 250, FixedMinor: 5}},
 		}},
 		{"one flag, the rest from the environment", []string{"--mode", "rate_limit"}, environment, oneFlag},
 		{"webhooks", []string{"--webhook-url", "http://api:8080/webhooks/provider", "--webhook-url", "http://other/hook", "--webhook-drop-rate", "0.1"}, map[string]string{
@@ -83,7 +84,7 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 			"FAKEPROVIDER_WEBHOOK_SEED":           "6",
 		}, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, Fee: fakeprovider.DefaultFee,
+			provider: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 1}, Retention: 24 * time.Hour, LookupRate: 50, HoldWindow: fakeprovider.DefaultHoldWindow, Fee: fakeprovider.DefaultFee,
 				Webhooks: fakeprovider.WebhookConfig{
 					URLs: []string{"http://api:8080/webhooks/provider", "http://other/hook"}, Secrets: []string{testSecret, testSecret},
 					Schedule: fakeprovider.Schedule{time.Second, 2 * time.Second}, Timeout: 3 * time.Second,
@@ -92,11 +93,11 @@ func TestParseConfig_ReadsFlagsAndTheEnvironment(t *testing.T) {
 		}},
 		{"data file without a mode flag keeps the file's mode", []string{"--data-file", "fake.db"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Retention: 24 * time.Hour, LookupRate: 50, HoldWindow: fakeprovider.DefaultHoldWindow, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
 		}},
 		{"data file with one mode flag", []string{"--data-file", "fake.db", "--seed", "3"}, nil, config{
 			addr: ":8099", shutdownTimeout: 15 * time.Second,
-			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, LookupRate: 50, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
+			provider: fakeprovider.Config{Webhooks: defaultWebhooks, Mode: fakeprovider.Mode{Name: fakeprovider.ModeNormal, Rate: 1, Seed: 3}, Retention: 24 * time.Hour, LookupRate: 50, HoldWindow: fakeprovider.DefaultHoldWindow, DataFile: "fake.db", Fee: fakeprovider.DefaultFee},
 		}},
 	}
 	for _, tt := range tests {
@@ -131,6 +132,7 @@ func TestRun_BadSettingsExit2NamingTheirSource(t *testing.T) {
 		{"rate NaN", []string{"--rate", "NaN"}, nil, `invalid settings: rate must be between 0 and 1, got NaN`},
 		{"negative delay", []string{"--delay", "-1s"}, nil, `invalid settings: delay must not be negative, got -1s`},
 		{"short retention", nil, map[string]string{"FAKEPROVIDER_RETENTION": "10ms"}, `invalid settings: retention must be at least 1s, got 10ms`},
+		{"short hold window", []string{"--hold-window", "500ms"}, nil, `invalid settings: hold window must be at least 1s, got 500ms`},
 		{"lookup rate from env", nil, map[string]string{"FAKEPROVIDER_LOOKUP_RATE": "fast"}, `invalid value "fast" for environment variable FAKEPROVIDER_LOOKUP_RATE: parse error`},
 		{"zero lookup rate", []string{"--lookup-rate", "0"}, nil, `invalid settings: --lookup-rate must be positive, got 0: the fake has no unlimited rate`},
 		{"negative lookup rate", nil, map[string]string{"FAKEPROVIDER_LOOKUP_RATE": "-1"}, `invalid settings: lookup rate must be a positive number of lookups a second, got -1`},
@@ -176,6 +178,7 @@ func TestRun_HelpListsEveryVariableAndExits0(t *testing.T) {
 		"--seed uint\t(env FAKEPROVIDER_SEED)",
 		"--retention duration\t(env FAKEPROVIDER_RETENTION)",
 		"--lookup-rate float\t(env FAKEPROVIDER_LOOKUP_RATE)",
+		"--hold-window duration\t(env FAKEPROVIDER_HOLD_WINDOW)",
 		"--shutdown-timeout duration\t(env FAKEPROVIDER_SHUTDOWN_TIMEOUT)",
 		"--data-file file\t(env FAKEPROVIDER_DATA_FILE)",
 	} {
