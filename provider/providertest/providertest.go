@@ -7,6 +7,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,4 +245,140 @@ func SlowRefund(t *testing.T, port func(fakeprovider.Config) (*fakeprovider.Prov
 	require.Equal(t, first.Refund.ID, third.Refund.ID)
 	require.Len(t, fp.Refunds(), 1)
 	return second, third
+}
+
+// Holds authorizes holds of req's amount, each under a key and a reference
+// of its own made from req.Key, captures and voids them, and checks what
+// every dialect must make of it: an authorization is approved as
+// authorized with its expiry and read back alike by GetCharge; a capture
+// in full or in part is approved with exactly what it took, replayed under
+// its key, and its key with another amount is our bug; a void is approved
+// as voided; and every capture or void the charge's state forbids is
+// Declined with the port's code, a result stored under its key. It returns
+// the capture refused after a void, for the checks of a dialect.
+func Holds(t *testing.T, c provider.Port, req provider.ChargeRequest) provider.CaptureResult {
+	t.Helper()
+	ctx := context.Background()
+	key := func(name string) string { return req.Key + "-" + name }
+	hold := func(name string) provider.Charge {
+		t.Helper()
+		r := Another(req, key(name), req.Source)
+		r.Hold = true
+		res := c.Charge(ctx, r)
+		require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+		ch := *res.Charge
+		require.True(t, ch.Held(), "an authorization is %s", ch.Status)
+		require.False(t, ch.Succeeded(), "an authorization took no money yet")
+		require.Equal(t, req.Amount, ch.Amount)
+		require.Zero(t, ch.AmountCaptured)
+		require.True(t, ch.CaptureBefore.After(ch.Created), "an authorization says when it expires")
+		sameCharge(t, c, ch)
+		return ch
+	}
+	captureOf := func(ch provider.Charge, name string, amount int64) provider.CaptureRequest {
+		return provider.CaptureRequest{Key: key(name), ChargeID: ch.ID, Amount: amount, Currency: ch.Currency}
+	}
+	voidOf := func(ch provider.Charge, name string) provider.VoidRequest {
+		return provider.VoidRequest{Key: key(name), ChargeID: ch.ID}
+	}
+	declined := func(x provider.Exchange, code, want string) {
+		t.Helper()
+		require.Equal(t, provider.Declined, x.Outcome, x.Detail)
+		require.Equal(t, want, code)
+		require.False(t, x.NotProcessed(), "a refusal is stored under the key")
+	}
+
+	full := hold("full")
+	capture := captureOf(full, "full-capture", full.Amount)
+	captured := c.Capture(ctx, capture)
+	require.Equal(t, provider.Approved, captured.Outcome, captured.Detail)
+	require.False(t, captured.Replayed)
+	require.Equal(t, full.ID, captured.Charge.ID)
+	require.True(t, captured.Charge.Succeeded())
+	require.Equal(t, full.Amount, captured.Charge.AmountCaptured)
+	sameCharge(t, c, *captured.Charge)
+	again := c.Capture(ctx, capture)
+	require.Equal(t, provider.Approved, again.Outcome, again.Detail)
+	require.True(t, again.Replayed, "the same key is answered from the provider's store")
+	require.Equal(t, captured.Charge, again.Charge)
+	capture.Amount--
+	reused := c.Capture(ctx, capture)
+	require.Equal(t, provider.ClassOurBug, reused.Class(), "the key with another amount: %s", reused.Detail)
+	voided := c.Void(ctx, voidOf(full, "full-void"))
+	declined(voided.Exchange, voided.DeclineCode, provider.DeclineHoldCaptured)
+
+	part := hold("part")
+	partial := c.Capture(ctx, captureOf(part, "part-capture", part.Amount/3))
+	require.Equal(t, provider.Approved, partial.Outcome, partial.Detail)
+	require.True(t, partial.Charge.Succeeded())
+	require.Equal(t, part.Amount/3, partial.Charge.AmountCaptured, "a partial capture takes what it asks, and releases the rest")
+	require.Equal(t, part.Amount, partial.Charge.Amount)
+
+	released := hold("void")
+	void := voidOf(released, "void-void")
+	voided = c.Void(ctx, void)
+	require.Equal(t, provider.Approved, voided.Outcome, voided.Detail)
+	require.Equal(t, released.ID, voided.Charge.ID)
+	require.Equal(t, provider.StatusVoided, voided.Charge.Status)
+	require.Zero(t, voided.Charge.AmountCaptured)
+	sameCharge(t, c, *voided.Charge)
+	replayed := c.Void(ctx, void)
+	require.Equal(t, provider.Approved, replayed.Outcome, replayed.Detail)
+	require.True(t, replayed.Replayed)
+	afterVoid := c.Capture(ctx, captureOf(released, "void-capture", released.Amount))
+	declined(afterVoid.Exchange, afterVoid.DeclineCode, provider.DeclineHoldVoided)
+
+	big := hold("big")
+	tooMuch := c.Capture(ctx, captureOf(big, "big-capture", big.Amount+1))
+	declined(tooMuch.Exchange, tooMuch.DeclineCode, provider.DeclineAmountTooLarge)
+	sameCharge(t, c, big)
+
+	charged := c.Charge(ctx, Another(req, key("plain"), req.Source))
+	require.Equal(t, provider.Approved, charged.Outcome, charged.Detail)
+	notAHold := c.Capture(ctx, captureOf(*charged.Charge, "plain-capture", charged.Charge.Amount))
+	declined(notAHold.Exchange, notAHold.DeclineCode, provider.DeclineNotAHold)
+	return afterVoid
+}
+
+// sameCharge checks that GetCharge reads want back as it is. The key a
+// charge was created under is left out: an answer to its creation may
+// show it where a read does not.
+func sameCharge(t *testing.T, c provider.Port, want provider.Charge) {
+	t.Helper()
+	got, err := c.GetCharge(context.Background(), want.ID)
+	require.NoError(t, err)
+	want.IdempotencyKey, got.IdempotencyKey = "", ""
+	require.Equal(t, want, got)
+}
+
+// ExpiredHold authorizes req as a hold at a fake whose clock it moves past
+// the hold window, and checks what every dialect must make of a hold that
+// was not captured in time: read back as expired, and its capture and its
+// void Declined with hold_expired. port starts the fake with the
+// configuration it is given and a client of it.
+func ExpiredHold(t *testing.T, port func(fakeprovider.Config) (*fakeprovider.Provider, provider.Port), req provider.ChargeRequest) {
+	t.Helper()
+	ctx := context.Background()
+	var now atomic.Pointer[time.Time]
+	start := time.Now().UTC().Truncate(time.Second)
+	now.Store(&start)
+	fp, c := port(fakeprovider.Config{Now: func() time.Time { return *now.Load() }})
+	req.Hold = true
+	res := c.Charge(ctx, req)
+	require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+	require.Equal(t, start.Add(fp.HoldWindow()), res.Charge.CaptureBefore)
+
+	later := res.Charge.CaptureBefore.Add(time.Second)
+	now.Store(&later)
+
+	got, err := c.GetCharge(ctx, res.Charge.ID)
+	require.NoError(t, err)
+	require.Equal(t, provider.StatusExpired, got.Status)
+	require.False(t, got.Held())
+	captured := c.Capture(ctx, provider.CaptureRequest{Key: req.Key + "-capture", ChargeID: got.ID, Amount: got.Amount, Currency: got.Currency})
+	require.Equal(t, provider.Declined, captured.Outcome, captured.Detail)
+	require.Equal(t, provider.DeclineHoldExpired, captured.DeclineCode)
+	voided := c.Void(ctx, provider.VoidRequest{Key: req.Key + "-void", ChargeID: got.ID})
+	require.Equal(t, provider.Declined, voided.Outcome, voided.Detail)
+	require.Equal(t, provider.DeclineHoldExpired, voided.DeclineCode)
 }
