@@ -164,7 +164,7 @@ func TestClient_FakeProviderPublishesItsLimits(t *testing.T) {
 	limits, err := c.Limits(context.Background())
 
 	require.NoError(t, err)
-	require.Equal(t, provider.Limits{KeyRetention: 2 * time.Hour, LookupsPerSecond: 7.5}, limits)
+	require.Equal(t, provider.Limits{KeyRetention: 2 * time.Hour, LookupsPerSecond: 7.5, HoldWindow: fakeprovider.DefaultHoldWindow}, limits)
 }
 
 func TestClient_FakeProviderLookupPastItsRateIsRateLimitedWithRetryAfter(t *testing.T) {
@@ -309,6 +309,64 @@ func TestClient_FakeProviderRefundChaosModes(t *testing.T) {
 			require.True(t, res.Outcome.Retryable())
 			require.Equal(t, tc.notProcessed, res.NotProcessed())
 			require.Empty(t, fp.Refunds())
+		})
+	}
+}
+
+func TestClient_FakeProviderHoldsAreCapturedOrVoided(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{})
+
+	refused := providertest.Holds(t, c, testCharge())
+
+	require.Equal(t, http.StatusForbidden, refused.StatusCode, "the contract refuses a capture with a 403")
+}
+
+func TestClient_FakeProviderHoldExpires(t *testing.T) {
+	providertest.ExpiredHold(t, func(cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port) {
+		return newFake(t, cfg)
+	}, testCharge())
+}
+
+func TestClient_FakeProviderCaptureOfAnUnknownChargeIsNotFound(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{})
+
+	res := c.Capture(context.Background(), provider.CaptureRequest{Key: testKey, ChargeID: "ch_999999", Amount: 100, Currency: "TRY"})
+
+	require.Equal(t, provider.NotFound, res.Outcome, res.Detail)
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
+	require.Equal(t, provider.ClassOurBug, res.Class(), "we never capture a charge we did not make")
+}
+
+func TestClient_FakeProviderCaptureChaosModes(t *testing.T) {
+	cases := []struct {
+		mode         fakeprovider.Mode
+		want         provider.Outcome
+		notProcessed bool
+	}{
+		{fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}, provider.Unavailable, true},
+		{fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 1}, provider.RateLimited, true},
+		{fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}, provider.TransportError, false},
+		{fakeprovider.Mode{Name: fakeprovider.ModeDrop, Delay: 10 * time.Millisecond}, provider.Unavailable, false},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.mode.Name), func(t *testing.T) {
+			fp, c := newFake(t, fakeprovider.Config{})
+			req := testCharge()
+			req.Hold = true
+			held := c.Charge(context.Background(), req)
+			require.Equal(t, provider.Approved, held.Outcome, held.Detail)
+			capture := provider.CaptureRequest{Key: refundKeys[0], ChargeID: held.ChargeID, Amount: req.Amount, Currency: req.Currency}
+			require.NoError(t, fp.SetMode(tc.mode))
+
+			res := c.Capture(context.Background(), capture)
+			require.NoError(t, fp.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+			retry := c.Capture(context.Background(), capture)
+
+			require.Equal(t, tc.want, res.Outcome, res.Detail)
+			require.True(t, res.Outcome.Retryable())
+			require.Equal(t, tc.notProcessed, res.NotProcessed())
+			require.Equal(t, provider.Approved, retry.Outcome, retry.Detail)
+			require.Equal(t, tc.mode.Name == fakeprovider.ModeLostResponse, retry.Replayed, "only a lost answer was processed")
 		})
 	}
 }
