@@ -192,3 +192,48 @@ func TestClient_RefundRequestsConformToStripesSpecification(t *testing.T) {
 
 	require.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusOK}, seen.got)
 }
+
+// A hold, its capture and its cancel, and the retrieval of a
+// PaymentIntent, must pass the specification's validation (every answer a
+// 200), with the idempotency key on each creation; the fixtures are read
+// whole, their statuses mapped, and are not the PaymentIntents asked for.
+func TestClient_HoldRequestsConformToStripesSpecification(t *testing.T) {
+	base := startStripeMock(t)
+	seen := &statuses{keys: map[string]string{}}
+	c, err := stripe.New(stripe.Config{
+		APIKey:     "sk_test_123",
+		BaseURL:    base,
+		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: seen},
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	hold := testCharge()
+	hold.Hold = true
+	held := c.Charge(ctx, hold)
+	require.Equal(t, http.StatusOK, held.StatusCode, held.Detail)
+
+	capture := testCapture()
+	captured := c.Capture(ctx, capture)
+	require.True(t, captured.Sent)
+	require.Equal(t, http.StatusOK, captured.StatusCode, captured.Detail)
+	require.Equal(t, provider.ContractViolation, captured.Outcome, "a fixture is not the capture asked for")
+	require.Contains(t, captured.Detail, `with a PaymentIntent that is not the one requested: PaymentIntent pi_000001 has status "requires_payment_method"`)
+	require.Equal(t, capture.Key, seen.key("POST /v1/payment_intents/"+capture.ChargeID+"/capture"))
+
+	void := provider.VoidRequest{Key: "void-key", ChargeID: capture.ChargeID}
+	voided := c.Void(ctx, void)
+	require.True(t, voided.Sent)
+	require.Equal(t, http.StatusOK, voided.StatusCode, voided.Detail)
+	require.Equal(t, provider.ContractViolation, voided.Outcome, "a fixture is not the void asked for")
+	require.Equal(t, void.Key, seen.key("POST /v1/payment_intents/"+void.ChargeID+"/cancel"))
+
+	// stripe-mock echoes the id into its fixture, a PaymentIntent waiting
+	// for a payment method: read as a failed charge.
+	got, err := c.GetCharge(ctx, capture.ChargeID)
+	require.NoError(t, err)
+	require.Equal(t, capture.ChargeID, got.ID)
+	require.Equal(t, provider.StatusFailed, got.Status)
+
+	require.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusOK, http.StatusOK}, seen.got)
+}
