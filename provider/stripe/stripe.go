@@ -6,10 +6,15 @@
 // is a PaymentIntent created with confirm=true, the card's
 // payment_method and metadata[merchant_reference], under the attempt's
 // idempotency key. A charge whose outcome was lost is found again through
-// the Search API by that metadata. The library's own network retries are
-// off: one activity attempt is one request, and Temporal's retry policy,
-// with the same key, is the only retry. Like every adapter it has no circuit
-// breaker of its own: provider.Breaker stands in front of it.
+// the Search API by that metadata. A hold is a PaymentIntent created with
+// capture_method=manual, captured or canceled under the capture's or the
+// void's own key (hold.go): Stripe's requires_capture is authorized,
+// canceled with the cancellation_reason automatic is expired, canceled
+// otherwise is voided, and succeeded has amount_received captured. The
+// library's own network retries are off: one activity attempt is one
+// request, and Temporal's retry policy, with the same key, is the only
+// retry. Like every adapter it has no circuit breaker of its own:
+// provider.Breaker stands in front of it.
 //
 // Stripe's answers map to the port's outcomes as follows:
 //
@@ -26,6 +31,9 @@
 //     is still being processed;
 //   - 400 idempotency_error: ContractViolation, the key was reused with other
 //     parameters, a bug on our side that no retry can fix;
+//   - to a capture or a cancel, 400 amount_too_large, and 400
+//     payment_intent_unexpected_state read by the state of the
+//     PaymentIntent it shows: Declined with the port's hold decline code;
 //   - any other 400, and 401, 403: InvalidRequest, nothing processed;
 //   - 429: RateLimited, nothing processed, since Stripe's rate limiter runs
 //     before its idempotency layer;
