@@ -92,8 +92,11 @@ func holdEndpoint(chargeID, refusalCode string, charge **provider.Charge, declin
 			return provider.Approved, nil
 		},
 		declined: func(p problem) (bool, error) {
-			if p.Code != refusalCode || !provider.IsHoldDecline(p.DeclineCode) {
+			switch {
+			case p.Code != refusalCode || !provider.IsHoldDecline(p.DeclineCode):
 				return false, fmt.Errorf("needs code %s and a hold decline_code; got code %q, decline_code %q", refusalCode, p.Code, p.DeclineCode)
+			case p.ChargeID != "" && p.ChargeID != chargeID:
+				return false, fmt.Errorf("refuses charge_id %q, want %q", p.ChargeID, chargeID)
 			}
 			// The refusal is stored under the key and replayed, like a
 			// declined card: it processed the request.

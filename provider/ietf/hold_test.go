@@ -158,6 +158,10 @@ func TestClient_CaptureClassifiesEveryResponse(t *testing.T) {
 	cases = append(cases, []captureCase{
 		{name: "403 with an unknown decline code breaks the contract",
 			reply: reply{status: 403, body: refusal("charge_not_capturable", "do_not_honor")}, want: provider.ContractViolation, wantDetail: `decline_code "do_not_honor"`},
+		{name: "403 of another charge breaks the contract",
+			reply: reply{status: 403, body: `{"status":403,"code":"charge_not_capturable","decline_code":"hold_voided","charge_id":"ch_000009"}`}, want: provider.ContractViolation, wantDetail: `charge_id "ch_000009"`},
+		{name: "403 naming its charge is a refusal",
+			reply: reply{status: 403, body: `{"status":403,"code":"charge_not_capturable","decline_code":"hold_voided","charge_id":"ch_000001"}`}, want: provider.Declined, wantDecline: provider.DeclineHoldVoided},
 		{name: "403 with a void's code breaks the contract",
 			reply: reply{status: 403, body: refusal("charge_not_voidable", "hold_voided")}, want: provider.ContractViolation, wantDetail: "needs code charge_not_capturable"},
 		{name: "402 is no refusal of a capture",
