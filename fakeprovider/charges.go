@@ -386,14 +386,20 @@ func (p *Provider) getCharge(w http.ResponseWriter, r *http.Request, rec *Reques
 // lookupCharge returns the charge with this id, made through d's door,
 // expired if its hold has passed its capture_before.
 func (p *Provider) lookupCharge(id string, d *dialect) (Charge, bool) {
+	c, _, ok := p.lookupHold(id, d)
+	return c, ok
+}
+
+// lookupHold is lookupCharge with the charge's hold entry.
+func (p *Provider) lookupHold(id string, d *dialect) (Charge, holdEntry, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireHoldsLocked()
 	i, ok := p.byID[id]
 	if !ok || !strings.HasPrefix(id, d.idPrefix) {
-		return Charge{}, false
+		return Charge{}, holdEntry{}, false
 	}
-	return p.charges[i], true
+	return p.charges[i], p.holds[id], true
 }
 
 // chargeList is the body of GET /v1/charges and GET /_admin/charges.

@@ -25,6 +25,8 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST "+stripeChargePath, p.api(stripeAPI(p.postPaymentIntent)))
 	mux.Handle("GET "+stripeSearchPath, p.api(stripeAPI(p.searchPaymentIntents)))
 	mux.Handle("GET "+stripeChargePath+"/{id}", p.api(stripeAPI(p.getPaymentIntent)))
+	mux.Handle("POST "+stripeChargePath+"/{id}/capture", p.api(stripeAPI(p.postStripeCapture)))
+	mux.Handle("POST "+stripeChargePath+"/{id}/cancel", p.api(stripeAPI(p.postStripeCancel)))
 
 	mux.Handle("GET /_admin/mode", p.admin(p.getMode))
 	mux.Handle("PUT /_admin/mode", p.admin(p.putMode))
