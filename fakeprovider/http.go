@@ -92,7 +92,9 @@ func (p *Provider) recordLocked(rec RequestRecord) {
 
 func (p *Provider) logRequest(r *http.Request, rec *RequestRecord, elapsed time.Duration) {
 	level := slog.LevelInfo
-	if rec.Status == 0 || (rec.Status >= 400 && rec.Status != http.StatusPaymentRequired) {
+	// A decline (402) and a refused capture or void (403) are results,
+	// not faults.
+	if rec.Status == 0 || (rec.Status >= 400 && rec.Status != http.StatusPaymentRequired && rec.Status != http.StatusForbidden) {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
