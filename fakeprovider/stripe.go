@@ -378,8 +378,8 @@ func referenceQuery(q string) (string, bool) {
 
 // getPaymentIntent serves GET /v1/payment_intents/{id}.
 func (p *Provider) getPaymentIntent(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	charge, h, ok := p.lookupHold(r.PathValue("id"), stripe)
-	if !ok {
+	charge, h, ok := p.lookupCharge(r.PathValue("id"))
+	if !ok || !strings.HasPrefix(charge.ID, stripe.idPrefix) {
 		stripe.fail(w, rec, outcomeChargeNotFound, stripe.notFound())
 		return
 	}
