@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -373,7 +372,7 @@ func (p *Provider) drop(w http.ResponseWriter, r *http.Request, rec *RequestReco
 
 // getCharge serves GET /v1/charges/{id}.
 func (p *Provider) getCharge(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	charge, ok := p.lookupCharge(r.PathValue("id"), ietf)
+	charge, _, ok := p.lookupCharge(r.PathValue("id"))
 	if !ok {
 		rec.fail(w, outcomeChargeNotFound, ietf.notFound())
 		return
@@ -383,17 +382,17 @@ func (p *Provider) getCharge(w http.ResponseWriter, r *http.Request, rec *Reques
 	writeJSON(w, http.StatusOK, charge)
 }
 
-// lookupCharge returns the charge with this id, made through d's door,
+// lookupCharge returns the charge with this id and its hold entry,
 // expired if its hold has passed its capture_before.
-func (p *Provider) lookupCharge(id string, d *dialect) (Charge, bool) {
+func (p *Provider) lookupCharge(id string) (Charge, holdEntry, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireHoldsLocked()
 	i, ok := p.byID[id]
-	if !ok || !strings.HasPrefix(id, d.idPrefix) {
-		return Charge{}, false
+	if !ok {
+		return Charge{}, holdEntry{}, false
 	}
-	return p.charges[i], true
+	return p.charges[i], p.holds[id], true
 }
 
 // chargeList is the body of GET /v1/charges and GET /_admin/charges.

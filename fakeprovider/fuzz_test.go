@@ -156,3 +156,39 @@ func FuzzDecodeRefund(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeCapture(f *testing.F) {
+	for _, seed := range []string{
+		`{"amount":500,"currency":"TRY"}`, `{"amount":54890,"currency":"TRY"}`, `{"amount":54891,"currency":"TRY"}`,
+		`{"amount":1,"currency":"EUR"}`, `{"amount":"5.00","currency":"TRY"}`, `{"amount":1,"currency":"TRY","x":1}`,
+		"", "null", "[]", "{}", `{"amount":-1,"currency":"TRY"}`, `{"amount":1e3}`, `{"amount":1,"amount":2}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		p, err := New(Config{})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, postCharge(t, p, []string{`"charge-key"`}, strings.Replace(validBody, `"source"`, `"capture":false,"source"`, 1)).Code)
+
+		rec := postTo(t, p, "/v1/charges/ch_000001/capture", []string{`"fuzz-key"`}, body)
+
+		c := p.Charges()[0]
+		switch rec.Code {
+		case http.StatusOK:
+			require.Equal(t, ChargeSucceeded, c.Status)
+			require.Positive(t, *c.AmountCaptured)
+			require.LessOrEqual(t, *c.AmountCaptured, c.Amount, "no capture beyond the authorization")
+		case http.StatusForbidden:
+			require.Equal(t, ChargeAuthorized, c.Status)
+		default:
+			requireProblemRecorded(t, rec, codeInvalidRequest)
+			require.Equal(t, ChargeAuthorized, c.Status)
+			require.Zero(t, *c.AmountCaptured)
+		}
+		if rec.Code != http.StatusBadRequest {
+			replay := postTo(t, p, "/v1/charges/ch_000001/capture", []string{`"fuzz-key"`}, body)
+			require.Equal(t, "true", replay.Header().Get("Idempotent-Replayed"))
+			require.Equal(t, rec.Body.Bytes(), replay.Body.Bytes())
+		}
+	})
+}

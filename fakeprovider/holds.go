@@ -137,13 +137,7 @@ func (p *Provider) holdTarget(req holdRequest, d *dialect) *problem {
 	if !validChargeID(req.Charge) {
 		return invalidField("id", msgChargeID)
 	}
-	p.mu.Lock()
-	i, ok := p.byID[req.Charge]
-	var c Charge
-	if ok {
-		c = p.charges[i]
-	}
-	p.mu.Unlock()
+	c, _, ok := p.lookupCharge(req.Charge)
 	switch {
 	case !ok || !strings.HasPrefix(req.Charge, d.idPrefix):
 		return d.notFound()

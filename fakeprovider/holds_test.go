@@ -326,6 +326,7 @@ func TestHold_ChaosModesApplyToCaptureAndVoid(t *testing.T) {
 func TestHold_BadRequestsAreRefusedAndChangeNothing(t *testing.T) {
 	f := newFixture(t, Config{})
 	hold := authorize(t, f, 1000)
+	intent := manualIntent(t, stripeClient(f), "pi-key")
 	tests := []struct {
 		name   string
 		call   call
@@ -342,6 +343,7 @@ func TestHold_BadRequestsAreRefusedAndChangeNothing(t *testing.T) {
 		{"bad charge id", captureCall("k", "ch%20000001", captureBodyOf(100)), http.StatusBadRequest, msgChargeID, "id"},
 		{"unknown charge", captureCall("k", "ch_999999", captureBodyOf(100)), http.StatusNotFound, msgChargeNotFound, ""},
 		{"void of an unknown charge", voidCall("k", "ch_999999", ""), http.StatusNotFound, msgChargeNotFound, ""},
+		{"a hold of the Stripe dialect", voidCall("k", intent.ID, ""), http.StatusNotFound, msgChargeNotFound, ""},
 		{"void with a body", voidCall("k", hold.ID, `{"amount":1}`), http.StatusBadRequest, "", "amount"},
 		{"no key", call{method: http.MethodPost, path: "/v1/charges/" + hold.ID + "/void"}, http.StatusBadRequest, msgKeyMissing, ""},
 	}
@@ -357,7 +359,8 @@ func TestHold_BadRequestsAreRefusedAndChangeNothing(t *testing.T) {
 			require.Equal(t, tt.param, p.Param)
 		})
 	}
-	require.Equal(t, []Charge{hold}, f.p.Charges())
+	require.Equal(t, hold, f.p.Charges()[0])
+	require.Equal(t, ChargeAuthorized, f.p.Charges()[1].Status)
 	require.Equal(t, http.StatusOK, f.do(t, captureCall("k", hold.ID, captureBodyOf(1000))).status, "no refusal used the key")
 }
 

@@ -25,6 +25,8 @@ func (p *Provider) routes() *http.ServeMux {
 	mux.Handle("POST "+stripeChargePath, p.api(stripeAPI(p.postPaymentIntent)))
 	mux.Handle("GET "+stripeSearchPath, p.api(stripeAPI(p.searchPaymentIntents)))
 	mux.Handle("GET "+stripeChargePath+"/{id}", p.api(stripeAPI(p.getPaymentIntent)))
+	mux.Handle("POST "+stripeChargePath+"/{id}/capture", p.api(stripeAPI(p.postStripeCapture)))
+	mux.Handle("POST "+stripeChargePath+"/{id}/cancel", p.api(stripeAPI(p.postStripeCancel)))
 
 	mux.Handle("GET /_admin/mode", p.admin(p.getMode))
 	mux.Handle("PUT /_admin/mode", p.admin(p.putMode))
@@ -90,7 +92,9 @@ func (p *Provider) recordLocked(rec RequestRecord) {
 
 func (p *Provider) logRequest(r *http.Request, rec *RequestRecord, elapsed time.Duration) {
 	level := slog.LevelInfo
-	if rec.Status == 0 || (rec.Status >= 400 && rec.Status != http.StatusPaymentRequired) {
+	// A decline (402) and a refused capture or void (403) are results,
+	// not faults.
+	if rec.Status == 0 || (rec.Status >= 400 && rec.Status != http.StatusPaymentRequired && rec.Status != http.StatusForbidden) {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{

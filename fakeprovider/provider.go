@@ -2,15 +2,17 @@
 // HTTP contract (docs/provider-http.md): POST /v1/charges and POST
 // /v1/refunds guarded by an Idempotency-Key, lookups by id and by merchant
 // reference, refunds that succeed, wait pending or fail after succeeding,
-// and published limits: the key retention and the rate of lookups it
-// serves. It keeps its state in memory, and optionally also in a
+// holds (authorizations captured or voided later, or expired), and
+// published limits: the key retention, the rate of lookups it serves and
+// the hold window. It keeps its state in memory, and optionally also in a
 // SQLite file that a restart reads back (Config.DataFile).
 //
 // It speaks Stripe's dialect too, over the same state: POST
 // /v1/payment_intents (form-encoded, confirmed at once, under a plain
 // Idempotency-Key), GET /v1/payment_intents/search by
 // metadata['merchant_reference'], GET /v1/payment_intents/{id}, and POST
-// and GET /v1/refunds of a PaymentIntent, with Stripe's error objects and
+// and GET /v1/refunds of a PaymentIntent, the capture and cancel of one
+// created with capture_method manual, with Stripe's error objects and
 // statuses. Stripe's test payment methods pm_card_<name> behave as the test
 // tokens tok_<name>.
 //

@@ -80,7 +80,7 @@ var stripe = &dialect{
 	salt:     "stripe\n",
 	idPrefix: "pi_",
 	answer: func(c Charge) *storedResponse {
-		pi := paymentIntentOf(c)
+		pi := paymentIntentOf(c, holdEntry{})
 		if c.Status == ChargeFailed {
 			resp := stripeAnswer(http.StatusPaymentRequired, stripeError{
 				Type: "card_error", Code: "card_declined", DeclineCode: c.DeclineCode,
@@ -94,6 +94,12 @@ var stripe = &dialect{
 	},
 	problem:      stripeProblem,
 	refundAnswer: stripeRefundAnswer,
+	holdAnswer:   stripeHoldAnswer,
+	notFound: func() *problem {
+		prob := newProblem(codeNotFound, msgNoSuchPaymentIntent)
+		prob.Param = "id"
+		return prob
+	},
 }
 
 // paymentIntent is the part of Stripe's PaymentIntent object the fake keeps.
@@ -101,6 +107,7 @@ type paymentIntent struct {
 	ID               string            `json:"id"`
 	Object           string            `json:"object"`
 	Amount           int64             `json:"amount"`
+	AmountCapturable int64             `json:"amount_capturable"`
 	AmountReceived   int64             `json:"amount_received"`
 	Currency         string            `json:"currency"`
 	Status           string            `json:"status"`
@@ -110,11 +117,16 @@ type paymentIntent struct {
 	CaptureMethod    string            `json:"capture_method"`
 	Livemode         bool              `json:"livemode"`
 	LastPaymentError *stripeError      `json:"last_payment_error"`
+	// LatestCharge is always expanded.
+	LatestCharge       *stripeCharge `json:"latest_charge"`
+	CancellationReason *string       `json:"cancellation_reason"`
+	CanceledAt         *int64        `json:"canceled_at"`
 }
 
-// paymentIntentOf is a charge of the Stripe dialect as a PaymentIntent: a
-// declined one waits for another payment method, as at Stripe.
-func paymentIntentOf(c Charge) paymentIntent {
+// paymentIntentOf is a charge of the Stripe dialect, whose hold is h, as a
+// PaymentIntent: a declined one waits for another payment method, as at
+// Stripe, and a hold is one of capture_method manual.
+func paymentIntentOf(c Charge, h holdEntry) paymentIntent {
 	pi := paymentIntent{
 		ID:            c.ID,
 		Object:        "payment_intent",
@@ -124,6 +136,7 @@ func paymentIntentOf(c Charge) paymentIntent {
 		Created:       c.Created.Unix(),
 		Metadata:      map[string]string{stripeReference: c.MerchantReference},
 		CaptureMethod: "automatic",
+		LatestCharge:  stripeChargeOf(c),
 	}
 	if c.Description != "" {
 		pi.Description = &c.Description
@@ -133,6 +146,9 @@ func paymentIntentOf(c Charge) paymentIntent {
 		pi.LastPaymentError = &stripeError{Type: "card_error", Code: "card_declined", DeclineCode: c.DeclineCode, Message: "the card was declined: " + c.DeclineCode}
 	} else {
 		pi.AmountReceived = c.Amount
+	}
+	if c.AmountCaptured != nil {
+		holdStatus(&pi, c, h)
 	}
 	return pi
 }
@@ -253,12 +269,21 @@ func decodePaymentIntent(w http.ResponseWriter, r *http.Request) (chargeRequest,
 	if err != nil {
 		return chargeRequest{}, invalidField("amount", msgAmount)
 	}
+	var capture *bool
+	switch form.Get("capture_method") {
+	case "", "automatic", "automatic_async":
+	case "manual":
+		capture = new(bool)
+	default:
+		return chargeRequest{}, invalidField("capture_method", msgCaptureMethod)
+	}
 	source := form.Get("payment_method")
 	if name, ok := strings.CutPrefix(source, "pm_card_"); ok {
 		source = "tok_" + name
 	}
 	req := chargeRequest{
 		Amount:            amount,
+		Capture:           capture,
 		Currency:          strings.ToUpper(form.Get("currency")),
 		Description:       form.Get("description"),
 		MerchantReference: form.Get("metadata[" + stripeReference + "]"),
@@ -290,10 +315,10 @@ func stripeField(p *problem, paymentMethod string) *problem {
 // reads, or one that does not change what it does.
 func knownPaymentIntentParam(name string) bool {
 	switch name {
-	case "amount", "currency", "confirm", "payment_method", "description", "error_on_requires_action", "payment_method_types[]":
+	case "amount", "currency", "confirm", "payment_method", "description", "error_on_requires_action", "payment_method_types[]", "capture_method":
 		return true
 	}
-	return strings.HasPrefix(name, "metadata[") || strings.HasPrefix(name, "payment_method_types[")
+	return strings.HasPrefix(name, "metadata[") || strings.HasPrefix(name, "payment_method_types[") || isExpand(name)
 }
 
 // searchPaymentIntents serves GET /v1/payment_intents/search for the one
@@ -312,10 +337,11 @@ func (p *Provider) searchPaymentIntents(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	p.mu.Lock()
+	p.expireHoldsLocked()
 	data := []paymentIntent{}
 	for _, i := range p.byRef[ref] {
 		if c := p.charges[i]; strings.HasPrefix(c.ID, stripe.idPrefix) {
-			data = append(data, paymentIntentOf(c))
+			data = append(data, paymentIntentOf(c, p.holds[c.ID]))
 		}
 	}
 	p.mu.Unlock()
@@ -352,21 +378,12 @@ func referenceQuery(q string) (string, bool) {
 
 // getPaymentIntent serves GET /v1/payment_intents/{id}.
 func (p *Provider) getPaymentIntent(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	id := r.PathValue("id")
-	p.mu.Lock()
-	i, ok := p.byID[id]
-	var charge Charge
-	if ok {
-		charge = p.charges[i]
-	}
-	p.mu.Unlock()
-	if !ok || !strings.HasPrefix(id, stripe.idPrefix) {
-		prob := newProblem(codeNotFound, msgNoSuchPaymentIntent)
-		prob.Param = "id"
-		stripe.fail(w, rec, outcomeChargeNotFound, prob)
+	charge, h, ok := p.lookupCharge(r.PathValue("id"))
+	if !ok || !strings.HasPrefix(charge.ID, stripe.idPrefix) {
+		stripe.fail(w, rec, outcomeChargeNotFound, stripe.notFound())
 		return
 	}
 	rec.Outcome = outcomeChargeFound
 	rec.ChargeID = charge.ID
-	writeJSON(w, http.StatusOK, paymentIntentOf(charge))
+	writeJSON(w, http.StatusOK, paymentIntentOf(charge, h))
 }

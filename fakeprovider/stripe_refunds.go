@@ -38,8 +38,8 @@ type stripeRefund struct {
 	Status             RefundStatus      `json:"status"`
 }
 
-// stripeRefundOf is a refund as Stripe shows it. The fake's PaymentIntents
-// have no charge object of their own, so charge is null.
+// stripeRefundOf is a refund as Stripe shows it. The fake's refunds name
+// the PaymentIntent, not its latest_charge, so charge is null.
 func stripeRefundOf(r Refund) stripeRefund {
 	sr := stripeRefund{
 		ID:            r.ID,
