@@ -200,3 +200,28 @@ func TestClient_FakeProviderRefundSaysInFlightWhileSlowThenReplays(t *testing.T)
 	require.Contains(t, second.Detail, "idempotency_key_in_use")
 	require.Equal(t, http.StatusOK, third.StatusCode)
 }
+
+func TestClient_FakeProviderHoldsAreCapturedOrCanceled(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{})
+
+	refused := providertest.Holds(t, c, testCharge())
+
+	require.Equal(t, http.StatusBadRequest, refused.StatusCode, "Stripe refuses with an invalid_request_error")
+	require.Contains(t, refused.Detail, "payment_intent_unexpected_state")
+}
+
+func TestClient_FakeProviderHoldExpires(t *testing.T) {
+	providertest.ExpiredHold(t, func(cfg fakeprovider.Config) (*fakeprovider.Provider, provider.Port) {
+		return newFake(t, cfg)
+	}, testCharge())
+}
+
+func TestClient_FakeProviderCaptureOfAnUnknownPaymentIntentIsNotFound(t *testing.T) {
+	_, c := newFake(t, fakeprovider.Config{})
+
+	res := c.Capture(context.Background(), provider.CaptureRequest{Key: "capture-key", ChargeID: "pi_999999", Amount: 100, Currency: "TRY"})
+
+	require.Equal(t, provider.NotFound, res.Outcome, res.Detail)
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
+	require.Equal(t, provider.ClassOurBug, res.Class())
+}
