@@ -72,7 +72,7 @@ func TestCheckLimits_ReturnsThePublishedLookupRate(t *testing.T) {
 	limits, err := worker.CheckLimits(context.Background(), providerWithLimits(t, 24*time.Hour, 12.5), workflows.DefaultTiming())
 
 	require.NoError(t, err)
-	require.Equal(t, provider.Limits{KeyRetention: 24 * time.Hour, LookupsPerSecond: 12.5}, limits)
+	require.Equal(t, provider.Limits{KeyRetention: 24 * time.Hour, LookupsPerSecond: 12.5, HoldWindow: fakeprovider.DefaultHoldWindow}, limits)
 }
 
 func TestCheckLimits_RefusesInvalidTiming(t *testing.T) {
