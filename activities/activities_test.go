@@ -36,6 +36,12 @@ var acts *activities.Activities
 // newActivityEnv returns a Temporal activity environment running env's
 // activities. A positive deadline bounds each activity execution, as an
 // attempt's StartToClose timeout does.
+// timeoutDeadline is the activity deadline of the tests of a request that
+// gets no answer. It is long enough that a loaded machine lists the request
+// before it goes out, and the environment that carries it is made right
+// before the activity runs, so that no set-up eats into it.
+const timeoutDeadline = 2 * time.Second
+
 func newActivityEnv(t *testing.T, env *activitiestest.Env, deadline time.Duration) *testsuite.TestActivityEnvironment {
 	t.Helper()
 	ctx := context.Background()
@@ -275,10 +281,9 @@ func chargeRequest(intent chargeonce.PaymentIntent, minor int64) provider.Charge
 func TestCharge_NoAnswerBeforeTheDeadlineIsARecordedTimeout(t *testing.T) {
 	env := activitiestest.New(t, activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}}})
 	intent := env.NewIntent(t, "tok_visa", amount, time.Now())
-	const deadline = 400 * time.Millisecond
 
 	started := time.Now()
-	_, err := charge(t, newActivityEnv(t, env, deadline), intent)
+	_, err := charge(t, newActivityEnv(t, env, timeoutDeadline), intent)
 	elapsed := time.Since(started)
 
 	appErr := appError(t, err)
@@ -286,7 +291,7 @@ func TestCharge_NoAnswerBeforeTheDeadlineIsARecordedTimeout(t *testing.T) {
 	require.False(t, appErr.NonRetryable())
 	// The activity gave up on the request itself, before its own deadline,
 	// and had the time left to write the timeout down.
-	require.Less(t, elapsed, deadline)
+	require.Less(t, elapsed, timeoutDeadline)
 	require.Equal(t, []string{activitiestest.Quoted(intent.Key)}, env.ChargeKeys())
 	require.Empty(t, env.Fake.Charges())
 	logged := env.Attempt(t, intent.Key).Requests
@@ -421,12 +426,12 @@ func TestCharge_EarlierUnansweredRequestMakesNothingProcessedUnknown(t *testing.
 }
 
 func TestCharge_TimedOutRequestIsLoggedAfterTheActivityDeadline(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * time.Second}}})
+	env := activitiestest.New(t, activitiestest.Options{Fake: fakeprovider.Config{Mode: fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * timeoutDeadline}}})
 	intent := env.NewIntent(t, "tok_visa", amount, time.Now())
 	// The database stays busy until the activity's deadline has passed:
 	// the request has used the activity's whole time by the moment its
 	// record can be written.
-	deadline, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	deadline, cancel := context.WithTimeout(context.Background(), timeoutDeadline)
 	t.Cleanup(cancel)
 	env.Activities.Store = faultyLog{Store: env.Store, busy: deadline.Done()}
 

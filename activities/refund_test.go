@@ -117,7 +117,7 @@ func TestRefund_FailuresAreTypedErrors(t *testing.T) {
 		sent int
 	}{
 		{name: "503 processed nothing", mode: fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}, errType: activities.ErrTypeNotProcessed, retryable: true, sent: 1},
-		{name: "no answer in time", mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}, deadline: 300 * time.Millisecond, errType: activities.ErrTypeTimeout, retryable: true, sent: 1},
+		{name: "no answer in time", mode: fakeprovider.Mode{Name: fakeprovider.ModeDrop}, deadline: timeoutDeadline, errType: activities.ErrTypeTimeout, retryable: true, sent: 1},
 		{name: "lost answer", mode: fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 1}, errType: activities.ErrTypeTransport, retryable: true, sent: 1},
 		{
 			name:    "invalid intent",
@@ -134,10 +134,9 @@ func TestRefund_FailuresAreTypedErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := activitiestest.New(t, activitiestest.Options{Breaker: provider.BreakerConfig{ConsecutiveFailures: 1000}})
 			r := newRefund(t, env)
-			aenv := newActivityEnv(t, env, tt.deadline)
 			if tt.intent != nil {
 				if tt.sent == 2 {
-					_, err := refund(t, aenv, r)
+					_, err := refund(t, newActivityEnv(t, env, 0), r)
 					require.NoError(t, err)
 				}
 				r = tt.intent(r)
@@ -146,7 +145,7 @@ func TestRefund_FailuresAreTypedErrors(t *testing.T) {
 				require.NoError(t, env.Fake.SetMode(tt.mode))
 			}
 
-			_, err := refund(t, aenv, r)
+			_, err := refund(t, newActivityEnv(t, env, tt.deadline), r)
 
 			appErr := appError(t, err)
 			require.Equal(t, tt.errType, appErr.Type())
