@@ -134,8 +134,8 @@ func WorkflowID(key string) string {
 // the struct but never run there: the workflows schedule them on the lookup
 // task queue of the intent's provider (chargeonce.LookupTaskQueueOf).
 func Register(r worker.Registry, a *activities.Activities) {
-	r.RegisterWorkflow(PaymentWorkflow)
-	r.RegisterWorkflow(RefundWorkflow)
+	registerWorkflow(r, PaymentWorkflow)
+	registerWorkflow(r, RefundWorkflow)
 	r.RegisterActivity(a)
 }
 
