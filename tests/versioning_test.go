@@ -1,12 +1,9 @@
 package tests
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -20,7 +17,6 @@ import (
 	"chargeonce/dev/stack"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
-	"chargeonce/internal/codec"
 	"chargeonce/internal/logging"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/provider"
@@ -108,15 +104,7 @@ func TestVersioning_AWorkerRefusesAServerWithoutWorkerDeployments(t *testing.T) 
 	require.NoError(t, err)
 	prov := httptest.NewServer(fake)
 	t.Cleanup(prov.Close)
-	env := []string{
-		"CHARGEONCE_TEMPORAL_ADDRESS=" + srv.FrontendAddress(),
-		"CHARGEONCE_DATABASE_URL=sqlite:" + filepath.Join(t.TempDir(), "chargeonce.db"),
-		"CHARGEONCE_CODEC_KEYS=k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
-		"CHARGEONCE_LISTEN=127.0.0.1:0",
-		"CHARGEONCE_CODEC_TOKEN=" + codec.NewToken(),
-		"CHARGEONCE_CARD_HASH_KEY=" + chargeonce.NewCardHashKey(),
-		"CHARGEONCE_PROVIDER_URL=" + prov.URL,
-	}
+	env := append(processEnv(t, srv.FrontendAddress()), "CHARGEONCE_PROVIDER_URL="+prov.URL)
 	code, _, stderr := runBinary(t, buildBinary(t, "chargeonce/cmd/temporal-setup"), env[:1])
 	require.Zero(t, code, stderr)
 
