@@ -97,11 +97,14 @@ func deploymentOptions(o sdkworker.Options, buildID string) sdkworker.Options {
 
 // firstCurrentTimeout bounds how long a starting worker waits for the
 // server to register its version, which it does once the version's first
-// pollers have reached it, usually within a second.
-const firstCurrentTimeout = 30 * time.Second
+// pollers have reached it, usually within a second, and to answer for the
+// deployment, which a server that has just started does once it has loaded
+// the deployment's records.
+const firstCurrentTimeout = time.Minute
 
 // firstCurrentRetry is the pause between two tries while the server has
-// not yet registered the version.
+// not yet registered the version, another worker changed the deployment
+// since it was read, or the server is not ready to answer.
 const firstCurrentRetry = 100 * time.Millisecond
 
 // becomeCurrentIfNone makes the version buildID, whose workers poll
@@ -122,17 +125,19 @@ func becomeCurrentIfNone(ctx context.Context, c client.Client, namespace, buildI
 	for {
 		err := trySetFirstCurrent(ctx, h, buildID, log)
 		var denied *serviceerror.PermissionDenied
+		var invalid *serviceerror.InvalidArgument
 		switch {
 		case err == nil:
 			return nil
 		case errors.As(err, &denied):
 			return fmt.Errorf("worker: the Temporal server refuses Worker Deployments in namespace %s (%w): set its dynamic configuration system.enableDeploymentVersions to true", namespace, err)
-		case !notRegisteredYet(err):
+		case errors.As(err, &invalid):
 			return fmt.Errorf("worker: make version %s of Worker Deployment %s current: %w", buildID, chargeonce.DeploymentName, err)
 		}
+		log.Debug("worker deployment not ready; trying again", "deployment", chargeonce.DeploymentName, "build_id", buildID, "error", err)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("worker: the Temporal server did not register version %s of Worker Deployment %s within %s: %w", buildID, chargeonce.DeploymentName, firstCurrentTimeout, err)
+			return fmt.Errorf("worker: could not read Worker Deployment %s, or make version %s current, within %s: %w", chargeonce.DeploymentName, buildID, firstCurrentTimeout, err)
 		case <-time.After(firstCurrentRetry):
 		}
 	}
@@ -155,14 +160,4 @@ func trySetFirstCurrent(ctx context.Context, h client.WorkerDeploymentHandle, bu
 	}
 	log.Info("worker deployment had no current version: this version is now current", "deployment", chargeonce.DeploymentName, "build_id", buildID)
 	return nil
-}
-
-// notRegisteredYet reports whether err is what the server answers while
-// the deployment or its version is still being registered, or while
-// another worker changed the deployment since it was read: worth another
-// try.
-func notRegisteredYet(err error) bool {
-	var notFound *serviceerror.NotFound
-	var precondition *serviceerror.FailedPrecondition
-	return errors.As(err, &notFound) || errors.As(err, &precondition)
 }
