@@ -22,6 +22,11 @@ func CheckProviderName(name string) error {
 	return nil
 }
 
+// DeploymentName is the Temporal Worker Deployment that every chargeonce
+// worker joins, with its build as the deployment's version: docs/design.md
+// ("Deploying new workflow code") says how a new version takes over.
+const DeploymentName = "chargeonce"
+
 // TaskQueue is the Temporal task queue that the payment workers poll.
 const TaskQueue = "chargeonce-payments"
 

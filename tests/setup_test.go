@@ -29,14 +29,7 @@ func TestTemporalSetup_WorkerAndAPIRefuseANamespaceWithoutTheSearchAttributesUnt
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
 
-	env := []string{
-		"CHARGEONCE_TEMPORAL_ADDRESS=" + srv.FrontendAddress(),
-		"CHARGEONCE_DATABASE_URL=sqlite:" + filepath.Join(t.TempDir(), "chargeonce.db"),
-		"CHARGEONCE_CODEC_KEYS=k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
-		"CHARGEONCE_LISTEN=127.0.0.1:0",
-		"CHARGEONCE_CODEC_TOKEN=" + codec.NewToken(),
-		"CHARGEONCE_CARD_HASH_KEY=" + chargeonce.NewCardHashKey(),
-	}
+	env := processEnv(t, srv.FrontendAddress())
 	const missing = `namespace "default" lacks the search attributes MerchantReference (Keyword), Operation (Keyword), OrderId (Keyword), PaymentStatus (Keyword), ProviderPaymentId (Keyword)`
 	for _, name := range []string{"worker", "api"} {
 		code, _, stderr := runBinary(t, buildBinary(t, "chargeonce/cmd/"+name), env)
@@ -75,6 +68,20 @@ func TestTemporalSetup_WorkerAndAPIRefuseANamespaceWithoutTheSearchAttributesUnt
 	}
 	require.NoError(t, api.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, api.Wait())
+}
+
+// processEnv is the environment of the worker and the API against the
+// Temporal server at temporalAddress, with a database of their own; the
+// address comes first, and alone it is temporal-setup's environment.
+func processEnv(t *testing.T, temporalAddress string) []string {
+	return []string{
+		"CHARGEONCE_TEMPORAL_ADDRESS=" + temporalAddress,
+		"CHARGEONCE_DATABASE_URL=sqlite:" + filepath.Join(t.TempDir(), "chargeonce.db"),
+		"CHARGEONCE_CODEC_KEYS=k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
+		"CHARGEONCE_LISTEN=127.0.0.1:0",
+		"CHARGEONCE_CODEC_TOKEN=" + codec.NewToken(),
+		"CHARGEONCE_CARD_HASH_KEY=" + chargeonce.NewCardHashKey(),
+	}
 }
 
 // runBinary runs bin with args and exactly the environment env, and returns

@@ -54,6 +54,9 @@ type Config struct {
 	EventNetworks notify.AllowedNetworks
 	// Options tune the Temporal workers (Deps.Options).
 	Options sdkworker.Options
+	// BuildID is the workers' version of the Worker Deployment
+	// (Deps.BuildID); empty means DefaultBuildID.
+	BuildID string
 }
 
 // Prepared is a worker built from its Config that has connected to nothing
@@ -159,6 +162,7 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 		EventNetworks:       p.cfg.EventNetworks,
 		Registerer:          b.Registry,
 		Options:             p.cfg.Options,
+		BuildID:             p.cfg.BuildID,
 		Logger:              b.Logger,
 		Reports:             p.reports,
 		SettlementGraceDays: p.cfg.SettlementGraceDays,

@@ -88,8 +88,12 @@ type Deps struct {
 	Namespace string
 	// Options tune the Temporal workers; the zero value is the SDK's
 	// defaults. Each lookup worker's TaskQueueActivitiesPerSecond is the
-	// published lookup rate of its provider, whatever Options say.
+	// published lookup rate of its provider, and every worker's
+	// DeploymentOptions are BuildID's, whatever Options say.
 	Options sdkworker.Options
+	// BuildID is the version of chargeonce.DeploymentName that the workers
+	// join (CheckBuildID); empty means DefaultBuildID.
+	BuildID string
 	// Logger receives the story of every payment.
 	Logger *slog.Logger
 	// Reports downloads the provider's settlement reports. When set, the
@@ -126,12 +130,30 @@ type Worker struct {
 // that rate for the whole queue, across every worker process, so the
 // lookups of all workers together stay under what each provider allows,
 // and a slow provider never slows the lookups at another.
+//
+// All of them join the Worker Deployment chargeonce.DeploymentName as the
+// version Deps.BuildID, and the payment workers make it the deployment's
+// current version if it has none (becomeCurrentIfNone).
 func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if _, def := d.Providers.Default(); d.Client == nil || def == nil || d.Store == nil || d.Checkout == nil || d.Refunds == nil || d.Logger == nil {
 		return nil, errors.New("worker: client, provider, store, checkout, refunds and logger are required")
 	}
 	if d.SettlementGraceDays < 0 {
 		return nil, fmt.Errorf("worker: the settlement grace period must be 0 or more days, got %d", d.SettlementGraceDays)
+	}
+	buildID := d.BuildID
+	if buildID == "" {
+		var err error
+		if buildID, err = DefaultBuildID(); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckBuildID(buildID); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	namespace := d.Namespace
+	if namespace == "" {
+		namespace = client.DefaultNamespace
 	}
 	each, err := checkEveryProvider(ctx, d.Providers, d.Timing)
 	if err != nil {
@@ -152,10 +174,6 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	var actMetrics *activities.Metrics
 	if d.Registerer != nil {
 		actMetrics = activities.NewMetrics(d.Registerer)
-		namespace := d.Namespace
-		if namespace == "" {
-			namespace = client.DefaultNamespace
-		}
 		names := make([]string, len(queues))
 		for i, q := range queues {
 			names[i] = q.name
@@ -171,11 +189,12 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 
-	lookups, err := startLookups(d.Client, d.Options, queues, acts)
+	options := deploymentOptions(d.Options, buildID)
+	lookups, err := startLookups(d.Client, options, queues, acts)
 	if err != nil {
 		return nil, err
 	}
-	w := sdkworker.New(d.Client, chargeonce.TaskQueue, d.Options)
+	w := sdkworker.New(d.Client, chargeonce.TaskQueue, options)
 	workflows.Register(w, acts)
 	if d.Reports != nil {
 		var settleMetrics *activities.SettlementMetrics
@@ -188,6 +207,11 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if err := w.Start(); err != nil {
 		stopAll(lookups)
 		return nil, fmt.Errorf("worker: start polling task queue %s: %w", chargeonce.TaskQueue, err)
+	}
+	if err := becomeCurrentIfNone(ctx, d.Client, namespace, buildID, d.Logger); err != nil {
+		w.Stop()
+		stopAll(lookups)
+		return nil, err
 	}
 	for _, q := range queues {
 		d.Logger.Info("lookups paced at the provider's published rate", "task_queue", q.name, "providers", q.providers,

@@ -134,8 +134,8 @@ func WorkflowID(key string) string {
 // the struct but never run there: the workflows schedule them on the lookup
 // task queue of the intent's provider (chargeonce.LookupTaskQueueOf).
 func Register(r worker.Registry, a *activities.Activities) {
-	r.RegisterWorkflow(PaymentWorkflow)
-	r.RegisterWorkflow(RefundWorkflow)
+	registerWorkflow(r, PaymentWorkflow)
+	registerWorkflow(r, RefundWorkflow)
 	r.RegisterActivity(a)
 }
 
@@ -173,18 +173,21 @@ var acts *activities.Activities
 // The workflow returns the outcome; it fails only for an input it cannot
 // run, never for a payment outcome.
 func PaymentWorkflow(ctx workflow.Context, in PaymentInput) (PaymentResult, error) {
-	// Versioning. Payments in flight replay their history against the code
-	// deployed later, so a change to the commands this function produces
-	// goes behind a workflow.GetVersion gate, and its old branch stays until
-	// no run started before the change can still be open. That bound is
-	// AbandonAfter plus a margin: a run is settled by its deadline's lookup,
-	// and after the deadline it only waits for a provider that does not
-	// answer lookups. Take a day beyond the longest AbandonAfter deployed.
-	// Past it, retire the gate: remove the call (or raise its minimum
-	// supported version, as the SDK allows), delete the old branch, and drop
-	// from testdata the histories that only the old branch replays. Every
-	// gate costs each run a marker and a search-attribute upsert, so gates
-	// do not accumulate.
+	// Versioning. A run is pinned to the version of the workers that
+	// started it (Versioning), so a change to the commands this function
+	// produces reaches new runs only, and needs no workflow.GetVersion
+	// gate, except for runs that can meet it on their way: those started
+	// before the workers joined the deployment, and those an operator
+	// moves with a versioning override (docs/design.md, "Deploying new
+	// workflow code"). A gate retires once no run started before its
+	// change can still be open: AbandonAfter plus a margin, since a run is
+	// settled by its deadline's lookup, and after the deadline it only
+	// waits for a provider that does not answer lookups. Take a day beyond
+	// the longest AbandonAfter deployed. Past it, remove the call (or
+	// raise its minimum supported version, as the SDK allows), delete the
+	// old branch, and drop from testdata the histories that only the old
+	// branch replays. Every gate costs each run a marker and a
+	// search-attribute upsert, so gates do not accumulate.
 	p, err := newPayment(ctx, in)
 	if err != nil {
 		return PaymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)

@@ -80,8 +80,8 @@ var settlementActs *activities.Settlement
 // RegisterSettlement registers the settlement workflows and activities with
 // a worker of chargeonce.TaskQueue.
 func RegisterSettlement(r worker.Registry, s *activities.Settlement) {
-	r.RegisterWorkflow(SettlementWorkflow)
-	r.RegisterWorkflow(DailySettlementWorkflow)
+	registerWorkflow(r, SettlementWorkflow)
+	registerWorkflow(r, DailySettlementWorkflow)
 	r.RegisterActivity(s)
 }
 

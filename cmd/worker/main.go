@@ -8,6 +8,10 @@
 // --provider chooses the API the card provider speaks: ietf (the default,
 // docs/provider-http.md) or stripe, with --stripe-api-key.
 //
+// Every worker joins the Temporal Worker Deployment "chargeonce" as the
+// version --build-id; a new version takes over new payments only when the
+// rollout makes it current (docs/operations.md).
+//
 // The worker owns the payment timing (--attempt-timeout … --abandon-after):
 // it checks --abandon-after against the provider's key retention and
 // publishes the timing in the merchant database, where every checkout reads
@@ -57,6 +61,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	tlsFlags := cli.ServerTLS(fs, "/healthz, /metrics and the payload codec")
 	uiOrigin := fs.String("codec-cors-origin", "http://localhost:8233", "Temporal Web UI `origin` allowed to call the payload codec")
 	eventNetworks := cli.EventNetworks(fs, nil)
+	var buildID string
+	fs.Func("build-id", "`version` of the Worker Deployment "+chargeonce.DeploymentName+" that this worker joins: up to 255 letters, digits, '.', '_', '+' or '-'; default the binary's VCS revision (with -dirty- and its hash for a changed tree), or its hash",
+		func(v string) error {
+			buildID = v
+			return worker.CheckBuildID(v)
+		})
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -83,7 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	prepared, err := worker.Prepare(worker.Config{
 		Provider: pc, SettlementURL: *settlementURL, SettlementGraceDays: *graceDays,
 		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery,
-		EventRetries: retries, EventPoll: *eventPoll, EventNetworks: *eventNetworks,
+		EventRetries: retries, EventPoll: *eventPoll, EventNetworks: *eventNetworks, BuildID: buildID,
 	}, logger)
 	if err != nil {
 		return cli.UsageError{Err: err}

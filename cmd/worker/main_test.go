@@ -235,13 +235,16 @@ func TestRun_SettlementGraceDaysApplyToARunStartedThroughTheAPI(t *testing.T) {
 	require.Empty(t, got.ExceptionCounts)
 }
 
-func TestRun_BadEventRetriesAreAUsageErrorNamingTheFlag(t *testing.T) {
+func TestRun_BadFlagsAreAUsageErrorNamingTheFlag(t *testing.T) {
 	for args, want := range map[string]string{
-		"--event-retries=1m,30s":              "--event-retries: retry 2 waits 30s, less than retry 1's 1m0s; waits never shrink",
-		"--event-retries=soon":                `--event-retries: retry 1, "soon", is not a duration such as 30s or 2m`,
-		"--event-poll=0s":                     "--event-poll must be positive",
-		"--event-allowed-networks=10.0.0.1/8": `"10.0.0.1/8" is not a network's CIDR: write it 10.0.0.0/8`,
-		"--event-allowed-networks=intranet":   `"intranet" is not a CIDR such as 10.20.0.0/16`,
+		"--event-retries=1m,30s":                 "--event-retries: retry 2 waits 30s, less than retry 1's 1m0s; waits never shrink",
+		"--event-retries=soon":                   `--event-retries: retry 1, "soon", is not a duration such as 30s or 2m`,
+		"--event-poll=0s":                        "--event-poll must be positive",
+		"--event-allowed-networks=10.0.0.1/8":    `"10.0.0.1/8" is not a network's CIDR: write it 10.0.0.0/8`,
+		"--event-allowed-networks=intranet":      `"intranet" is not a CIDR such as 10.20.0.0/16`,
+		"--build-id=":                            `invalid value "" for flag -build-id: build ID "" must be 1 to 255 letters`,
+		"--build-id=" + strings.Repeat("a", 256): `build ID "` + strings.Repeat("a", 256) + `" must be 1 to 255 letters`,
+		"--build-id=v2 beta":                     `build ID "v2 beta" must be 1 to 255 letters`,
 	} {
 		var stdout, stderr, report bytes.Buffer
 		err := run(context.Background(), []string{args}, noEnv, &stdout, &stderr)

@@ -258,7 +258,11 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 				cli.EnvName("provider-url"): httpURL(p.Provider), cli.EnvName("listen"): addr(p.Workers[0]),
 				cli.EnvName("codec-cors-origin"): httpURL(p.UI), cli.EnvName("codec-token"): sec.CodecToken,
 			}),
-			Local: clientTLSEnv(l, ServiceWorker),
+			// Compose's workers are the version of their image's binary.
+			// The cluster's are rebuilt on every start, and one version
+			// across its restarts carries the open runs on to the new
+			// code, as dev's worker does.
+			Local: with(clientTLSEnv(l, ServiceWorker), map[string]string{cli.EnvName("build-id"): ClusterBuildID}),
 		},
 		{
 			Service: ServiceAPI, Replicas: 2, Package: "chargeonce/cmd/api", Binary: "api",
@@ -268,6 +272,10 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 		},
 	}
 }
+
+// ClusterBuildID is the version of the Worker Deployment that the
+// cluster's workers join.
+const ClusterBuildID = "cluster"
 
 // with is env with the variables of extra added.
 func with(env, extra map[string]string) map[string]string {

@@ -69,6 +69,12 @@ const (
 	WebhookSecretFile = "webhook.secret"
 )
 
+// DevBuildID is the version of the Worker Deployment that the stack's
+// worker joins. It is one for every build: the stack's worker is the only
+// one of its data directory, so that a rebuilt stack carries its open runs
+// on to the new code, as it takes over the published timing (Config.Timing).
+const DevBuildID = "dev"
+
 // Config configures the stack. Ports of 0 take a free port.
 type Config struct {
 	// DatabaseURL is the merchant database's DSN, as store.Open takes it.
@@ -666,6 +672,7 @@ func (s *Stack) startWorker(ctx context.Context) error {
 		EventPoll:           cmp.Or(s.cfg.EventPoll, notify.DefaultPoll),
 		EventNetworks:       s.cfg.EventNetworks,
 		Options:             s.cfg.WorkerOptions,
+		BuildID:             DevBuildID,
 	}, s.cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)

@@ -70,6 +70,12 @@ type Config struct {
 	// CodecEndpoint is the URL the Web UI calls, from the browser, to decode
 	// payloads. Empty leaves payloads as stored.
 	CodecEndpoint string
+	// DynamicConfig sets settings of the server's dynamic configuration by
+	// their names, as in a server's dynamic configuration file, over the
+	// development settings; each value applies to every namespace. Tests
+	// use it to run a server set up as some are in production, such as one
+	// with "system.enableDeploymentVersions" false.
+	DynamicConfig map[string]any
 	// Logger receives the server's warnings and errors. The server is very
 	// chatty below Warn, so lower levels are dropped whatever the handler
 	// accepts. Nil discards everything.
@@ -139,7 +145,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg:         cfg,
 		frontend:    net.JoinHostPort(dialHost(cfg.Host), strconv.Itoa(ports.frontend)),
 		persistence: store.describe(),
-		dc:          &dynamicConfig{},
+		dc:          newDynamicConfig(cfg.DynamicConfig),
 		floor:       new(slog.LevelVar),
 	}
 

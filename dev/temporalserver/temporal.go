@@ -23,9 +23,12 @@ import (
 // cached copy holds them.
 const searchAttributeCatchUp = 10 * time.Second
 
-// dynamicConfig is the server's dynamic configuration: fixedDynamicConfig,
-// and one switch that changes while the server runs.
+// dynamicConfig is the server's dynamic configuration: the settings of
+// Config.DynamicConfig, fixedDynamicConfig for the others, and one switch
+// that changes while the server runs.
 type dynamicConfig struct {
+	// given are Config.DynamicConfig's settings.
+	given dynamicconfig.StaticClient
 	// refreshSearchAttributes makes every service read search attributes
 	// from the database on each use instead of from its cache. That costs a
 	// database read per workflow start, upsert and visibility write, so it
@@ -40,7 +43,20 @@ func (d *dynamicConfig) GetValue(key dynamicconfig.Key) []dynamicconfig.Constrai
 	if key == dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key() {
 		return []dynamicconfig.ConstrainedValue{{Value: d.refreshSearchAttributes.Load()}}
 	}
+	if v := d.given.GetValue(key); v != nil {
+		return v
+	}
 	return fixedDynamicConfig.GetValue(key)
+}
+
+// newDynamicConfig is the dynamic configuration with the settings given,
+// by name, over the fixed ones.
+func newDynamicConfig(given map[string]any) *dynamicConfig {
+	d := &dynamicConfig{given: dynamicconfig.StaticClient{}}
+	for name, v := range given {
+		d.given[dynamicconfig.MakeKey(name)] = v
+	}
+	return d
 }
 
 // catchUpSearchAttributes turns on refreshSearchAttributes and returns what

@@ -12,8 +12,20 @@ import (
 	"go.temporal.io/server/common/log/tag"
 )
 
+func TestDynamicConfig_GivenSettingsReplaceTheFixedOnesByName(t *testing.T) {
+	col := dynamicconfig.NewCollection(newDynamicConfig(map[string]any{
+		"system.enableDeploymentVersions": false,
+		"history.persistenceMaxQPS":       50,
+	}), log.NewNoopLogger())
+	require.False(t, dynamicconfig.EnableDeploymentVersions.Get(col)(DefaultNamespace))
+	require.Equal(t, 50, dynamicconfig.HistoryPersistenceMaxQPS.Get(col)(), "a given setting wins over a fixed one")
+	require.Equal(t, 100000, dynamicconfig.MatchingPersistenceMaxQPS.Get(col)(), "the others stay fixed")
+	require.True(t, dynamicconfig.EnableDeploymentVersions.Get(dynamicconfig.NewCollection(newDynamicConfig(nil), log.NewNoopLogger()))(DefaultNamespace),
+		"Worker Deployment versions are on by default, as the workers need")
+}
+
 func TestDynamicConfig_RefreshesSearchAttributesOnlyWhileCatchingUp(t *testing.T) {
-	dc := &dynamicConfig{}
+	dc := newDynamicConfig(nil)
 	col := dynamicconfig.NewCollection(dc, log.NewNoopLogger())
 	refresh := dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Get(col)
 	require.False(t, refresh(), "a new database has its attributes before the services start")
