@@ -22,6 +22,23 @@ func CheckProviderName(name string) error {
 	return nil
 }
 
+// buildIDPattern is what a build ID may be: Temporal allows up to 255
+// characters; these are the ones that read the same in a flag, a metric
+// label, a log line and the Web UI.
+var buildIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$`)
+
+// CheckBuildID refuses a build ID that cannot name a version of the
+// deployment DeploymentName: empty, longer than 255 characters, or with a
+// character other than letters, digits, '.', '_', '+' and '-' (a letter or
+// digit first). The worker takes its version's build ID through it, and the
+// rollout command the versions it is told to move runs to.
+func CheckBuildID(id string) error {
+	if !buildIDPattern.MatchString(id) {
+		return fmt.Errorf("build ID %q must be 1 to 255 letters, digits, '.', '_', '+' or '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
 // DeploymentName is the Temporal Worker Deployment that every chargeonce
 // worker joins, with its build as the deployment's version: docs/design.md
 // ("Deploying new workflow code") says how a new version takes over.

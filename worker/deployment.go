@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"regexp"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -20,21 +19,6 @@ import (
 
 	"chargeonce"
 )
-
-// buildIDPattern is what a build ID may be: Temporal allows up to 255
-// characters; these are the ones that read the same in a flag, a metric
-// label, a log line and the Web UI.
-var buildIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$`)
-
-// CheckBuildID refuses a build ID that cannot name a version of the
-// deployment: empty, longer than 255 characters, or with a character other
-// than letters, digits, '.', '_', '+' and '-' (a letter or digit first).
-func CheckBuildID(id string) error {
-	if !buildIDPattern.MatchString(id) {
-		return fmt.Errorf("build ID %q must be 1 to 255 letters, digits, '.', '_', '+' or '-', starting with a letter or digit", id)
-	}
-	return nil
-}
 
 // DefaultBuildID is the build ID of this binary: its VCS revision (12 hex
 // digits), with "-dirty-" and the start of the binary's SHA-256 when the

@@ -92,7 +92,7 @@ type Deps struct {
 	// DeploymentOptions are BuildID's, whatever Options say.
 	Options sdkworker.Options
 	// BuildID is the version of chargeonce.DeploymentName that the workers
-	// join (CheckBuildID); empty means DefaultBuildID.
+	// join (chargeonce.CheckBuildID); empty means DefaultBuildID.
 	BuildID string
 	// Logger receives the story of every payment.
 	Logger *slog.Logger
@@ -148,7 +148,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 			return nil, err
 		}
 	}
-	if err := CheckBuildID(buildID); err != nil {
+	if err := chargeonce.CheckBuildID(buildID); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	namespace := d.Namespace

@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	fs.Func("build-id", "`version` of the Worker Deployment "+chargeonce.DeploymentName+" that this worker joins: up to 255 letters, digits, '.', '_', '+' or '-'; default the binary's VCS revision (with -dirty- and its hash for a changed tree), or its hash",
 		func(v string) error {
 			buildID = v
-			return worker.CheckBuildID(v)
+			return chargeonce.CheckBuildID(v)
 		})
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
