@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
 	"chargeonce/worker"
+	"chargeonce/workflows"
 )
 
 // TestVersioning_ARunIsPinnedToTheCurrentVersionAndANewVersionDoesNotTakeOver
@@ -35,19 +39,6 @@ func TestVersioning_ARunIsPinnedToTheCurrentVersionAndANewVersionDoesNotTakeOver
 	s := startCheckoutStack(t, checkoutStackConfig{})
 	ctx := t.Context()
 
-	pinnedTo := func(t *testing.T, card string) string {
-		t.Helper()
-		res := s.checkout(t, s.createOrder(t, "548.90", "TRY"), card)
-		require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
-		var body paidBody
-		require.NoError(t, json.Unmarshal(res.body, &body))
-		desc, err := s.temporal.DescribeWorkflowExecution(ctx, body.IdempotencyKey, "")
-		require.NoError(t, err)
-		info := desc.GetWorkflowExecutionInfo().GetVersioningInfo()
-		require.Equal(t, enumspb.VERSIONING_BEHAVIOR_PINNED, info.GetBehavior())
-		require.Equal(t, chargeonce.DeploymentName, info.GetDeploymentVersion().GetDeploymentName())
-		return info.GetDeploymentVersion().GetBuildId()
-	}
 	deployment := s.temporal.WorkerDeploymentClient().GetHandle(chargeonce.DeploymentName)
 	current := func(t *testing.T) (string, []string) {
 		t.Helper()
@@ -61,23 +52,11 @@ func TestVersioning_ARunIsPinnedToTheCurrentVersionAndANewVersionDoesNotTakeOver
 		return desc.Info.RoutingConfig.CurrentVersion.BuildID, versions
 	}
 
-	require.Equal(t, stack.DevBuildID, pinnedTo(t, "tok_visa"))
+	require.Equal(t, stack.DevBuildID, paymentPinnedTo(t, s, "tok_visa"))
 	cur, _ := current(t)
 	require.Equal(t, stack.DevBuildID, cur)
 
-	timing, err := checkout.ReadTiming(ctx, s.store)
-	require.NoError(t, err)
-	port, err := dialect.New(dialect.Config{Settings: dialect.Settings{URL: s.providerURL}, HTTPClient: &http.Client{Timeout: time.Minute}, Logger: logging.Discard()})
-	require.NoError(t, err)
-	providers, err := provider.Single(chargeonce.DefaultProvider, port)
-	require.NoError(t, err)
-	logs := &syncbuf.Buffer{}
-	logger, err := logging.New(logs, "text", "info")
-	require.NoError(t, err)
-	next, err := worker.Start(ctx, worker.Deps{Client: s.temporal, Providers: providers, Store: s.store, Checkout: s.service,
-		Refunds: s.stack.Refunds(), Timing: timing, BuildID: "v2", Logger: logger})
-	require.NoError(t, err)
-	t.Cleanup(next.Stop)
+	logs := startWorkerVersion(t, s, "v2")
 	require.Contains(t, logs.String(), "worker deployment has a current version")
 	require.Contains(t, logs.String(), "current_build_id="+stack.DevBuildID+" build_id=v2 this_version_current=false")
 	// The new version is registered, so that what follows is the
@@ -87,9 +66,146 @@ func TestVersioning_ARunIsPinnedToTheCurrentVersionAndANewVersionDoesNotTakeOver
 		return slices.Contains(versions, "v2")
 	}, 30*time.Second, 100*time.Millisecond)
 
-	require.Equal(t, stack.DevBuildID, pinnedTo(t, "tok_mastercard"), "a new version beside the current one takes no new payment")
+	require.Equal(t, stack.DevBuildID, paymentPinnedTo(t, s, "tok_mastercard"), "a new version beside the current one takes no new payment")
 	cur, _ = current(t)
 	require.Equal(t, stack.DevBuildID, cur)
+}
+
+// paymentPinnedTo pays a new order with card and returns the build ID of
+// the version its run is pinned to.
+func paymentPinnedTo(t *testing.T, s *checkoutStack, card string) string {
+	t.Helper()
+	res := s.checkout(t, s.createOrder(t, "548.90", "TRY"), card)
+	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
+	var body paidBody
+	require.NoError(t, json.Unmarshal(res.body, &body))
+	desc, err := s.temporal.DescribeWorkflowExecution(t.Context(), body.IdempotencyKey, "")
+	require.NoError(t, err)
+	info := desc.GetWorkflowExecutionInfo().GetVersioningInfo()
+	require.Equal(t, enumspb.VERSIONING_BEHAVIOR_PINNED, info.GetBehavior())
+	require.Equal(t, chargeonce.DeploymentName, info.GetDeploymentVersion().GetDeploymentName())
+	return info.GetDeploymentVersion().GetBuildId()
+}
+
+// startWorkerVersion starts a second worker beside the stack's, as the
+// version buildID of the deployment, on the stack's Temporal, database and
+// provider, and returns its logs. It stops when the test ends.
+func startWorkerVersion(t *testing.T, s *checkoutStack, buildID string) *syncbuf.Buffer {
+	t.Helper()
+	ctx := t.Context()
+	timing, err := checkout.ReadTiming(ctx, s.store)
+	require.NoError(t, err)
+	port, err := dialect.New(dialect.Config{Settings: dialect.Settings{URL: s.providerURL}, HTTPClient: &http.Client{Timeout: time.Minute}, Logger: logging.Discard()})
+	require.NoError(t, err)
+	providers, err := provider.Single(chargeonce.DefaultProvider, port)
+	require.NoError(t, err)
+	logs := &syncbuf.Buffer{}
+	logger, err := logging.New(logs, "text", "info")
+	require.NoError(t, err)
+	w, err := worker.Start(ctx, worker.Deps{Client: s.temporal, Providers: providers, Store: s.store, Checkout: s.service,
+		Refunds: s.stack.Refunds(), Timing: timing, BuildID: buildID, Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	return logs
+}
+
+// TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack drives
+// a blue-green rollout with cmd/rollout, as an operator does: it refuses a
+// version without workers, makes v2 current so that a new payment runs on
+// v2 while a payment still open stays pinned to dev, counts that run until
+// it is moved to v2 with a pinned override, and rolls back to dev.
+func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
+	ctx := t.Context()
+	bin := buildBinary(t, "chargeonce/cmd/rollout")
+	env := []string{"CHARGEONCE_TEMPORAL_ADDRESS=" + s.stack.TemporalAddress()}
+	rollout := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runBinary(t, bin, env, args...)
+	}
+	ok := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := rollout(args...)
+		require.Zero(t, code, "rollout %v: %s", args, stderr)
+		return stdout
+	}
+
+	// A payment whose charge the provider drops stays open, reconciling,
+	// pinned to the version it started on: dev.
+	require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeDrop, Delay: 50 * time.Millisecond}))
+	open, err := s.service.Checkout(ctx, s.createOrder(t, "100.00", "TRY"), "tok_visa")
+	require.NoError(t, err)
+	require.Equal(t, checkout.OutcomePending, open.Outcome)
+	require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal}))
+	openID := workflows.WorkflowID(open.Attempt.Key)
+
+	code, _, stderr := rollout("current", "--build-id", "nosuch")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "rollout: cannot make current version nosuch: it has no pollers")
+	require.Contains(t, stderr, "start its workers (--build-id nosuch) first")
+	require.Contains(t, ok("status"), "current: "+stack.DevBuildID+"\n", "a refused change changes nothing")
+
+	startWorkerVersion(t, s, "v2")
+	// The server takes v2 as current once v2 polls every task queue that
+	// dev polls; until then it would refuse the change as missing queues.
+	deployment := s.temporal.WorkerDeploymentClient().GetHandle(chargeonce.DeploymentName)
+	queues := func(buildID string) []string {
+		desc, err := deployment.DescribeVersion(ctx, client.WorkerDeploymentDescribeVersionOptions{BuildID: buildID})
+		if err != nil {
+			return nil
+		}
+		var names []string
+		for _, q := range desc.Info.TaskQueuesInfos {
+			names = append(names, q.Name+"/"+strconv.Itoa(int(q.Type)))
+		}
+		slices.Sort(names)
+		return names
+	}
+	require.Eventually(t, func() bool {
+		dev, v2 := queues(stack.DevBuildID), queues("v2")
+		return len(dev) > 0 && slices.Equal(dev, v2)
+	}, 30*time.Second, 100*time.Millisecond)
+
+	require.Contains(t, ok("ramp", "--build-id", "v2", "--percent", "10"), "version v2 is ramping: 10% of the new runs start on it")
+	require.Contains(t, ok("status"), "ramping: v2 at 10%\n")
+	require.Contains(t, ok("current", "--build-id", "v2"), "version v2 is current")
+	require.Equal(t, "v2", paymentPinnedTo(t, s, "tok_visa"), "a new payment runs on the new current version")
+
+	// The open payment keeps dev from draining; visibility counts it once
+	// it has caught up.
+	require.Eventually(t, func() bool {
+		status := ok("status")
+		return strings.Contains(status, "current: v2\nramping: none\n") &&
+			regexp.MustCompile(`(?m)^version `+stack.DevBuildID+`: -, drainage \S+, open runs pinned: 1$`).MatchString(status)
+	}, 20*time.Second, 200*time.Millisecond)
+	code, _, stderr = rollout("drain", "--build-id", stack.DevBuildID, "--wait", "1s")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "rollout: version "+stack.DevBuildID+" is not drained after 1s: 1 open run pinned to it")
+	code, _, stderr = rollout("drain", "--build-id", "v2")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "version v2 is not drained: it is the current version")
+
+	// The rescue: the open run moves to v2, and dev drains.
+	code, _, stderr = rollout("pin", "--workflow-id", openID, "--build-id", "nosuch")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "it has no pollers")
+	require.Contains(t, ok("pin", "--workflow-id", openID, "--build-id", "v2"), "workflow "+openID+" is pinned to version v2")
+	desc, err := s.temporal.DescribeWorkflowExecution(ctx, openID, "")
+	require.NoError(t, err)
+	override := desc.GetWorkflowExecutionInfo().GetVersioningInfo().GetVersioningOverride()
+	require.Equal(t, "v2", override.GetPinned().GetVersion().GetBuildId())
+	require.Equal(t, chargeonce.DeploymentName, override.GetPinned().GetVersion().GetDeploymentName())
+	require.Contains(t, ok("drain", "--build-id", stack.DevBuildID, "--wait", "20s"), "version "+stack.DevBuildID+" is drained")
+
+	require.Contains(t, ok("unpin", "--workflow-id", openID), "workflow "+openID+" has no versioning override")
+	desc, err = s.temporal.DescribeWorkflowExecution(ctx, openID, "")
+	require.NoError(t, err)
+	require.Nil(t, desc.GetWorkflowExecutionInfo().GetVersioningInfo().GetVersioningOverride())
+
+	// The rollback, while dev's workers still run.
+	require.Contains(t, ok("current", "--build-id", stack.DevBuildID), "version "+stack.DevBuildID+" is current")
+	require.Equal(t, stack.DevBuildID, paymentPinnedTo(t, s, "tok_mastercard"))
+	require.Contains(t, ok("status"), "current: "+stack.DevBuildID+"\n")
 }
 
 // A worker against a Temporal server whose Worker Deployments are turned
