@@ -66,7 +66,10 @@ const drainPoll = 2 * time.Second
 // subcommand is one of rollout's subcommands: flags defines its own flags
 // on fs and returns what checks them once parsed, and what then runs
 // against the deployment.
-type subcommand func(fs *flag.FlagSet) (check func() error, act func(ctx context.Context, r *rollout) error)
+type subcommand func(fs *flag.FlagSet) (check func() error, act action)
+
+// action is what a subcommand does against the deployment.
+type action = func(ctx context.Context, r *rollout) error
 
 var subcommands = map[string]subcommand{
 	"status":  statusCommand,
@@ -144,53 +147,47 @@ func workflowIDFlag(fs *flag.FlagSet) (*string, func() error) {
 	}
 }
 
-func statusCommand(*flag.FlagSet) (func() error, func(context.Context, *rollout) error) {
+func statusCommand(*flag.FlagSet) (func() error, action) {
 	return func() error { return nil }, func(ctx context.Context, r *rollout) error { return r.status(ctx) }
 }
 
-func rampCommand(fs *flag.FlagSet) (func() error, func(context.Context, *rollout) error) {
+func rampCommand(fs *flag.FlagSet) (func() error, action) {
 	id, checkID := buildIDFlag(fs, "build `ID` of the version to ramp; its workers must be polling")
 	percent := fs.Float64("percent", 0, "`percentage` of the new runs that start on the version, above 0 and below 100 (100 is: make it current)")
 	check := func() error {
-		if err := checkID(); err != nil {
-			return err
-		}
 		if !(*percent > 0 && *percent < 100) {
-			return fmt.Errorf("--percent %v must be above 0 and below 100: make the version current to send it every new run", *percent)
+			return errors.Join(checkID(), fmt.Errorf("--percent %v must be above 0 and below 100: make the version current to send it every new run", *percent))
 		}
-		return nil
+		return checkID()
 	}
 	return check, func(ctx context.Context, r *rollout) error { return r.ramp(ctx, *id, float32(*percent)) }
 }
 
-func currentCommand(fs *flag.FlagSet) (func() error, func(context.Context, *rollout) error) {
+func currentCommand(fs *flag.FlagSet) (func() error, action) {
 	id, check := buildIDFlag(fs, "build `ID` of the version to make current; its workers must be polling")
 	return check, func(ctx context.Context, r *rollout) error { return r.current(ctx, *id) }
 }
 
-func drainCommand(fs *flag.FlagSet) (func() error, func(context.Context, *rollout) error) {
+func drainCommand(fs *flag.FlagSet) (func() error, action) {
 	id, checkID := buildIDFlag(fs, "build `ID` of the version whose workers are to stop")
 	wait := fs.Duration("wait", 0, "how long to wait for the version to drain, looking again every 2s; 0 looks once")
 	check := func() error {
-		if err := checkID(); err != nil {
-			return err
-		}
 		if *wait < 0 {
-			return fmt.Errorf("--wait %v must not be negative", *wait)
+			return errors.Join(checkID(), fmt.Errorf("--wait %v must not be negative", *wait))
 		}
-		return nil
+		return checkID()
 	}
 	return check, func(ctx context.Context, r *rollout) error { return r.drain(ctx, *id, *wait) }
 }
 
-func pinCommand(fs *flag.FlagSet) (func() error, func(context.Context, *rollout) error) {
+func pinCommand(fs *flag.FlagSet) (func() error, action) {
 	wf, checkWF := workflowIDFlag(fs)
 	id, checkID := buildIDFlag(fs, "build `ID` of the version the run moves to; its code must replay the run's history")
 	check := func() error { return errors.Join(checkWF(), checkID()) }
 	return check, func(ctx context.Context, r *rollout) error { return r.pin(ctx, *wf, *id) }
 }
 
-func unpinCommand(fs *flag.FlagSet) (func() error, func(context.Context, *rollout) error) {
+func unpinCommand(fs *flag.FlagSet) (func() error, action) {
 	wf, check := workflowIDFlag(fs)
 	return check, func(ctx context.Context, r *rollout) error { return r.unpin(ctx, *wf) }
 }
