@@ -224,7 +224,7 @@ func (r *rollout) describe(ctx context.Context) (client.WorkerDeploymentDescribe
 	if err != nil {
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
-			return desc, fmt.Errorf("Worker Deployment %s does not exist yet: it appears once a worker has polled (%w)", chargeonce.DeploymentName, err)
+			return desc, fmt.Errorf("the Worker Deployment %s does not exist yet: it appears once a worker has polled as one of its versions (%w)", chargeonce.DeploymentName, err)
 		}
 		return desc, fmt.Errorf("read Worker Deployment %s: %w", chargeonce.DeploymentName, err)
 	}
