@@ -144,6 +144,7 @@ func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing
 	require.Contains(t, stderr, "rollout: cannot make current version nosuch: it has no pollers")
 	require.Contains(t, stderr, "start its workers (--build-id nosuch) first")
 	require.Contains(t, ok("status"), "current: "+stack.DevBuildID+"\n", "a refused change changes nothing")
+	require.Contains(t, ok("drain", "--build-id", "nosuch"), "version nosuch is not a version of Worker Deployment chargeonce (any more)")
 
 	startWorkerVersion(t, s, "v2")
 	// The server takes v2 as current once v2 polls every task queue that

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -351,6 +352,12 @@ func (r *rollout) drain(ctx context.Context, buildID string, wait time.Duration)
 			fmt.Fprintf(r.out, "version %s is drained: no open run is pinned to it and it takes no new run; its workers can stop\n", buildID)
 			return nil
 		}
+		if reason == notAVersion {
+			// A typo must not read as a drained version; the server also
+			// forgets a drained version once its workers are gone.
+			fmt.Fprintf(r.out, "version %s is not a version of Worker Deployment %s (any more), and no open run is pinned to it\n", buildID, chargeonce.DeploymentName)
+			return nil
+		}
 		if !time.Now().Add(drainPoll).Before(deadline) {
 			if wait > 0 {
 				return fmt.Errorf("version %s is %w after %v: %s", buildID, errNotDrained, wait, reason)
@@ -367,7 +374,8 @@ func (r *rollout) drain(ctx context.Context, buildID string, wait time.Duration)
 }
 
 // drainedOrWhyNot returns "" when buildID takes no new run and no open run
-// is pinned to it, and otherwise why not.
+// is pinned to it, notAVersion when besides the deployment does not list
+// it, and otherwise why not.
 func (r *rollout) drainedOrWhyNot(ctx context.Context, buildID string) (string, error) {
 	desc, err := r.describe(ctx)
 	if err != nil {
@@ -386,8 +394,15 @@ func (r *rollout) drainedOrWhyNot(ctx context.Context, buildID string) (string, 
 	if n > 0 {
 		return chargeonce.Plural(int(n), "open run") + " pinned to it", nil
 	}
+	if !slices.ContainsFunc(desc.Info.VersionSummaries, func(v client.WorkerDeploymentVersionSummary) bool { return v.Version.BuildID == buildID }) {
+		return notAVersion, nil
+	}
 	return "", nil
 }
+
+// notAVersion is drainedOrWhyNot's answer for a build ID that the
+// deployment does not list, with no open run pinned to it.
+const notAVersion = "not a version"
 
 func (r *rollout) pin(ctx context.Context, workflowID, buildID string) error {
 	// The server would pin a run to a version that no worker serves, and
