@@ -156,13 +156,8 @@ func (s *storedResponse) made() bool {
 
 // postCharge serves POST /v1/charges.
 func (p *Provider) postCharge(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	key, keyProblem := parseKey(r.Header.Values("Idempotency-Key"))
-	rec.Key = key
-	if p.misbehave(w, r, rec, ietf) {
-		return
-	}
-	if keyProblem != nil {
-		rec.fail(w, outcomeBadKey, keyProblem)
+	key, ok := p.ietfKey(w, r, rec)
+	if !ok {
 		return
 	}
 	req, bodyProblem := decodeCharge(w, r)
@@ -324,6 +319,22 @@ func (p *Provider) addChargeLocked(c Charge) {
 	p.byID[c.ID] = len(p.charges)
 	p.byRef[c.MerchantReference] = append(p.byRef[c.MerchantReference], len(p.charges))
 	p.charges = append(p.charges, c)
+}
+
+// ietfKey reads the Idempotency-Key of a POST in the IETF dialect, after
+// the chaos modes have had their chance; it answers and returns false when
+// the key cannot be used.
+func (p *Provider) ietfKey(w http.ResponseWriter, r *http.Request, rec *RequestRecord) (string, bool) {
+	key, keyProblem := parseKey(r.Header.Values("Idempotency-Key"))
+	rec.Key = key
+	if p.misbehave(w, r, rec, ietf) {
+		return "", false
+	}
+	if keyProblem != nil {
+		rec.fail(w, outcomeBadKey, keyProblem)
+		return "", false
+	}
+	return key, true
 }
 
 // misbehave applies the chaos modes that stop a request before it reaches

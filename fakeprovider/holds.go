@@ -99,13 +99,8 @@ func (p *Provider) postVoid(w http.ResponseWriter, r *http.Request, rec *Request
 // postHoldMove serves a capture or a void in the IETF dialect: the same
 // key rules, idempotency layer and chaos modes as POST /v1/charges.
 func (p *Provider) postHoldMove(w http.ResponseWriter, r *http.Request, rec *RequestRecord, m *holdMove, decode func() (holdRequest, *problem)) {
-	key, keyProblem := parseKey(r.Header.Values("Idempotency-Key"))
-	rec.Key = key
-	if p.misbehave(w, r, rec, ietf) {
-		return
-	}
-	if keyProblem != nil {
-		rec.fail(w, outcomeBadKey, keyProblem)
+	key, ok := p.ietfKey(w, r, rec)
+	if !ok {
 		return
 	}
 	req, prob := decode()

@@ -111,13 +111,8 @@ func decodeRefund(w http.ResponseWriter, r *http.Request) (refundRequest, *probl
 // postRefund serves POST /v1/refunds in the IETF dialect: the same key
 // rules, idempotency layer and chaos modes as POST /v1/charges.
 func (p *Provider) postRefund(w http.ResponseWriter, r *http.Request, rec *RequestRecord) {
-	key, keyProblem := parseKey(r.Header.Values("Idempotency-Key"))
-	rec.Key = key
-	if p.misbehave(w, r, rec, ietf) {
-		return
-	}
-	if keyProblem != nil {
-		rec.fail(w, outcomeBadKey, keyProblem)
+	key, ok := p.ietfKey(w, r, rec)
+	if !ok {
 		return
 	}
 	req, bodyProblem := decodeRefund(w, r)
