@@ -44,6 +44,18 @@ func CheckBuildID(id string) error {
 // ("Deploying new workflow code") says how a new version takes over.
 const DeploymentName = "chargeonce"
 
+// PinnedRunsQuery is the visibility query of the open runs pinned to the
+// version buildID of DeploymentName: the server's own test of a version's
+// drainage. The server keeps TemporalWorkerDeploymentVersion at
+// "deployment:build ID", the version a run is pinned to, by a versioning
+// override if it has one. A build ID passes CheckBuildID, so it holds no
+// quote. The rollout command counts a version's pinned runs with it, and
+// the worker's gauge chargeonce_pinned_runs each version's.
+func PinnedRunsQuery(buildID string) string {
+	return fmt.Sprintf("TemporalWorkerDeploymentVersion = '%s:%s' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'",
+		DeploymentName, buildID)
+}
+
 // TaskQueue is the Temporal task queue that the payment workers poll.
 const TaskQueue = "chargeonce-payments"
 

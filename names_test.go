@@ -33,3 +33,12 @@ func TestCheckBuildID_TakesWhatReadsTheSameEverywhere(t *testing.T) {
 		require.ErrorContains(t, chargeonce.CheckBuildID(bad), "must be 1 to 255 letters, digits", bad)
 	}
 }
+
+// The count of a version's pinned runs asks visibility what the server
+// asks for a version's drainage: open runs whose deployment version is the
+// version, pinned.
+func TestPinnedRunsQuery_NamesTheDeploymentVersionOfOpenPinnedRuns(t *testing.T) {
+	require.Equal(t,
+		"TemporalWorkerDeploymentVersion = 'chargeonce:v2' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'",
+		chargeonce.PinnedRunsQuery("v2"))
+}

@@ -113,7 +113,8 @@ func startWorkerVersion(t *testing.T, s *checkoutStack, buildID string) *syncbuf
 // a blue-green rollout with cmd/rollout, as an operator does: it refuses a
 // version without workers, makes v2 current so that a new payment runs on
 // v2 while a payment still open stays pinned to dev, counts that run until
-// it is moved to v2 with a pinned override, and rolls back to dev.
+// it is moved to v2 with a pinned override (and so does the worker's gauge
+// chargeonce_pinned_runs), and rolls back to dev.
 func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	ctx := t.Context()
@@ -173,12 +174,18 @@ func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing
 	require.Equal(t, "v2", paymentPinnedTo(t, s, "tok_visa"), "a new payment runs on the new current version")
 
 	// The open payment keeps dev from draining; visibility counts it once
-	// it has caught up.
+	// it has caught up, and so does the worker's gauge.
 	require.Eventually(t, func() bool {
 		status := ok("status")
 		return strings.Contains(status, "current: v2\nramping: none\n") &&
 			regexp.MustCompile(`(?m)^version `+stack.DevBuildID+`: -, drainage \S+, open runs pinned: 1$`).MatchString(status)
 	}, 20*time.Second, 200*time.Millisecond)
+	pinnedGauge := func(buildID string, n int) func() bool {
+		return func() bool {
+			return strings.Contains(s.metrics(t), "\nchargeonce_pinned_runs{build_id=\""+buildID+"\"} "+strconv.Itoa(n)+"\n")
+		}
+	}
+	require.Eventually(t, pinnedGauge(stack.DevBuildID, 1), 10*time.Second, 200*time.Millisecond, "the gauge counts the open run pinned to dev")
 	code, _, stderr = rollout("drain", "--build-id", stack.DevBuildID, "--wait", "1s")
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "rollout: version "+stack.DevBuildID+" is not drained after 1s: 1 open run pinned to it")
@@ -197,6 +204,8 @@ func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing
 	require.Equal(t, "v2", override.GetPinned().GetVersion().GetBuildId())
 	require.Equal(t, chargeonce.DeploymentName, override.GetPinned().GetVersion().GetDeploymentName())
 	require.Contains(t, ok("drain", "--build-id", stack.DevBuildID, "--wait", "20s"), "version "+stack.DevBuildID+" is drained")
+	require.Eventually(t, func() bool { return pinnedGauge(stack.DevBuildID, 0)() && pinnedGauge("v2", 1)() },
+		10*time.Second, 200*time.Millisecond, "the gauge counts the moved run on v2 and none on dev")
 
 	require.Contains(t, ok("unpin", "--workflow-id", openID), "workflow "+openID+" has no versioning override")
 	desc, err = s.temporal.DescribeWorkflowExecution(ctx, openID, "")

@@ -79,12 +79,13 @@ type Deps struct {
 	// EventNetworks are the internal networks that events may be sent to
 	// (notify.Config.AllowedNetworks); none by default.
 	EventNetworks notify.AllowedNetworks
-	// Registerer receives the activities' metrics and the gauges of the
-	// lookup backlog; nil registers nothing.
+	// Registerer receives the activities' metrics, the gauges of the
+	// lookup backlog and the gauge of the runs pinned to each version of
+	// the deployment; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Namespace is the Temporal namespace Client is connected to, where the
-	// backlog gauges read the lookup task queues; empty means "default", as
-	// for the SDK.
+	// backlog gauges read the lookup task queues and the pinned runs gauge
+	// counts the runs; empty means "default", as for the SDK.
 	Namespace string
 	// Options tune the Temporal workers; the zero value is the SDK's
 	// defaults. Each lookup worker's TaskQueueActivitiesPerSecond is the
@@ -179,6 +180,9 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 			names[i] = q.name
 		}
 		if err := metrics.RegisterLookupBacklog(d.Registerer, d.Client.WorkflowService(), namespace, names, d.Logger); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		if err := metrics.RegisterPinnedRuns(d.Registerer, d.Client.WorkflowService(), namespace, d.Logger); err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}

@@ -200,20 +200,10 @@ type rollout struct {
 	out        io.Writer
 }
 
-// pinnedRunsQuery is the visibility query of the open runs pinned to the
-// version buildID: the server's own test of a version's drainage. The
-// server keeps TemporalWorkerDeploymentVersion at "deployment:build ID",
-// the version a run is pinned to, by a versioning override if it has one.
-// A build ID passes CheckBuildID, so it holds no quote.
-func pinnedRunsQuery(buildID string) string {
-	return fmt.Sprintf("TemporalWorkerDeploymentVersion = '%s:%s' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'",
-		chargeonce.DeploymentName, buildID)
-}
-
 // pinnedRuns counts the open runs pinned to buildID, through visibility,
 // which lags the runs by up to a second or so.
 func (r *rollout) pinnedRuns(ctx context.Context, buildID string) (int64, error) {
-	res, err := r.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: pinnedRunsQuery(buildID)})
+	res, err := r.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: chargeonce.PinnedRunsQuery(buildID)})
 	if err != nil {
 		return 0, fmt.Errorf("count the open runs pinned to version %s: %w", buildID, err)
 	}

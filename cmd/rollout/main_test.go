@@ -87,12 +87,3 @@ func TestRun_SubcommandHelpWritesFlagsWithTwoDashes(t *testing.T) {
 		})
 	}
 }
-
-// The count of a version's pinned runs asks visibility what the server
-// asks for a version's drainage: open runs whose deployment version is the
-// version, pinned.
-func TestPinnedRunsQuery_NamesTheDeploymentVersionOfOpenPinnedRuns(t *testing.T) {
-	require.Equal(t,
-		"TemporalWorkerDeploymentVersion = 'chargeonce:v2' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'",
-		pinnedRunsQuery("v2"))
-}

@@ -1,7 +1,8 @@
 // Package metrics builds the Prometheus registry of a chargeonce process: the
-// Go runtime and process collectors, the gauges of open payment attempts and
-// of the lookup backlog, and the Temporal SDK's own metrics, all served from
-// one /metrics endpoint.
+// Go runtime and process collectors, the gauges of open payment attempts, of
+// the lookup backlog and of the runs pinned to each version of the Worker
+// Deployment, and the Temporal SDK's own metrics, all served from one
+// /metrics endpoint.
 package metrics
 
 import (
