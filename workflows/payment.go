@@ -134,9 +134,15 @@ func WorkflowID(key string) string {
 // the struct but never run there: the workflows schedule them on the lookup
 // task queue of the intent's provider (chargeonce.LookupTaskQueueOf).
 func Register(r worker.Registry, a *activities.Activities) {
+	registerPaymentWorkflows(r)
+	r.RegisterActivity(a)
+}
+
+// registerPaymentWorkflows registers the workflows of Register, which
+// NewReplayer registers too.
+func registerPaymentWorkflows(r worker.WorkflowRegistry) {
 	registerWorkflow(r, PaymentWorkflow)
 	registerWorkflow(r, RefundWorkflow)
-	r.RegisterActivity(a)
 }
 
 // RegisterLookups registers the lookup activities, FindCharge and

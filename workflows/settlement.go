@@ -80,9 +80,15 @@ var settlementActs *activities.Settlement
 // RegisterSettlement registers the settlement workflows and activities with
 // a worker of chargeonce.TaskQueue.
 func RegisterSettlement(r worker.Registry, s *activities.Settlement) {
+	registerSettlementWorkflows(r)
+	r.RegisterActivity(s)
+}
+
+// registerSettlementWorkflows registers the workflows of
+// RegisterSettlement, which NewReplayer registers too.
+func registerSettlementWorkflows(r worker.WorkflowRegistry) {
 	registerWorkflow(r, SettlementWorkflow)
 	registerWorkflow(r, DailySettlementWorkflow)
-	r.RegisterActivity(s)
 }
 
 // settlementActivityOptions let a long report take its time while a stuck

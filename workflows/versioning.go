@@ -28,6 +28,6 @@ const Versioning = workflow.VersioningBehaviorPinned
 
 // registerWorkflow registers wf with r under its function's name and the
 // versioning behaviour of every type.
-func registerWorkflow(r worker.Registry, wf any) {
+func registerWorkflow(r worker.WorkflowRegistry, wf any) {
 	r.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{VersioningBehavior: Versioning})
 }
