@@ -20,14 +20,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
+	"chargeonce/activities/activitiestest"
 	"chargeonce/dev/stack"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/internal/codec"
@@ -203,9 +207,24 @@ func (d *devProcess) get(t *testing.T, path string) map[string]any {
 	return decodeBody(t, d.send(t, http.MethodGet, path, ""))
 }
 
+// refund refunds the order under a new Idempotency-Key.
+func (d *devProcess) refund(t *testing.T, orderID, body string) map[string]any {
+	t.Helper()
+	req := d.request(t, http.MethodPost, "/api/orders/"+orderID+"/refunds", body)
+	req.Header.Set("Idempotency-Key", activitiestest.Quoted(uuid.NewString()))
+	return decodeBody(t, d.do(t, req))
+}
+
 // send makes one request with the key the dev stack keeps in its data
-// directory, which must be readable by its owner only.
+// directory.
 func (d *devProcess) send(t *testing.T, method, path, body string) *http.Response {
+	t.Helper()
+	return d.do(t, d.request(t, method, path, body))
+}
+
+// request is a request with the key the dev stack keeps in its data
+// directory, which must be readable by its owner only.
+func (d *devProcess) request(t *testing.T, method, path, body string) *http.Request {
 	t.Helper()
 	info, err := os.Stat(d.keyFile)
 	require.NoError(t, err)
@@ -218,7 +237,13 @@ func (d *devProcess) send(t *testing.T, method, path, body string) *http.Respons
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	// The answer is checked against docs/openapi.json as it arrives.
+	return req
+}
+
+// do sends req and checks the answer against docs/openapi.json as it
+// arrives.
+func (d *devProcess) do(t *testing.T, req *http.Request) *http.Response {
+	t.Helper()
 	resp, err := (&http.Client{Transport: openapitest.Transport(t, nil)}).Do(req)
 	require.NoError(t, err)
 	return resp
@@ -347,6 +372,75 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	t.Run("Web UI lists the daily settlement schedule", func(t *testing.T) { checkWebUIListsTheSettlementSchedule(t, dev) })
 	t.Run("codec answers only its token's holder", func(t *testing.T) { checkCodecNeedsItsToken(t, dev, dataDir) })
 	t.Run("files are the owner's alone", func(t *testing.T) { checkFilesAreTheOwners(t, dataDir) })
+	t.Run("every run replays against today's code", func(t *testing.T) { checkEveryRunReplays(t, dev, dataDir, id) })
+}
+
+// checkEveryRunReplays adds to the runs above, two paid payments, a
+// declined one, two refunds of paidOrderID, one of them held open by the
+// provider, and the daily settlement with its settlements, then fetches the history of every run of the dev stack's
+// namespace, open or closed, and replays each against today's code, as
+// the worker registers it. A change that today's code makes to the
+// commands of a run that a deployed worker started fails here.
+func checkEveryRunReplays(t *testing.T, dev *devProcess, dataDir, paidOrderID string) {
+	t.Helper()
+	declined := fmt.Sprint(dev.post(t, "/api/orders", `{"amount":"12.00","currency":"TRY","description":"e2e"}`)["id"])
+	resp := dev.send(t, http.MethodPost, "/api/orders/"+declined+"/checkout", `{"card_token":"tok_chargeDeclined"}`)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusPaymentRequired, resp.StatusCode, "the card is declined")
+	require.Equal(t, "succeeded", dev.refund(t, paidOrderID, `{"amount":"10.00","reason":"e2e"}`)["status"])
+	// A refund that the provider holds pending keeps its run open.
+	hold, err := http.NewRequestWithContext(t.Context(), http.MethodPut, dev.provider+"/_admin/refunds/hold", strings.NewReader(`{"hold":true}`))
+	require.NoError(t, err)
+	hold.Header.Set("Content-Type", "application/json")
+	held, err := http.DefaultClient.Do(hold)
+	require.NoError(t, err)
+	require.NoError(t, held.Body.Close())
+	require.Equal(t, http.StatusOK, held.StatusCode)
+	pending := dev.refund(t, paidOrderID, `{"amount":"10.00","reason":"e2e held"}`)
+	require.Equal(t, "pending", pending["status"])
+
+	temporal := plainClient(t, dev.temporal)
+	open, err := temporal.DescribeWorkflowExecution(t.Context(), workflows.RefundWorkflowID(pending["id"].(string)), "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, open.GetWorkflowExecutionInfo().GetStatus())
+	schedule := temporal.ScheduleClient().GetHandle(t.Context(), worker.SettlementScheduleID)
+	require.NoError(t, schedule.Trigger(t.Context(), client.ScheduleTriggerOptions{}), "the worker created the schedule at its first start")
+
+	// Visibility lags the runs a little, and the daily settlement starts
+	// its settlements as children.
+	want := []string{"PaymentWorkflow", "RefundWorkflow", "DailySettlementWorkflow", "SettlementWorkflow"}
+	var runs []workflows.Run
+	var listed map[string]int
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var err error
+		runs, err = workflows.FetchRuns(t.Context(), temporal, "")
+		if !assert.NoError(c, err) {
+			return
+		}
+		listed = map[string]int{}
+		for _, r := range runs {
+			listed[r.Type]++
+		}
+		for _, typ := range want {
+			assert.Positive(c, listed[typ], "runs of %s", typ)
+		}
+	}, time.Minute, 500*time.Millisecond, "every workflow type the worker registers has a run")
+	require.GreaterOrEqual(t, listed["PaymentWorkflow"], 3, "two paid payments and a declined one")
+	require.GreaterOrEqual(t, listed["RefundWorkflow"], 2, "a refund that succeeded and one still open")
+
+	replayer, err := workflows.NewReplayer(sdkworker.WorkflowReplayerOptions{DataConverter: devDataConverter(t, dataDir)})
+	require.NoError(t, err)
+	require.Empty(t, workflows.Replay(replayer, runs), "of %d runs: %v", len(runs), listed)
+}
+
+// devDataConverter is the data converter of the dev stack's clients, with
+// the payload key that dev generated into dataDir on its first start.
+func devDataConverter(t *testing.T, dataDir string) converter.DataConverter {
+	t.Helper()
+	keyring, created, err := codec.LoadOrCreateKeyFile(filepath.Join(dataDir, stack.CodecKeyFile))
+	require.NoError(t, err)
+	require.False(t, created, "the dev stack generated the key on first start")
+	return codec.NewDataConverter(keyring)
 }
 
 // checkCodecNeedsItsToken posts to the dev stack's codec as a stranger
@@ -410,11 +504,8 @@ func checkHistoryIsEncrypted(t *testing.T, dev *devProcess, dataDir, key string)
 	payload := started.GetInput().GetPayloads()[0]
 	require.Equal(t, codec.MetadataEncodingEncrypted, string(payload.GetMetadata()[converter.MetadataEncoding]))
 
-	keyring, created, err := codec.LoadOrCreateKeyFile(filepath.Join(dataDir, stack.CodecKeyFile))
-	require.NoError(t, err)
-	require.False(t, created, "the dev stack generated the key on first start")
 	var input workflows.PaymentInput
-	require.NoError(t, codec.NewDataConverter(keyring).FromPayload(payload, &input))
+	require.NoError(t, devDataConverter(t, dataDir).FromPayload(payload, &input))
 	require.Equal(t, cardToken, input.Intent.CardToken)
 	require.Equal(t, key, input.Intent.Key)
 }
