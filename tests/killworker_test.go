@@ -185,11 +185,9 @@ func TestPaymentWorkflow_AWorkerKilledDuringTheChargeChargesOnce(t *testing.T) {
 		require.Equal(t, chargeonce.AttemptSucceeded, attempts[0].Status)
 		require.Equal(t, charges[0].ID, attempts[0].ProviderPaymentID)
 		require.Equal(t, chargeonce.RequestUnanswered, attempts[0].Requests[0].Outcome, "the dead worker's request is listed, unanswered")
-		replayer, err := sdkworker.NewWorkflowReplayerWithOptions(sdkworker.WorkflowReplayerOptions{DataConverter: dc})
+		replayer, err := workflows.NewReplayer(sdkworker.WorkflowReplayerOptions{DataConverter: dc})
 		require.NoError(t, err)
-		replayer.RegisterWorkflow(workflows.PaymentWorkflow)
-		replayer.RegisterWorkflow(workflows.RefundWorkflow)
-		err = replayer.ReplayWorkflowHistory(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), history)
+		err = replayer.ReplayWorkflowHistory(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), history)
 		require.NoError(t, err, "the history replays")
 		return a.res, attempts[0], charges, history
 	}
