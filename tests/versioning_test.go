@@ -114,7 +114,8 @@ func startWorkerVersion(t *testing.T, s *checkoutStack, buildID string) *syncbuf
 // version without workers, makes v2 current so that a new payment runs on
 // v2 while a payment still open stays pinned to dev, counts that run until
 // it is moved to v2 with a pinned override (and so does the worker's gauge
-// chargeonce_pinned_runs), and rolls back to dev.
+// chargeonce_pinned_runs), moves it again with every run of dev, and rolls
+// back to dev.
 func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	ctx := t.Context()
@@ -211,6 +212,16 @@ func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing
 	desc, err = s.temporal.DescribeWorkflowExecution(ctx, openID, "")
 	require.NoError(t, err)
 	require.Nil(t, desc.GetWorkflowExecutionInfo().GetVersioningInfo().GetVersioningOverride())
+
+	// The rescue of every run of a version at once: pinned to dev again,
+	// the run moves to v2 once visibility lists it on dev.
+	require.Eventually(t, func() bool {
+		return strings.Contains(ok("pin", "--from", stack.DevBuildID, "--build-id", "v2"), "1 open run of version "+stack.DevBuildID+" pinned to version v2")
+	}, 20*time.Second, time.Second)
+	desc, err = s.temporal.DescribeWorkflowExecution(ctx, openID, "")
+	require.NoError(t, err)
+	require.Equal(t, "v2", desc.GetWorkflowExecutionInfo().GetVersioningInfo().GetVersioningOverride().GetPinned().GetVersion().GetBuildId())
+	require.Contains(t, ok("unpin", "--workflow-id", openID), "has no versioning override")
 
 	// The rollback, while dev's workers still run.
 	require.Contains(t, ok("current", "--build-id", stack.DevBuildID), "version "+stack.DevBuildID+" is current")
