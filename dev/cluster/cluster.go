@@ -23,6 +23,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/internal/apikey"
+	"chargeonce/internal/cli"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/ownerfile"
 	"chargeonce/internal/temporalclient"
@@ -352,33 +353,24 @@ func (c *Cluster) runJob(ctx context.Context, p *Process) error {
 	return ctx.Err()
 }
 
-// awaitReady waits until replica i of part answers.
+// awaitReady waits until replica i of part answers, and keeps the probe
+// for the process's next start.
 func (c *Cluster) awaitReady(ctx context.Context, part Part, p *Process, i int) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	probe := func(probe func(context.Context) error) error {
-		return temporalclient.WaitFor(ctx, p.Name+" (log: "+p.Log+")", func(ctx context.Context) error {
-			if !p.Running() {
-				return fmt.Errorf("%s exited: %v", p.Name, p.Wait(0))
-			}
-			return probe(ctx)
-		})
-	}
 	switch part.Service {
 	case ServicePostgres:
-		return probe(func(ctx context.Context) error { return c.initPostgres(ctx) })
+		p.ready = c.initPostgres
 	case ServiceTemporal:
-		return probe(c.temporalServes)
+		p.ready = c.temporalServes
 	case ServiceTemporalUI:
-		return probe(httpOK(httpURL(c.ports.UI) + "/healthz"))
+		p.ready = httpOK(httpURL(c.ports.UI) + "/healthz")
 	case ServiceProvider:
-		return probe(httpOK(httpURL(c.ports.Provider) + "/_admin/mode"))
+		p.ready = httpOK(httpURL(c.ports.Provider) + "/_admin/mode")
 	case ServiceWorker:
-		return probe(httpOK(httpURL(c.ports.Workers[i]) + "/healthz"))
+		p.ready = httpOK(httpURL(c.ports.Workers[i]) + "/healthz")
 	case ServiceAPI:
-		return probe(httpOK(httpURL(c.ports.APIs[i]) + "/healthz"))
+		p.ready = httpOK(httpURL(c.ports.APIs[i]) + "/healthz")
 	}
-	return nil
+	return p.awaitReady(ctx)
 }
 
 func httpOK(target string) func(context.Context) error {
@@ -602,12 +594,49 @@ func (c *Cluster) StartAgain(ctx context.Context, name string) error {
 	if err := p.Start(); err != nil {
 		return err
 	}
-	for _, part := range c.Parts() {
-		if i := slices.Index(part.ProcessNames(), name); i >= 0 {
-			return c.awaitReady(ctx, part, p, i)
-		}
+	return p.awaitReady(ctx)
+}
+
+// StartWorkerVersion starts the workers of another version of the Worker
+// Deployment beside the cluster's own, as a blue-green deploy does: as many
+// as the cluster runs, from binary, with build ID buildID and the cluster's
+// worker environment, each on an unused port. It returns their process
+// names, worker-<build ID>-1 and on, which Kill, StopProcess and StartAgain
+// take; Stop stops them with the rest.
+func (c *Cluster) StartWorkerVersion(ctx context.Context, buildID, binary string) ([]string, error) {
+	if err := chargeonce.CheckBuildID(buildID); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return nil
+	i := slices.IndexFunc(c.Parts(), func(p Part) bool { return p.Service == ServiceWorker })
+	part := c.Parts()[i]
+	ports, err := freePorts(part.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, part.Replicas)
+	for r := range names {
+		names[r] = fmt.Sprintf("%s-%s-%d", ServiceWorker, buildID, r+1)
+		if c.byName[names[r]] != nil {
+			return nil, fmt.Errorf("cluster: the workers of version %s run already", buildID)
+		}
+		env := replicaEnv(part, c.ports, r)
+		maps.Copy(env, c.env[part.Service])
+		env[cli.EnvName("listen")] = addr(ports[r])
+		env[cli.EnvName("build-id")] = buildID
+		p := newProcess(names[r], binary, part.Command[1:], env, filepath.Join(c.layout.Logs(), names[r]+".log"))
+		p.dir = c.layout.Dir
+		p.ready = httpOK(httpURL(ports[r]) + "/healthz")
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+		c.procs = append(c.procs, p)
+		c.byName[p.Name] = p
+		if err := p.awaitReady(ctx); err != nil {
+			return nil, err
+		}
+		c.log.Info("worker version started", "part", p.Name, "build_id", buildID, "log", p.Log)
+	}
+	return names, nil
 }
 
 // temporalServes probes the frontend's HTTP API, which answers once the

@@ -121,8 +121,20 @@ func DefaultPorts() Ports {
 // take from, and below 32768: the server stores its membership ports as
 // PostgreSQL smallints.
 func FreePorts() (Ports, error) {
-	var all [16]int
-	listeners := make([]net.Listener, 0, len(all))
+	all, err := freePorts(16)
+	if err != nil {
+		return Ports{}, err
+	}
+	p := Ports{Postgres: all[0], Temporal: all[1], UI: all[2], Provider: all[3],
+		APIs: [2]int{all[4], all[5]}, Workers: [2]int{all[6], all[7]}}
+	copy(p.TemporalInternal[:], all[8:16])
+	return p, nil
+}
+
+// freePorts are n unused loopback ports, drawn as FreePorts says.
+func freePorts(n int) ([]int, error) {
+	all := make([]int, n)
+	listeners := make([]net.Listener, 0, n)
 	defer func() {
 		for _, ln := range listeners {
 			_ = ln.Close()
@@ -131,7 +143,7 @@ func FreePorts() (Ports, error) {
 	for i := range all {
 		for tries := 0; ; tries++ {
 			if tries == 1000 {
-				return Ports{}, errors.New("cluster: no unused port between 20000 and 32767")
+				return nil, errors.New("cluster: no unused port between 20000 and 32767")
 			}
 			ln, err := net.Listen("tcp", addr(20000+mathrand.IntN(12768)))
 			if err == nil {
@@ -141,10 +153,7 @@ func FreePorts() (Ports, error) {
 			}
 		}
 	}
-	p := Ports{Postgres: all[0], Temporal: all[1], UI: all[2], Provider: all[3],
-		APIs: [2]int{all[4], all[5]}, Workers: [2]int{all[6], all[7]}}
-	copy(p.TemporalInternal[:], all[8:16])
-	return p, nil
+	return all, nil
 }
 
 // Host is the interface every part listens on.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"chargeonce/internal/temporalclient"
 )
 
 // Process is one OS process of the cluster. It can be killed and started
@@ -29,6 +32,8 @@ type Process struct {
 	stopSignal syscall.Signal
 	// cred runs the process as another user (PostgreSQL refuses root).
 	cred *syscall.Credential
+	// ready answers nil once the started process serves; nil for a job.
+	ready func(context.Context) error
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -43,6 +48,22 @@ func newProcess(name, bin string, args []string, env map[string]string, log stri
 	}
 	sort.Strings(vars)
 	return &Process{Name: name, Log: log, bin: bin, args: args, env: vars, stopSignal: syscall.SIGTERM}
+}
+
+// awaitReady waits, up to startTimeout, until the process answers its
+// readiness probe, or fails if it exits first.
+func (p *Process) awaitReady(ctx context.Context) error {
+	if p.ready == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return temporalclient.WaitFor(ctx, p.Name+" (log: "+p.Log+")", func(ctx context.Context) error {
+		if !p.Running() {
+			return fmt.Errorf("%s exited: %v", p.Name, p.Wait(0))
+		}
+		return p.ready(ctx)
+	})
 }
 
 // Start starts the process, which must not be running.
