@@ -158,6 +158,11 @@ type Config struct {
 	// StackLogs receives the logs of the stack (API, provider, Temporal);
 	// nil discards. The workers log to files in DataDir.
 	StackLogs io.Writer
+	// Deploys are new versions of the workers deployed in turn while
+	// customers pay, each followed by the drain and stop of the version
+	// before it, or for a bad one by a rollback; only on an external stack
+	// that starts worker versions (External.Versions).
+	Deploys []Deploy
 }
 
 // DefaultConfig is the CI-sized run on SQLite: 200 checkouts by 12
@@ -290,8 +295,10 @@ type Summary struct {
 	// Unexpected lists answers that break the checkout contract, such as
 	// another card accepted while a payment is pending.
 	Unexpected []string
-	Report     invariant.Report
-	Wall       time.Duration
+	// Deploys are what Config.Deploys did, in order.
+	Deploys []Deployed
+	Report  invariant.Report
+	Wall    time.Duration
 }
 
 // OK reports whether the run kept every promise.
@@ -355,8 +362,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.WorkerBinary == "" {
 		return Summary{}, errors.New("chaos: the worker binary is required; build it with BuildWorker")
 	}
-	if cfg.APIKills > 0 {
-		return Summary{}, errors.New("chaos: API kills need an external stack (RunExternal): the stack's API runs in this process")
+	if cfg.APIKills > 0 || len(cfg.Deploys) > 0 {
+		return Summary{}, errors.New("chaos: API kills and deploys need an external stack (RunExternal): the stack's API and workers run in this process")
 	}
 	cfg = cfg.withDefaults()
 	began := time.Now()
@@ -591,6 +598,13 @@ type run struct {
 	processes             Processes
 	workerNames, apiNames []string
 	postgresName          string
+	// versions starts the workers of the deploys; version is the build ID
+	// of the current version, and previousWorkers are the worker
+	// processes of the version before the last deploy, until they stop.
+	versions        WorkerVersions
+	version         string
+	previousWorkers []string
+	deployed        []Deployed
 
 	mu         sync.Mutex
 	orders     []int64

@@ -60,6 +60,10 @@ type External struct {
 	// server and of PostgreSQL.
 	Workers, APIs            []string
 	TemporalServer, Postgres string
+	// BuildID is the version the Workers run; Versions starts the workers
+	// of other versions, for Config.Deploys.
+	BuildID  string
+	Versions WorkerVersions
 }
 
 // Processes controls the processes of an external stack.
@@ -213,6 +217,9 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 		(cfg.ServerRestarts > 0 && ext.TemporalServer == "") || (cfg.PostgresRestarts > 0 && ext.Postgres == "") {
 		return Summary{}, errors.New("chaos: process faults on an external stack need the names of the processes they hit")
 	}
+	if len(cfg.Deploys) > 0 && (ext.Versions == nil || ext.BuildID == "" || len(ext.Workers) == 0 || ext.Processes == nil) {
+		return Summary{}, errors.New("chaos: deploys need an external stack that starts worker versions, its workers' names and build ID, and its processes")
+	}
 	cfg = cfg.withDefaults()
 	began := time.Now()
 	keyring, err := codec.ParseKeyring(ext.CodecKeys)
@@ -249,6 +256,7 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	r := newRun(cfg, &externalStack{ext: ext, store: st, client: tc, http: &http.Client{Timeout: time.Minute}}, lost)
 	r.processes = ext.Processes
 	r.workerNames, r.apiNames, r.postgresName = ext.Workers, ext.APIs, ext.Postgres
+	r.versions, r.version = ext.Versions, ext.BuildID
 	if err := r.execute(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -311,7 +319,13 @@ func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, err
 			cfg.Logger.Warn("cluster did not stop cleanly", "error", err)
 		}
 	}()
-	return RunExternal(ctx, cfg, External{
+	return RunExternal(ctx, cfg, ClusterStack(c))
+}
+
+// ClusterStack is the running cluster c as an external stack, with every
+// process a fault can hit and the versions a deploy starts.
+func ClusterStack(c *cluster.Cluster) External {
+	return External{
 		APIURLs:        c.APIURLs(),
 		ProviderURL:    c.ProviderURL(),
 		Temporal:       c.TemporalClient(),
@@ -325,5 +339,7 @@ func RunOnCluster(ctx context.Context, cfg Config, dataDir string) (Summary, err
 		APIs:           c.ProcessNames(cluster.ServiceAPI),
 		TemporalServer: c.ProcessNames(cluster.ServiceTemporal)[0],
 		Postgres:       c.ProcessNames(cluster.ServicePostgres)[0],
-	})
+		BuildID:        cluster.ClusterBuildID,
+		Versions:       c,
+	}
 }

@@ -36,7 +36,7 @@ func (r *run) plan() []fault {
 			fire: func(ctx context.Context) error { return r.setMode(ctx, m) }})
 	}
 	for j := range r.cfg.WorkerKills {
-		fire := func(ctx context.Context) error { return r.restartProcess(ctx, r.workerNames[j%len(r.workerNames)]) }
+		fire := func(ctx context.Context) error { return r.restartProcess(ctx, r.currentWorker(j)) }
 		if r.processes == nil {
 			w := r.workers[j%len(r.workers)]
 			fire = func(ctx context.Context) error { return r.killWorker(ctx, w) }
@@ -65,6 +65,7 @@ func (r *run) plan() []fault {
 		plan = append(plan, fault{at: spread(j, r.cfg.PostgresRestarts, -0.1), kind: FaultPostgres,
 			fire: r.restartPostgres})
 	}
+	plan = append(plan, r.deployFaults(spread)...)
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at < plan[j].at })
 	return plan
 }

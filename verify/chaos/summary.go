@@ -41,6 +41,7 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		Behaviours:       r.behave,
 		Faults:           r.faults,
 		Unexpected:       r.unexpected,
+		Deploys:          r.deployed,
 		Orders:           map[chargeonce.OrderStatus]int{},
 		Attempts:         map[chargeonce.AttemptStatus]int{},
 		EventTries:       map[string]int{},
