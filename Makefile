@@ -5,7 +5,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 REDOCLY := @redocly/cli@2.77.0
 
-.PHONY: dev test test-race lint check fmt vet staticcheck workflowcheck lint-openapi bench bench-stack fuzz soak
+.PHONY: dev test drill test-race lint check fmt vet staticcheck workflowcheck lint-openapi bench bench-stack fuzz soak
 
 ## dev: run the whole stack in one process (embedded Temporal + Web UI, fake provider, worker, API); DEV_FLAGS are its flags
 # go run prints nothing while it compiles: the line says why the first start
@@ -30,6 +30,10 @@ test:
 	@if [ -z "$$CHARGEONCE_TEST_POSTGRES_URL" ]; then export $$(sh .ci/postgres.sh | tail -n 1); fi; \
 	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v $(SERVER_DIRS)) && \
 	$(GO) test -timeout 40m $(SERVER_PKGS)
+
+## drill: the rollout drill on the local cluster (about 5 minutes): payments in flight across a new, incompatible version of the workers, and the rollback of a bad one; CI runs it after make test
+drill:
+	$(GO) test -timeout 40m -run '^TestRolloutDrill_' ./tests -drill
 
 ## test-race: every test with the race detector, server-backed ones included (slow)
 test-race:

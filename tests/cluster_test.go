@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -28,13 +27,7 @@ func TestCluster_CISizedChaosRunOnRealProcessesKeepsEveryPromise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the cluster chaos run takes minutes")
 	}
-	if _, err := os.Stat(filepath.Join("/usr/lib/postgresql", cluster.PostgresVersion, "bin", "postgres")); err != nil {
-		msg := fmt.Sprintf("the cluster runs Debian's PostgreSQL %s, which is not installed (.ci/postgres.sh installs it): %v", cluster.PostgresVersion, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	requireClusterPostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// PostgreSQL runs as the postgres user, who cannot enter t.TempDir().
