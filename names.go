@@ -56,6 +56,15 @@ func PinnedRunsQuery(buildID string) string {
 		DeploymentName, buildID)
 }
 
+// UnversionedRunsQuery is the visibility query of the open runs that no
+// version of DeploymentName holds: runs started before the workers joined
+// the deployment, and runs whose first workflow task has not completed
+// yet. They run on the current version at their next task, so the
+// workflow.GetVersion gates that predate versioning guard them; a gate
+// can retire once none started before its change is open. The rollout
+// command counts them.
+const UnversionedRunsQuery = "TemporalWorkflowVersioningBehavior IS NULL AND ExecutionStatus = 'Running'"
+
 // TaskQueue is the Temporal task queue that the payment workers poll.
 const TaskQueue = "chargeonce-payments"
 

@@ -132,6 +132,10 @@ func TestRolloutDrill_PaymentsInFlightFinishOnTheirVersionAndABadVersionIsRolled
 		require.NoError(t, err)
 		require.Zero(t, n, "version %s drained", v)
 	}
+	var status strings.Builder
+	require.NoError(t, rollout.New(tc, &status).Status(ctx))
+	require.Contains(t, status.String(), "\ncurrent: v2\n")
+	require.Contains(t, status.String(), "\nopen runs with no version: 0\n", "every run is held by a version")
 
 	// Where each run ran. A run is pinned to the version its first
 	// workflow task runs on, by the routing the server last heard of: a

@@ -114,8 +114,8 @@ func startWorkerVersion(t *testing.T, s *checkoutStack, buildID string) *syncbuf
 // version without workers, makes v2 current so that a new payment runs on
 // v2 while a payment still open stays pinned to dev, counts that run until
 // it is moved to v2 with a pinned override (and so does the worker's gauge
-// chargeonce_pinned_runs), moves it again with every run of dev, and rolls
-// back to dev.
+// chargeonce_pinned_runs), moves it again with every run of dev, rolls
+// back to dev, and counts a run that no version holds.
 func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{Timing: apiTableTiming(), Budget: apiTableBudget})
 	ctx := t.Context()
@@ -227,6 +227,15 @@ func TestVersioning_TheRolloutCommandMovesNewRunsToANewVersionAndBack(t *testing
 	require.Contains(t, ok("current", "--build-id", stack.DevBuildID), "version "+stack.DevBuildID+" is current")
 	require.Equal(t, stack.DevBuildID, paymentPinnedTo(t, s, "tok_mastercard"))
 	require.Contains(t, ok("status"), "current: "+stack.DevBuildID+"\n")
+
+	// A run that no version holds, as one started before the workers
+	// joined the deployment, is counted apart: the version gates guard it.
+	// This one waits on a queue that no worker polls.
+	unversioned, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "unversioned-" + openID, TaskQueue: "no-worker-polls-this"}, "PaymentWorkflow")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(ok("status"), "\nopen runs with no version: 1\n") }, 20*time.Second, 500*time.Millisecond)
+	require.NoError(t, s.temporal.TerminateWorkflow(ctx, unversioned.GetID(), "", "counted"))
+	require.Eventually(t, func() bool { return strings.Contains(ok("status"), "\nopen runs with no version: 0\n") }, 20*time.Second, 500*time.Millisecond)
 }
 
 // A worker against a Temporal server whose Worker Deployments are turned

@@ -2,7 +2,7 @@
 // workers: the versions of the Temporal Worker Deployment "chargeonce"
 // (chargeonce.DeploymentName), each named by its workers' build ID.
 //
-//	rollout status                              the current and ramping versions, and every version's pinned runs
+//	rollout status                              the current and ramping versions, every version's pinned runs, and the runs with no version
 //	rollout ramp --build-id V --percent P       send P% of new runs to V (0 < P < 100)
 //	rollout current --build-id V                send every new run to V
 //	rollout drain --build-id V [--wait D]       whether no open run is pinned to V any more
@@ -44,7 +44,7 @@ func main() {
 const usage = `Usage: rollout <subcommand> [flags]
 
 Subcommands, on the Temporal Worker Deployment "chargeonce":
-  status      the current and ramping versions, and for every version its drainage and its open pinned runs
+  status      the current and ramping versions, for every version its drainage and its open pinned runs, and the open runs with no version
   ramp        send --percent of the new runs to the version --build-id (0 < percent < 100)
   current     make the version --build-id current: every new run starts on it
   drain       whether no open run is pinned to --build-id and it takes no new run; --wait polls until then

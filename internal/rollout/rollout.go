@@ -92,8 +92,9 @@ func drainage(s client.WorkerDeploymentVersionDrainageStatus) string {
 	return "-"
 }
 
-// Status writes the current and ramping versions, and for every version
-// its role, its drainage and its open pinned runs.
+// Status writes the current and ramping versions, for every version its
+// role, its drainage and its open pinned runs, and the open runs that no
+// version holds yet (chargeonce.UnversionedRunsQuery).
 func (r *Rollout) Status(ctx context.Context) error {
 	desc, err := r.describe(ctx)
 	if err != nil {
@@ -122,6 +123,11 @@ func (r *Rollout) Status(ctx context.Context) error {
 		}
 		fmt.Fprintf(r.out, "version %s: %s, drainage %s, open runs pinned: %d\n", id, role, drainage(v.DrainageStatus), n)
 	}
+	res, err := r.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: chargeonce.UnversionedRunsQuery})
+	if err != nil {
+		return fmt.Errorf("count the open runs with no version: %w", err)
+	}
+	fmt.Fprintf(r.out, "open runs with no version: %d\n", res.GetCount())
 	return nil
 }
 
