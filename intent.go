@@ -48,6 +48,12 @@ type PaymentIntent struct {
 	// of workflows started before attempts named their provider, which were
 	// all sent to the deployment's default provider.
 	Provider string `json:"provider,omitempty"`
+	// Capture is the payment's capture mode; empty is automatic, as in
+	// the inputs of workflows started before holds existed.
+	Capture CaptureMode `json:"capture,omitempty"`
+	// OnDeadline is what the hold's deadline does to a hold of a manual
+	// capture that nobody captured or voided; empty is void.
+	OnDeadline DeadlineAction `json:"onDeadline,omitempty"`
 }
 
 // Validate checks that the intent can be charged.
@@ -65,6 +71,12 @@ func (p PaymentIntent) Validate() error {
 		return fmt.Errorf("payment intent: merchant reference is empty")
 	case p.CreatedAt.IsZero():
 		return fmt.Errorf("payment intent: creation time is missing")
+	case !p.Capture.Valid():
+		return fmt.Errorf("payment intent: unknown capture mode %q", p.Capture)
+	case !p.OnDeadline.Valid():
+		return fmt.Errorf("payment intent: unknown deadline action %q", p.OnDeadline)
+	case p.OnDeadline != "" && !p.Capture.Manual():
+		return fmt.Errorf("payment intent: a deadline action %q needs the manual capture mode", p.OnDeadline)
 	}
 	if _, err := NewMoney(p.Amount.Minor, p.Amount.Currency); err != nil {
 		return fmt.Errorf("payment intent: %w", err)

@@ -121,6 +121,22 @@ const (
 	SignalRefundEvent = "refund-event"
 )
 
+// Names of the handlers of holds and of their moves. A capture's and a
+// void's workflows answer QueryStatus too.
+const (
+	// UpdateMove asks a capture's or a void's workflow for the outcome of
+	// its send phase; it is the update of Update-With-Start from the API.
+	UpdateMove = "move"
+	// SignalMoveEvent tells a capture's or a void's workflow that the
+	// provider reported the hold (a webhook), which makes it look the hold
+	// up at once.
+	SignalMoveEvent = "move-event"
+	// SignalHoldMoved tells the payment workflow that keeps a hold that a
+	// move of the hold settled, so that it stops waiting for the deadline
+	// once the hold has ended.
+	SignalHoldMoved = "hold-moved"
+)
+
 // Operation names a kind of money movement: each runs as a workflow of its
 // own, under its own idempotency key. It is the value of the Operation
 // search attribute, which lets the Temporal Web UI list the workflows of one
@@ -133,4 +149,8 @@ const (
 	OperationCharge Operation = "charge"
 	// OperationRefund returns money from a charge: RefundWorkflow.
 	OperationRefund Operation = "refund"
+	// OperationCapture takes money from a hold: CaptureWorkflow.
+	OperationCapture Operation = "capture"
+	// OperationVoid releases a hold: VoidWorkflow.
+	OperationVoid Operation = "void"
 )

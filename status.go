@@ -4,7 +4,10 @@ package chargeonce
 // payment_pending → paid, and back from payment_pending to placed when its
 // attempt is declined, abandoned or not processed, so that the customer may
 // pay again. A paid order's refunds move it on to partially_refunded and
-// refunded (OrderStatusAfterRefunds).
+// refunded (OrderStatusAfterRefunds). An order paid by manual capture ends
+// its checkout authorized instead of paid, and its hold then takes it to
+// captured, voided or expired (HoldStatus.OrderStatus); a captured order's
+// refunds move it on as a paid one's do.
 type OrderStatus string
 
 // The order statuses.
@@ -17,12 +20,22 @@ const (
 	OrderPartiallyRefunded OrderStatus = "partially_refunded"
 	// OrderRefunded: the whole paying charge was refunded.
 	OrderRefunded OrderStatus = "refunded"
+	// OrderAuthorized: the checkout authorized a hold on the card, which
+	// waits for a capture or a void.
+	OrderAuthorized OrderStatus = "authorized"
+	// OrderCaptured: a capture took the hold's money, all or part of it.
+	OrderCaptured OrderStatus = "captured"
+	// OrderVoided: a void released the hold; nothing was taken.
+	OrderVoided OrderStatus = "voided"
+	// OrderExpired: the hold expired at the provider; nothing was taken.
+	OrderExpired OrderStatus = "expired"
 )
 
 // Valid reports whether s is one of the order statuses.
 func (s OrderStatus) Valid() bool {
 	switch s {
-	case OrderPlaced, OrderPaymentPending, OrderPaid, OrderPartiallyRefunded, OrderRefunded:
+	case OrderPlaced, OrderPaymentPending, OrderPaid, OrderPartiallyRefunded, OrderRefunded,
+		OrderAuthorized, OrderCaptured, OrderVoided, OrderExpired:
 		return true
 	}
 	return false
@@ -88,10 +101,19 @@ func OrderStatusAfter(s AttemptStatus) OrderStatus {
 	}
 }
 
-// Paid reports whether the order was paid: paid, or paid and refunded in
-// part or in whole. A paid order is never offered for payment again.
+// Paid reports whether money was taken for the order: paid or captured, or
+// either and refunded in part or in whole. Only a paid order is refunded.
 func (s OrderStatus) Paid() bool {
-	return s == OrderPaid || s == OrderPartiallyRefunded || s == OrderRefunded
+	return s == OrderPaid || s == OrderCaptured || s == OrderPartiallyRefunded || s == OrderRefunded
+}
+
+// Open reports whether the order may still be paid: placed, or
+// payment_pending while an attempt runs. An order that is paid, or whose
+// hold was authorized, is never offered for payment again, even once the
+// hold was voided or expired: its charge is on record, and a new payment
+// is a new order.
+func (s OrderStatus) Open() bool {
+	return s == OrderPlaced || s == OrderPaymentPending
 }
 
 // OrderStatusAfterRefunds is the status of a paid order whose paying charge
@@ -125,6 +147,11 @@ const (
 	// OrderRefundsSettled: a refund of the charge that paid the order
 	// settled, so its succeeded refunds sum to something new.
 	OrderRefundsSettled OrderEventKind = "refunds_settled"
+	// OrderHoldAuthorized: the order's open attempt settled with a hold
+	// that the provider authorized.
+	OrderHoldAuthorized OrderEventKind = "hold_authorized"
+	// OrderHoldEnded: the order's hold was captured, voided or expired.
+	OrderHoldEnded OrderEventKind = "hold_ended"
 )
 
 // OrderEvent is something that happened to an order, with what its kind
@@ -133,9 +160,16 @@ type OrderEvent struct {
 	Kind OrderEventKind
 	// Attempt is the settled attempt's status (OrderAttemptSettled).
 	Attempt AttemptStatus
-	// Charged and Refunded are the paying charge's amount and the sum of
-	// its succeeded refunds, in minor units (OrderRefundsSettled).
+	// Charged and Refunded are the paying charge's amount (for a hold,
+	// the amount captured) and the sum of its succeeded refunds, in minor
+	// units (OrderRefundsSettled).
 	Charged, Refunded int64
+	// Captured says that the paying charge is a captured hold, so that an
+	// order whose refunds return nothing is captured rather than paid
+	// (OrderRefundsSettled).
+	Captured bool
+	// Hold is the status that ended the hold (OrderHoldEnded).
+	Hold HoldStatus
 }
 
 // NextOrderStatus is the status an order in status s takes on e: the one
@@ -144,8 +178,9 @@ type OrderEvent struct {
 // to s leaves it as it is: an attempt starts only on a placed order; only
 // a payment_pending order settles with its attempt (OrderStatusAfter), so
 // a late answer never unpays an order that a late charge paid meanwhile;
-// only an order not paid adopts a late charge; and only a paid order's
-// status follows its refunds (OrderStatusAfterRefunds).
+// only an order still open to payment adopts a late charge; only a paid
+// order's status follows its refunds (OrderStatusAfterRefunds); a hold is
+// authorized only from payment_pending, and ends only from authorized.
 func NextOrderStatus(s OrderStatus, e OrderEvent) OrderStatus {
 	switch e.Kind {
 	case OrderAttemptStarted:
@@ -157,12 +192,23 @@ func NextOrderStatus(s OrderStatus, e OrderEvent) OrderStatus {
 			return OrderStatusAfter(e.Attempt)
 		}
 	case OrderLateChargeAdopted:
-		if !s.Paid() {
+		if s.Open() {
 			return OrderPaid
 		}
 	case OrderRefundsSettled:
 		if s.Paid() {
-			return OrderStatusAfterRefunds(e.Charged, e.Refunded)
+			if next := OrderStatusAfterRefunds(e.Charged, e.Refunded); next != OrderPaid || !e.Captured {
+				return next
+			}
+			return OrderCaptured
+		}
+	case OrderHoldAuthorized:
+		if s == OrderPaymentPending {
+			return OrderAuthorized
+		}
+	case OrderHoldEnded:
+		if s == OrderAuthorized && e.Hold.Ended() {
+			return e.Hold.OrderStatus()
 		}
 	}
 	return s

@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"slices"
+
+	"chargeonce"
 )
 
 // Holder is what payments that authorize now and capture later need of a
@@ -114,4 +116,20 @@ func HoldDecline(status string, held bool) string {
 		return DeclineHoldCaptured
 	}
 	return DeclineNotAHold
+}
+
+// HoldStatusOf is the status that a refusal of a capture or void with this
+// decline code proves the hold is in, and false for a code that proves
+// none (DeclineAmountTooLarge, DeclineNotAHold, or a code the port does
+// not know).
+func HoldStatusOf(code string) (chargeonce.HoldStatus, bool) {
+	switch code {
+	case DeclineHoldExpired:
+		return chargeonce.HoldExpired, true
+	case DeclineHoldVoided:
+		return chargeonce.HoldVoided, true
+	case DeclineHoldCaptured:
+		return chargeonce.HoldCaptured, true
+	}
+	return "", false
 }

@@ -81,6 +81,11 @@ type Attempt struct {
 	// Provider names the provider the attempt is sent to
 	// (chargeonce.PaymentIntent.Provider); never empty.
 	Provider string
+	// Capture is the attempt's capture mode; never empty.
+	Capture chargeonce.CaptureMode
+	// OnDeadline is what its hold's deadline does; empty but for a manual
+	// capture, whose is never empty.
+	OnDeadline chargeonce.DeadlineAction
 }
 
 // NewAttempt is what GetOrStartAttempt needs to find or create the attempt of
@@ -100,6 +105,12 @@ type NewAttempt struct {
 	// Provider names the provider a new attempt is sent to; it must not be
 	// empty.
 	Provider string
+	// Capture is the capture mode of the checkout; empty is automatic. An
+	// open attempt is reused only for the same mode and deadline action.
+	Capture chargeonce.CaptureMode
+	// OnDeadline is what the hold's deadline does, for a manual capture;
+	// empty is void.
+	OnDeadline chargeonce.DeadlineAction
 }
 
 func (n NewAttempt) validate() error {
@@ -241,6 +252,9 @@ type Store interface {
 	SettlementStore
 	// RefundStore keeps the refunds.
 	RefundStore
+	// HoldStore keeps the holds of manual captures, their captures and
+	// their voids.
+	HoldStore
 	// EventStore keeps the merchant's endpoints and the event outbox.
 	EventStore
 	// Store keeps the checkout API's keys.
