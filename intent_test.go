@@ -64,6 +64,10 @@ func TestPaymentIntent_Validate(t *testing.T) {
 	withoutToken.CardToken = ""
 	require.NoError(t, withoutToken.Validate(), "an intent started by the outbox sweep has only the card hash")
 
+	held := valid
+	held.Capture, held.OnDeadline = chargeonce.CaptureManual, chargeonce.DeadlineCapture
+	require.NoError(t, held.Validate())
+
 	tests := map[string]func(p *chargeonce.PaymentIntent){
 		"key not a UUID":        func(p *chargeonce.PaymentIntent) { p.Key = "order-1001" },
 		"upper-case key":        func(p *chargeonce.PaymentIntent) { p.Key = strings.ToUpper(testKey) },
@@ -74,6 +78,11 @@ func TestPaymentIntent_Validate(t *testing.T) {
 		"creation time missing": func(p *chargeonce.PaymentIntent) { p.CreatedAt = time.Time{} },
 		"amount not positive":   func(p *chargeonce.PaymentIntent) { p.Amount.Minor = -1 },
 		"currency unknown":      func(p *chargeonce.PaymentIntent) { p.Amount.Currency = "ZZZ" },
+		"capture mode unknown":  func(p *chargeonce.PaymentIntent) { p.Capture = "later" },
+		"deadline action unknown": func(p *chargeonce.PaymentIntent) {
+			p.Capture, p.OnDeadline = chargeonce.CaptureManual, "refund"
+		},
+		"deadline action of an automatic capture": func(p *chargeonce.PaymentIntent) { p.OnDeadline = chargeonce.DeadlineCapture },
 	}
 	for name, mutate := range tests {
 		t.Run(name, func(t *testing.T) {

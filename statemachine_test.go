@@ -14,7 +14,8 @@ import (
 )
 
 var (
-	orderStatuses   = []chargeonce.OrderStatus{chargeonce.OrderPlaced, chargeonce.OrderPaymentPending, chargeonce.OrderPaid, chargeonce.OrderPartiallyRefunded, chargeonce.OrderRefunded}
+	orderStatuses = []chargeonce.OrderStatus{chargeonce.OrderPlaced, chargeonce.OrderPaymentPending, chargeonce.OrderPaid, chargeonce.OrderPartiallyRefunded, chargeonce.OrderRefunded,
+		chargeonce.OrderAuthorized, chargeonce.OrderCaptured, chargeonce.OrderVoided, chargeonce.OrderExpired}
 	attemptStatuses = []chargeonce.AttemptStatus{chargeonce.AttemptOpen, chargeonce.AttemptSucceeded, chargeonce.AttemptDeclined, chargeonce.AttemptAbandoned, chargeonce.AttemptFailed, chargeonce.AttemptNotProcessed}
 )
 
@@ -66,12 +67,16 @@ func drawnMoves(t *testing.T, heading string, labelled bool) []move {
 }
 
 // orderEvents are every event an order can meet, with each attempt status
-// an attempt can settle as, and refunds that sum to nothing, part or all
-// of the charge.
+// an attempt can settle as, each status a hold can end in, and refunds that
+// sum to nothing, part or all of a charge or a captured hold.
 func orderEvents() []chargeonce.OrderEvent {
 	events := []chargeonce.OrderEvent{
 		{Kind: chargeonce.OrderAttemptStarted},
 		{Kind: chargeonce.OrderLateChargeAdopted},
+		{Kind: chargeonce.OrderHoldAuthorized},
+	}
+	for _, h := range []chargeonce.HoldStatus{chargeonce.HoldAuthorized, chargeonce.HoldCaptured, chargeonce.HoldVoided, chargeonce.HoldExpired} {
+		events = append(events, chargeonce.OrderEvent{Kind: chargeonce.OrderHoldEnded, Hold: h})
 	}
 	for _, s := range attemptStatuses {
 		if chargeonce.AttemptOpen.CanSettleAs(s) {
@@ -79,7 +84,9 @@ func orderEvents() []chargeonce.OrderEvent {
 		}
 	}
 	for _, refunded := range []int64{0, 40, 100} {
-		events = append(events, chargeonce.OrderEvent{Kind: chargeonce.OrderRefundsSettled, Charged: 100, Refunded: refunded})
+		for _, captured := range []bool{false, true} {
+			events = append(events, chargeonce.OrderEvent{Kind: chargeonce.OrderRefundsSettled, Charged: 100, Refunded: refunded, Captured: captured})
+		}
 	}
 	return events
 }
@@ -136,6 +143,9 @@ func TestNextOrderStatus(t *testing.T) {
 	refunds := func(refunded int64) chargeonce.OrderEvent {
 		return chargeonce.OrderEvent{Kind: chargeonce.OrderRefundsSettled, Charged: 100, Refunded: refunded}
 	}
+	ended := func(h chargeonce.HoldStatus) chargeonce.OrderEvent {
+		return chargeonce.OrderEvent{Kind: chargeonce.OrderHoldEnded, Hold: h}
+	}
 	tests := []struct {
 		name  string
 		from  chargeonce.OrderStatus
@@ -155,6 +165,15 @@ func TestNextOrderStatus(t *testing.T) {
 		{"all refunded", chargeonce.OrderPartiallyRefunded, refunds(100), chargeonce.OrderRefunded},
 		{"a refund failed after success", chargeonce.OrderRefunded, refunds(40), chargeonce.OrderPartiallyRefunded},
 		{"refunds never move an unpaid order", chargeonce.OrderPlaced, refunds(100), chargeonce.OrderPlaced},
+		{"a hold authorizes a pending order", chargeonce.OrderPaymentPending, chargeonce.OrderEvent{Kind: chargeonce.OrderHoldAuthorized}, chargeonce.OrderAuthorized},
+		{"a hold never authorizes a paid order", chargeonce.OrderPaid, chargeonce.OrderEvent{Kind: chargeonce.OrderHoldAuthorized}, chargeonce.OrderPaid},
+		{"a capture ends the hold", chargeonce.OrderAuthorized, ended(chargeonce.HoldCaptured), chargeonce.OrderCaptured},
+		{"an expiry ends the hold", chargeonce.OrderAuthorized, ended(chargeonce.HoldExpired), chargeonce.OrderExpired},
+		{"an ended hold never ends again", chargeonce.OrderVoided, ended(chargeonce.HoldCaptured), chargeonce.OrderVoided},
+		{"a captured order refunds", chargeonce.OrderCaptured, refunds(40), chargeonce.OrderPartiallyRefunded},
+		{"a captured order's failed refunds leave it captured", chargeonce.OrderPartiallyRefunded,
+			chargeonce.OrderEvent{Kind: chargeonce.OrderRefundsSettled, Charged: 100, Captured: true}, chargeonce.OrderCaptured},
+		{"an authorized order adopts no late charge", chargeonce.OrderAuthorized, chargeonce.OrderEvent{Kind: chargeonce.OrderLateChargeAdopted}, chargeonce.OrderAuthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

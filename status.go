@@ -196,11 +196,18 @@ func NextOrderStatus(s OrderStatus, e OrderEvent) OrderStatus {
 			return OrderPaid
 		}
 	case OrderRefundsSettled:
-		if s.Paid() {
-			if next := OrderStatusAfterRefunds(e.Charged, e.Refunded); next != OrderPaid || !e.Captured {
-				return next
-			}
+		if !s.Paid() {
+			break
+		}
+		switch next := OrderStatusAfterRefunds(e.Charged, e.Refunded); {
+		case next != OrderPaid:
+			return next
+		case s == OrderPaid || s == OrderCaptured:
+			return s
+		case e.Captured:
 			return OrderCaptured
+		default:
+			return OrderPaid
 		}
 	case OrderHoldAuthorized:
 		if s == OrderPaymentPending {

@@ -159,6 +159,24 @@ type Store interface {
 	// SettleRefund moves a pending refund to a settled status, or a
 	// succeeded one to failed, and reports false for any other move.
 	SettleRefund(ctx context.Context, key string, status chargeonce.RefundStatus, providerRefundID, failureReason string, at time.Time) (bool, error)
+	// SettleAuthorization settles an open attempt with the hold it
+	// authorized, and reports whether it did.
+	SettleAuthorization(ctx context.Context, attemptKey string, h store.NewHold) (store.Settlement, error)
+	// GetHold returns the hold an attempt authorized.
+	GetHold(ctx context.Context, attemptKey string) (store.Hold, error)
+	// StartMove stores a capture or void of a hold, unless another move
+	// decides the hold already.
+	StartMove(ctx context.Context, n store.NewMove) (store.Move, store.MoveDecision, error)
+	// OrderMoves returns the moves of an order.
+	OrderMoves(ctx context.Context, orderID int64) ([]store.Move, error)
+	// MarkMoveWorkflowStarted takes a move out of the outbox.
+	MarkMoveWorkflowStarted(ctx context.Context, key string) error
+	// MarkMoveChecked records when the move was last looked up.
+	MarkMoveChecked(ctx context.Context, key string, at time.Time) error
+	// SettleMove settles a pending move, and ends its hold with it.
+	SettleMove(ctx context.Context, key string, status chargeonce.MoveStatus, declineCode string, ended chargeonce.HoldStatus, captured int64, at time.Time) (bool, error)
+	// EndHold ends a hold that is still authorized.
+	EndHold(ctx context.Context, attemptKey string, status chargeonce.HoldStatus, captured int64, at time.Time) (bool, error)
 }
 
 // Activities holds the dependencies of the payment activities. Register it

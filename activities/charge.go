@@ -21,6 +21,9 @@ type ChargeInput struct {
 	// provider answers definitely, as RecordOutcome would, so that the
 	// workflow need not run RecordOutcome after it (ChargeResult.Recorded).
 	Settle bool `json:"Settle,omitempty"`
+	// HoldMargin is how long before the hold's expiry its deadline comes,
+	// for an intent of a manual capture (chargeonce.HoldDeadline).
+	HoldMargin time.Duration `json:"HoldMargin,omitempty"`
 }
 
 // ChargeResult is a definite answer from the provider.
@@ -39,6 +42,9 @@ type ChargeResult struct {
 	// (ChargeInput.Settle). When it could not, the answer stands all the
 	// same and Recorded is false: the workflow records it.
 	Recorded bool `json:"Recorded,omitempty"`
+	// Hold holds the terms of the hold that a manual capture's approval
+	// authorized; nil for a charge that took the money.
+	Hold *HoldTerms `json:"Hold,omitempty"`
 }
 
 // maxDeadlineMargin bounds how much of an attempt's time is kept back from
@@ -125,8 +131,11 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 	var result ChargeResult
 	switch res.Class() {
 	case provider.ClassApproved:
-		log.Info("payment approved by provider", "charge", res.ChargeID)
 		result = ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: res.ChargeID, Replayed: res.Replayed}
+		if intent.Capture.Manual() {
+			result.Hold = a.authorized(ctx, log, port, res.Charge, in.HoldMargin)
+		}
+		log.Info("payment approved by provider", "charge", res.ChargeID, "hold", result.Hold != nil)
 	case provider.ClassDeclined:
 		log.Info("card declined", "charge", res.ChargeID, "decline_code", res.DeclineCode)
 		result = ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}
@@ -144,7 +153,7 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 // answer is known, and turning it into an error would send the request
 // again; the workflow records the answer instead.
 func (a *Activities) settleAnswer(ctx context.Context, log *slog.Logger, key string, result ChargeResult) bool {
-	in := RecordOutcomeInput{Key: key, Status: result.Status, ProviderPaymentID: result.ProviderPaymentID}
+	in := RecordOutcomeInput{Key: key, Status: result.Status, ProviderPaymentID: result.ProviderPaymentID, Hold: result.Hold}
 	if _, err := a.recordOutcome(ctx, log, in); err != nil {
 		log.Warn("could not settle the attempt with the provider's answer; the workflow records it", "error", err)
 		return false

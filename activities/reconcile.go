@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -35,6 +36,11 @@ type FindChargeInput struct {
 	// Provider names the provider the attempt was sent to
 	// (chargeonce.PaymentIntent.Provider); empty means the default.
 	Provider string `json:"Provider,omitempty"`
+	// Hold says that the attempt is a manual capture's, whose charge is a
+	// hold: one that the provider authorized counts as its success.
+	Hold bool `json:"Hold,omitempty"`
+	// HoldMargin is how long before the hold's expiry its deadline comes.
+	HoldMargin time.Duration `json:"HoldMargin,omitempty"`
 }
 
 // FindChargeResult is what the provider holds for the reference.
@@ -43,6 +49,9 @@ type FindChargeResult struct {
 	Found string `json:"Found"`
 	// ProviderPaymentID is the succeeded charge's id.
 	ProviderPaymentID string `json:"ProviderPaymentID"`
+	// Hold holds the terms of the hold found, for a manual capture's
+	// attempt whose charge is a hold.
+	Hold *HoldTerms `json:"Hold,omitempty"`
 }
 
 // FindCharge looks the attempt up at the provider by its merchant reference,
@@ -78,7 +87,7 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 		if c.MerchantReference != in.MerchantReference {
 			continue
 		}
-		if c.Succeeded() {
+		if c.Succeeded() || in.Hold && c.Status != provider.StatusFailed {
 			succeeded = append(succeeded, c)
 		} else {
 			failed++
@@ -104,8 +113,12 @@ func (a *Activities) FindCharge(ctx context.Context, in FindChargeInput) (FindCh
 	for _, c := range succeeded {
 		if c.Amount == in.Amount.Minor && c.Currency == in.Amount.Currency {
 			a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCharge, FoundSucceeded)
-			log.Info("provider has a succeeded charge for the attempt", "found", FoundSucceeded, "charge", c.ID)
-			return FindChargeResult{Found: FoundSucceeded, ProviderPaymentID: c.ID}, nil
+			res := FindChargeResult{Found: FoundSucceeded, ProviderPaymentID: c.ID}
+			if in.Hold && c.Status != provider.StatusSucceeded {
+				res.Hold = a.authorized(ctx, log, port, &c, in.HoldMargin)
+			}
+			log.Info("provider has a succeeded charge for the attempt", "found", FoundSucceeded, "charge", c.ID, "hold", res.Hold != nil)
+			return res, nil
 		}
 	}
 	// The workflow, which marks the attempt failed, logs the alert with
@@ -125,6 +138,10 @@ type RecordOutcomeInput struct {
 	Status chargeonce.AttemptStatus `json:"Status"`
 	// ProviderPaymentID is the provider's charge id, when there is one.
 	ProviderPaymentID string `json:"ProviderPaymentID"`
+	// Hold holds the terms of the hold a succeeded attempt of a manual
+	// capture authorized; the attempt then settles with its hold
+	// (store.HoldStore.SettleAuthorization).
+	Hold *HoldTerms `json:"Hold,omitempty"`
 }
 
 // RecordOutcomeResult tells whether the attempt changed.
@@ -150,6 +167,9 @@ func (a *Activities) RecordOutcome(ctx context.Context, in RecordOutcomeInput) (
 // recordOutcome settles the attempt as in says, for RecordOutcome and for a
 // Charge that settles its own answer (ChargeInput.Settle).
 func (a *Activities) recordOutcome(ctx context.Context, log *slog.Logger, in RecordOutcomeInput) (RecordOutcomeResult, error) {
+	if in.Hold != nil {
+		return a.recordAuthorization(ctx, log, in)
+	}
 	settled, err := a.Store.SettleAttempt(ctx, in.Key, in.Status, in.ProviderPaymentID, a.now())
 	if errors.Is(err, store.ErrNotFound) {
 		// The workflow logs the alert with this error's text.
@@ -172,4 +192,38 @@ func (a *Activities) recordOutcome(ctx context.Context, log *slog.Logger, in Rec
 		}
 	}
 	return RecordOutcomeResult{Changed: settled.Changed}, nil
+}
+
+// recordAuthorization settles a manual capture's attempt with the hold its
+// charge authorized.
+func (a *Activities) recordAuthorization(ctx context.Context, log *slog.Logger, in RecordOutcomeInput) (RecordOutcomeResult, error) {
+	if in.Status != chargeonce.AttemptSucceeded || in.ProviderPaymentID == "" {
+		return RecordOutcomeResult{}, nonRetryable(ErrTypeInvalidRequest, fmt.Sprintf("record outcome: a hold settles an attempt as succeeded with its charge, not as %q with %q", in.Status, in.ProviderPaymentID))
+	}
+	settled, err := a.Store.SettleAuthorization(ctx, in.Key, store.NewHold{
+		ChargeID: in.ProviderPaymentID, CaptureBefore: in.Hold.CaptureBefore, Deadline: in.Hold.Deadline, At: a.now(),
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return RecordOutcomeResult{}, nonRetryable(ErrTypeAttemptNotFound, "record outcome: attempt "+in.Key+" is not in the database")
+	}
+	if err != nil {
+		return RecordOutcomeResult{}, fmt.Errorf("record the hold %s of attempt %s: %w", in.ProviderPaymentID, in.Key, err)
+	}
+	if settled.Changed {
+		log.Info("attempt settled with its hold", "charge", in.ProviderPaymentID, "order_status", string(chargeonce.OrderAuthorized), "deadline", in.Hold.Deadline)
+	}
+	return RecordOutcomeResult{Changed: settled.Changed}, nil
+}
+
+// authorized is the terms of the hold c that a manual capture's charge
+// authorized, or nil when the provider took the money at once, which the
+// attempt then records as an ordinary payment: the money is taken, and
+// the books must say so.
+func (a *Activities) authorized(ctx context.Context, log *slog.Logger, port provider.Port, c *provider.Charge, margin time.Duration) *HoldTerms {
+	if c != nil && c.Succeeded() {
+		log.Error("the provider captured the charge of a manual capture at once; the order is recorded as paid", alert.Attr(alert.ContractViolation), "charge", c.ID)
+		return nil
+	}
+	terms := a.holdTerms(ctx, log, port, c, margin)
+	return &terms
 }

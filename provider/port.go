@@ -79,6 +79,7 @@ func ChargeRequestOf(p chargeonce.PaymentIntent) ChargeRequest {
 		Source:            p.CardToken,
 		Description:       p.Description,
 		MerchantReference: p.MerchantReference,
+		Hold:              p.Capture.Manual(),
 	}
 }
 

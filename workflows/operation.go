@@ -20,10 +20,10 @@ import (
 // run drives that course; an operation's file supplies only what differs,
 // as a movement.
 
-// outcome is what a movement's workflow returns: PaymentResult or
-// RefundResult.
+// outcome is what a movement's workflow returns: PaymentResult,
+// RefundResult or MoveResult.
 type outcome interface {
-	PaymentResult | RefundResult
+	PaymentResult | RefundResult | MoveResult
 	// completion describes the settled outcome for the Web UI's current
 	// details, such as "Completed: succeeded, provider charge ch_1.".
 	completion() string

@@ -97,6 +97,9 @@ type PaymentResult struct {
 	DeclineCode string `json:"declineCode,omitempty"`
 	// Message says what happened, for people.
 	Message string `json:"message,omitempty"`
+	// Hold is the hold that a manual capture's charge authorized; nil for
+	// a charge that took the money.
+	Hold *HoldResult `json:"hold,omitempty"`
 }
 
 // Status is the answer of the "status" query.
@@ -112,6 +115,9 @@ type Status struct {
 	Checks int `json:"checks"`
 	// LastError is the error of the last failed request or lookup.
 	LastError string `json:"lastError,omitempty"`
+	// HoldDeadline is the deadline of the hold the payment keeps, in
+	// PhaseHolding; zero otherwise.
+	HoldDeadline time.Time `json:"holdDeadline,omitzero"`
 }
 
 // ProviderEvent is the payload of the "provider-event" update (and of the
@@ -129,9 +135,9 @@ func WorkflowID(key string) string {
 	return key
 }
 
-// Register registers the payment and refund workflows and the activities
-// with a worker of chargeonce.TaskQueue. FindCharge and FindRefund come with
-// the struct but never run there: the workflows schedule them on the lookup
+// Register registers the workflows of every money movement and the
+// activities with a worker of chargeonce.TaskQueue. The lookups (FindCharge,
+// FindRefund and FindHold) come with the struct but never run there: the workflows schedule them on the lookup
 // task queue of the intent's provider (chargeonce.LookupTaskQueueOf).
 func Register(r worker.Registry, a *activities.Activities) {
 	registerPaymentWorkflows(r)
@@ -143,14 +149,17 @@ func Register(r worker.Registry, a *activities.Activities) {
 func registerPaymentWorkflows(r worker.WorkflowRegistry) {
 	registerWorkflow(r, PaymentWorkflow)
 	registerWorkflow(r, RefundWorkflow)
+	registerWorkflow(r, CaptureWorkflow)
+	registerWorkflow(r, VoidWorkflow)
 }
 
-// RegisterLookups registers the lookup activities, FindCharge and
-// FindRefund, alone with a worker of a lookup task queue
+// RegisterLookups registers the lookup activities, FindCharge, FindRefund
+// and FindHold, alone with a worker of a lookup task queue
 // (chargeonce.LookupTaskQueueOf).
 func RegisterLookups(r worker.Registry, a *activities.Activities) {
 	r.RegisterActivity(a.FindCharge)
 	r.RegisterActivity(a.FindRefund)
+	r.RegisterActivity(a.FindHold)
 }
 
 // acts names the activities for ExecuteActivity; it is never dereferenced.
@@ -213,6 +222,9 @@ type payment struct {
 	// resend is the re-sent charge in flight, which further charge updates
 	// wait for instead of sending again.
 	resend *resendCall
+	// ended is the move, or the lookup, that ended the payment's hold;
+	// nil while the hold is authorized, or when there is none.
+	ended *HoldMoved
 }
 
 type resendCall struct {
@@ -258,6 +270,7 @@ func (p *payment) registerHandlers(ctx workflow.Context) error {
 		return fmt.Errorf("register the provider-event update: %w", err)
 	}
 	listen(ctx, chargeonce.SignalProviderEvent, p.providerEvent)
+	listen(ctx, chargeonce.SignalHoldMoved, p.holdMoved)
 	return nil
 }
 
@@ -363,9 +376,9 @@ func (p *payment) charge(ctx workflow.Context) (r PaymentResult, recorded bool, 
 	var res activities.ChargeResult
 	end, refusal, err := sendRequests(ctx, p.timing, "next charge request", &p.status.LastError, func(actx workflow.Context) error {
 		if local {
-			return workflow.ExecuteLocalActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent, Settle: true}).Get(ctx, &res)
+			return workflow.ExecuteLocalActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent, Settle: true, HoldMargin: p.holdMargin()}).Get(ctx, &res)
 		}
-		return workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent}).Get(ctx, &res)
+		return workflow.ExecuteActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent, HoldMargin: p.holdMargin()}).Get(ctx, &res)
 	})
 	switch {
 	case err != nil:
@@ -384,6 +397,9 @@ func (p *payment) charge(ctx workflow.Context) (r PaymentResult, recorded bool, 
 // definiteOutcome is the outcome of a charge the provider approved or
 // declined.
 func definiteOutcome(res activities.ChargeResult) PaymentResult {
+	if res.Hold != nil {
+		return heldOutcome(res.ProviderPaymentID, *res.Hold, "hold authorized by the provider")
+	}
 	r := PaymentResult{Status: res.Status, ProviderPaymentID: res.ProviderPaymentID, DeclineCode: res.DeclineCode}
 	switch res.Status {
 	case chargeonce.AttemptSucceeded:
@@ -406,6 +422,7 @@ func (p *payment) settle(ctx workflow.Context, r PaymentResult) error {
 			Key:               p.intent.Key,
 			Status:            r.Status,
 			ProviderPaymentID: r.ProviderPaymentID,
+			Hold:              holdTerms(r),
 		})
 		return out.Changed, err
 	})
@@ -419,9 +436,26 @@ func (r PaymentResult) completion() string {
 	return details + "."
 }
 
-// reconcile looks the attempt up at the provider until it is settled.
+// reconcile looks the attempt up at the provider until it is settled,
+// and then keeps the hold that it authorized, if any, until the hold ends.
 func (p *payment) reconcile(ctx workflow.Context) error {
-	return lookups(ctx, p)
+	if err := lookups(ctx, p); err != nil {
+		return err
+	}
+	if p.final.Hold == nil || p.final.Hold.Status != chargeonce.HoldAuthorized {
+		return nil
+	}
+	return p.keepHold(ctx)
+}
+
+// holdMargin is the hold margin that a charge of this payment's intent
+// sends its activity: the timing's for a manual capture, none otherwise,
+// so that the inputs of other payments stay as they were.
+func (p *payment) holdMargin() time.Duration {
+	if !p.intent.Capture.Manual() {
+		return 0
+	}
+	return p.timing.HoldMargin
 }
 
 // nextLookup is on the grid of Timing.LookupTimes, which ends at the
@@ -453,6 +487,8 @@ func (p *payment) check(ctx workflow.Context) error {
 		MerchantReference: p.intent.MerchantReference,
 		Amount:            p.intent.Amount,
 		Provider:          p.intent.Provider,
+		Hold:              p.intent.Capture.Manual(),
+		HoldMargin:        p.holdMargin(),
 	}).Get(ctx, &res)
 	if temporal.IsCanceledError(err) {
 		return err
@@ -474,7 +510,10 @@ func (p *payment) check(ctx workflow.Context) error {
 	p.status.LastError = ""
 	switch res.Found {
 	case activities.FoundSucceeded:
-		p.log.Info("reconciled order: provider has the charge", "charge", res.ProviderPaymentID)
+		p.log.Info("reconciled order: provider has the charge", "charge", res.ProviderPaymentID, "hold", res.Hold != nil)
+		if res.Hold != nil {
+			return p.settle(ctx, heldOutcome(res.ProviderPaymentID, *res.Hold, "reconciled: the provider has authorized the hold"))
+		}
 		return p.settle(ctx, PaymentResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: res.ProviderPaymentID, Message: "reconciled: the provider has the charge"})
 	case activities.FoundFailedOnly:
 		p.log.Info("reconciled order: provider has only failed charges, attempt declined")

@@ -29,11 +29,16 @@ var (
 	// chargeonce.Operation such as "charge" or "refund". The starters set
 	// it, and continue-as-new carries it; the workflows never change it.
 	SearchAttrOperation = temporal.NewSearchAttributeKeyKeyword("Operation")
+	// SearchAttrHoldDeadline is the deadline of the hold that a payment of
+	// a manual capture keeps, when its deadline action ends the hold if
+	// nobody captured or voided it. Set once the hold is authorized.
+	SearchAttrHoldDeadline = temporal.NewSearchAttributeKeyTime("HoldDeadline")
 )
 
 // searchAttributeKeys lists every key above.
 var searchAttributeKeys = []temporal.SearchAttributeKey{
 	SearchAttrOrderID, SearchAttrPaymentStatus, SearchAttrMerchantReference, SearchAttrProviderPaymentID, SearchAttrOperation,
+	SearchAttrHoldDeadline,
 }
 
 // SearchAttributes returns every search attribute of the money movements'

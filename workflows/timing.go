@@ -36,12 +36,23 @@ type Timing struct {
 	// exactly then. It must exceed the provider's longest processing time and
 	// stay below its key retention.
 	AbandonAfter time.Duration `json:"abandonAfter"`
+	// HoldMargin is how long before a hold's expiry at the provider its
+	// deadline comes (chargeonce.HoldDeadline): time for the deadline's
+	// void or capture to reach the provider, and to be looked up if its
+	// outcome is unknown, before the provider releases the hold itself.
+	HoldMargin time.Duration `json:"holdMargin"`
+	// HoldWarning is how long before a hold's deadline the alert
+	// authorization_expiring fires, so that a person has time to capture
+	// or void the hold as they choose.
+	HoldWarning time.Duration `json:"holdWarning"`
 }
 
 // DefaultTiming returns the timing used for a zero Timing: 3s per request,
 // 10s for the charge phase, 1s between requests, the first lookup after 2
 // minutes plus the key's jitter of up to a minute, then gaps of 1, 2, 4 and
-// from then on 8 minutes (LookupTimes), and abandonment after 30 minutes.
+// from then on 8 minutes (LookupTimes), and abandonment after 30 minutes;
+// a hold's deadline an hour before its expiry, and its warning a day
+// before that.
 func DefaultTiming() Timing {
 	return Timing{
 		AttemptTimeout: 3 * time.Second,
@@ -50,6 +61,8 @@ func DefaultTiming() Timing {
 		MinAge:         2 * time.Minute,
 		Interval:       time.Minute,
 		AbandonAfter:   30 * time.Minute,
+		HoldMargin:     time.Hour,
+		HoldWarning:    24 * time.Hour,
 	}
 }
 
@@ -70,6 +83,8 @@ func (t *Timing) Fields() []TimingField {
 		{"reconcile-min-age", "age of an unknown-outcome attempt at its first lookup at the provider", &t.MinAge},
 		{"reconcile-interval", "first gap between lookups of an unknown-outcome attempt; later gaps back off to 2, 4 and 8 times it", &t.Interval},
 		{"abandon-after", "age at which an attempt with no charge at the provider is abandoned; must stay below the provider's key retention", &t.AbandonAfter},
+		{"hold-margin", "how long before a hold's expiry at the provider its deadline voids or captures it", &t.HoldMargin},
+		{"hold-warning", "how long before a hold's deadline the alert authorization_expiring fires", &t.HoldWarning},
 	}
 }
 

@@ -246,6 +246,21 @@ func (e *Env) postedKeys(path string) []string {
 // card token at createdAt, as the checkout does, and returns the payment
 // intent.
 func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.Money, createdAt time.Time) (chargeonce.PaymentIntent, error) {
+	return e.createIntent(ctx, token, amount, createdAt, "", "")
+}
+
+// NewHeldIntent is NewIntent for a checkout of a manual capture, whose
+// deadline makes the move of onDeadline (empty: a void).
+func (e *Env) NewHeldIntent(t testing.TB, token string, amount chargeonce.Money, createdAt time.Time, onDeadline chargeonce.DeadlineAction) chargeonce.PaymentIntent {
+	t.Helper()
+	intent, err := e.createIntent(context.Background(), token, amount, createdAt, chargeonce.CaptureManual, onDeadline)
+	require.NoError(t, err)
+	return intent
+}
+
+// createIntent stores an order and its attempt, of the capture mode and
+// deadline action given, and returns the attempt's intent.
+func (e *Env) createIntent(ctx context.Context, token string, amount chargeonce.Money, createdAt time.Time, capture chargeonce.CaptureMode, onDeadline chargeonce.DeadlineAction) (chargeonce.PaymentIntent, error) {
 	order, err := e.Store.CreateOrder(ctx, amount, "Bookstore order")
 	if err != nil {
 		return chargeonce.PaymentIntent{}, err
@@ -262,6 +277,8 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 		Now:             createdAt,
 		AbandonAfter:    30 * time.Minute,
 		Provider:        e.providerName,
+		Capture:         capture,
+		OnDeadline:      onDeadline,
 	})
 	if err != nil {
 		return chargeonce.PaymentIntent{}, err
@@ -280,6 +297,8 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 		Description:       order.Description,
 		CreatedAt:         att.CreatedAt,
 		Provider:          att.Provider,
+		Capture:           capture,
+		OnDeadline:        onDeadline,
 	}
 	return intent, intent.Validate()
 }

@@ -71,13 +71,23 @@ const (
 	// refund is marked failed; a person compares it with the provider's and
 	// corrects the books.
 	RefundMismatch Name = "refund_mismatch"
+	// AuthorizationExpiring: a hold that nobody captured or voided nears
+	// its deadline, when chargeonce ends it as the merchant chose (a void,
+	// unless the checkout asked for a capture). A person who wants the
+	// other outcome captures or voids it through the API before then.
+	AuthorizationExpiring Name = "authorization_expiring"
+	// HoldUnresolved: a hold is still authorized at the provider after
+	// the time it should have expired there, or the provider's answer
+	// cannot be read. A person looks the charge up on the provider's
+	// dashboard, and voids or captures it there.
+	HoldUnresolved Name = "hold_unresolved"
 )
 
 // names are every Name, which the counter starts at zero so that the alert
 // rules see 0 rather than no series before the first alert.
 var names = []Name{
 	ContractViolation, ChargeMismatch, DoubleCharge, NeedsReview, OutcomeUnrecorded, HandlerPanic, UnknownCharge,
-	RefundUnknown, LateChargeRefunded, RefundFailedAfterSuccess, RefundMismatch,
+	RefundUnknown, LateChargeRefunded, RefundFailedAfterSuccess, RefundMismatch, AuthorizationExpiring, HoldUnresolved,
 }
 
 // key is the attribute key of an alert.
