@@ -31,11 +31,21 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 	intent := chargeonce.PaymentIntent{
 		Key: "01a1d96c-e23d-77bf-801e-9df969c1d378", OrderID: 1001, Amount: amount, CardToken: "tok_visa",
 		CardHash: "hash", CardHashKeyed: true, MerchantReference: "shop-1001-01a1d96ce23d77bf801e9df969c1d378", Description: "order 1001", CreatedAt: at,
-		Provider: "eu",
+		Provider: "eu", Capture: chargeonce.CaptureManual, OnDeadline: chargeonce.DeadlineCapture,
 	}
 	const intentJSON = `{"key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "orderId": 1001, "amount": {"minor": 54890, "currency": "TRY"},
 		"cardToken": "tok_visa", "cardHash": "hash", "cardHashKeyed": true, "merchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
-		"description": "order 1001", "createdAt": "2026-03-14T10:00:00Z", "provider": "eu"}`
+		"description": "order 1001", "createdAt": "2026-03-14T10:00:00Z", "provider": "eu", "capture": "manual", "onDeadline": "capture"}`
+	moveIntent := chargeonce.MoveIntent{
+		Key: "01a1d96c-e23d-77bf-801e-9df969c1d37a", Kind: chargeonce.MoveCapture, OrderID: 1001, AttemptKey: intent.Key, ChargeID: "ch_1",
+		Amount: amount, MerchantReference: "shop-capture-01a1d96ce23d77bf801e9df969c1d37a", Origin: chargeonce.MoveByDeadline, CreatedAt: at,
+		Provider: "eu",
+	}
+	const moveIntentJSON = `{"key": "01a1d96c-e23d-77bf-801e-9df969c1d37a", "kind": "capture", "orderId": 1001,
+		"attemptKey": "01a1d96c-e23d-77bf-801e-9df969c1d378", "chargeId": "ch_1", "amount": {"minor": 54890, "currency": "TRY"},
+		"merchantReference": "shop-capture-01a1d96ce23d77bf801e9df969c1d37a", "origin": "deadline", "createdAt": "2026-03-14T10:00:00Z", "provider": "eu"}`
+	terms := &activities.HoldTerms{CaptureBefore: at.Add(time.Hour), Deadline: at}
+	const termsJSON = `{"CaptureBefore": "2026-03-14T11:00:00Z", "Deadline": "2026-03-14T10:00:00Z"}`
 	refundIntent := chargeonce.RefundIntent{
 		Key: "01a1d96c-e23d-77bf-801e-9df969c1d379", OrderID: 1001, ChargeID: "ch_1", Amount: amount, Reason: "damaged",
 		MerchantReference: "shop-refund-01a1d96ce23d77bf801e9df969c1d379", Origin: chargeonce.RefundByMerchant, CreatedAt: at,
@@ -57,29 +67,43 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 		// result, which the charge update answers too.
 		{"PaymentInput", workflows.PaymentInput{
 			Intent:  intent,
-			Timing:  workflows.Timing{AttemptTimeout: 1, SendBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5, AbandonAfter: 6},
+			Timing:  workflows.Timing{AttemptTimeout: 1, SendBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5, AbandonAfter: 6, HoldMargin: 7, HoldWarning: 8},
 			Carried: &workflows.CarriedState{Checks: 7, LastError: "timeout", CardToken: "tok_visa"},
 		}, `{"intent": ` + intentJSON + `,
-			"timing": {"attemptTimeout": 1, "chargeBudget": 2, "retryInterval": 3, "minAge": 4, "interval": 5, "abandonAfter": 6},
+			"timing": {"attemptTimeout": 1, "chargeBudget": 2, "retryInterval": 3, "minAge": 4, "interval": 5, "abandonAfter": 6, "holdMargin": 7, "holdWarning": 8},
 			"carried": {"checks": 7, "lastError": "timeout", "cardToken": "tok_visa"}}`},
-		{"PaymentResult", workflows.PaymentResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: "ch_1", DeclineCode: "card_declined", Message: "declined"},
-			`{"status": "declined", "providerPaymentId": "ch_1", "declineCode": "card_declined", "message": "declined"}`},
+		{"PaymentResult", workflows.PaymentResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: "ch_1", DeclineCode: "card_declined", Message: "declined",
+			Hold: &workflows.HoldResult{Status: chargeonce.HoldCaptured, Deadline: at, CaptureBefore: at.Add(time.Hour), Captured: 100}},
+			`{"status": "declined", "providerPaymentId": "ch_1", "declineCode": "card_declined", "message": "declined",
+			"hold": {"status": "captured", "deadline": "2026-03-14T10:00:00Z", "captureBefore": "2026-03-14T11:00:00Z", "captured": 100}}`},
 		{"ChargeRequest", workflows.ChargeRequest{CardToken: "tok_visa", CardHash: "hash"}, `{"cardToken": "tok_visa", "cardHash": "hash"}`},
 		{"ProviderEvent", workflows.ProviderEvent{ChargeID: "ch_1"}, `{"chargeId": "ch_1"}`},
-		{"Status", workflows.Status{Phase: workflows.PhaseReconciling, NextCheckAt: at, Checks: 2, LastError: "timeout"},
-			`{"phase": "reconciling", "nextCheckAt": "2026-03-14T10:00:00Z", "checks": 2, "lastError": "timeout"}`},
+		{"Status", workflows.Status{Phase: workflows.PhaseReconciling, NextCheckAt: at, Checks: 2, LastError: "timeout", HoldDeadline: at},
+			`{"phase": "reconciling", "nextCheckAt": "2026-03-14T10:00:00Z", "checks": 2, "lastError": "timeout", "holdDeadline": "2026-03-14T10:00:00Z"}`},
+		{"HoldMoved", workflows.HoldMoved{Key: moveIntent.Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldCaptured, Captured: 100},
+			`{"key": "01a1d96c-e23d-77bf-801e-9df969c1d37a", "status": "succeeded", "hold": "captured", "captured": 100}`},
+
+		// CaptureWorkflow and VoidWorkflow: their input, their result,
+		// which the move update answers too, and the update's argument.
+		{"MoveInput", workflows.MoveInput{Intent: moveIntent, Timing: workflows.Timing{AttemptTimeout: 1, SendBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5,
+			AbandonAfter: 6, HoldMargin: 7, HoldWarning: 8}, Carried: &workflows.MoveCarried{Checks: 2, LastError: "timeout", SentBy: at}},
+			`{"intent": ` + moveIntentJSON + `, "timing": {"attemptTimeout": 1, "chargeBudget": 2, "retryInterval": 3, "minAge": 4, "interval": 5,
+			"abandonAfter": 6, "holdMargin": 7, "holdWarning": 8}, "carried": {"checks": 2, "lastError": "timeout", "sentBy": "2026-03-14T10:00:00Z"}}`},
+		{"MoveResult", workflows.MoveResult{Status: chargeonce.MoveDeclined, DeclineCode: "hold_expired", Hold: chargeonce.HoldExpired, Captured: 1, Message: "expired"},
+			`{"status": "declined", "declineCode": "hold_expired", "hold": "expired", "captured": 1, "message": "expired"}`},
+		{"MoveUpdate", workflows.MoveUpdate{Key: moveIntent.Key}, `{"key": "01a1d96c-e23d-77bf-801e-9df969c1d37a"}`},
 
 		// The payment's activities.
-		{"ChargeInput", activities.ChargeInput{Intent: intent, Settle: true}, `{"Intent": ` + intentJSON + `, "Settle": true}`},
-		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", Replayed: true, Recorded: true},
-			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "Replayed": true, "Recorded": true}`},
-		{"FindChargeInput", activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: amount, Provider: "eu"},
+		{"ChargeInput", activities.ChargeInput{Intent: intent, Settle: true, HoldMargin: 7}, `{"Intent": ` + intentJSON + `, "Settle": true, "HoldMargin": 7}`},
+		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", Replayed: true, Recorded: true, Hold: terms},
+			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "Replayed": true, "Recorded": true, "Hold": ` + termsJSON + `}`},
+		{"FindChargeInput", activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: amount, Provider: "eu", Hold: true, HoldMargin: 7},
 			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "MerchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
-			"Amount": {"minor": 54890, "currency": "TRY"}, "Provider": "eu"}`},
-		{"FindChargeResult", activities.FindChargeResult{Found: activities.FoundSucceeded, ProviderPaymentID: "ch_1"},
-			`{"Found": "succeeded", "ProviderPaymentID": "ch_1"}`},
-		{"RecordOutcomeInput", activities.RecordOutcomeInput{Key: intent.Key, Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1"},
-			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "Status": "succeeded", "ProviderPaymentID": "ch_1"}`},
+			"Amount": {"minor": 54890, "currency": "TRY"}, "Provider": "eu", "Hold": true, "HoldMargin": 7}`},
+		{"FindChargeResult", activities.FindChargeResult{Found: activities.FoundSucceeded, ProviderPaymentID: "ch_1", Hold: terms},
+			`{"Found": "succeeded", "ProviderPaymentID": "ch_1", "Hold": ` + termsJSON + `}`},
+		{"RecordOutcomeInput", activities.RecordOutcomeInput{Key: intent.Key, Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", Hold: terms},
+			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "Status": "succeeded", "ProviderPaymentID": "ch_1", "Hold": ` + termsJSON + `}`},
 		{"RecordOutcomeResult", activities.RecordOutcomeResult{Changed: true}, `{"Changed": true}`},
 
 		// The refund's activities that reach the provider, by the name of
@@ -90,6 +114,22 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d379", "ChargeID": "ch_1", "MerchantReference": "shop-refund-01a1d96ce23d77bf801e9df969c1d379",
 			"Amount": {"minor": 54890, "currency": "TRY"}, "Provider": "eu"}`},
 		{"KeyRetentionInput", activities.KeyRetentionInput{Provider: "eu"}, `{"Provider": "eu"}`},
+
+		// The activities of holds and their moves.
+		{"MoveActivityInput", activities.MoveInput{Intent: moveIntent}, `{"Intent": ` + moveIntentJSON + `}`},
+		{"MoveAnswer", activities.MoveAnswer{Status: chargeonce.MoveSucceeded, DeclineCode: "none", Hold: chargeonce.HoldCaptured, Captured: 100, Replayed: true},
+			`{"Status": "succeeded", "DeclineCode": "none", "Hold": "captured", "Captured": 100, "Replayed": true}`},
+		{"FindHoldInput", activities.FindHoldInput{Key: moveIntent.Key, ChargeID: "ch_1", Provider: "eu"},
+			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d37a", "ChargeID": "ch_1", "Provider": "eu"}`},
+		{"FindHoldResult", activities.FindHoldResult{Hold: chargeonce.HoldCaptured, Captured: 100}, `{"Hold": "captured", "Captured": 100}`},
+		{"RecordMoveInput", activities.RecordMoveInput{Key: moveIntent.Key, Status: chargeonce.MoveDeclined, DeclineCode: "hold_voided", Hold: chargeonce.HoldVoided, Captured: 1},
+			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d37a", "Status": "declined", "DeclineCode": "hold_voided", "Hold": "voided", "Captured": 1}`},
+		{"EndHoldInput", activities.EndHoldInput{AttemptKey: intent.Key, Hold: chargeonce.HoldCaptured, Captured: 100},
+			`{"AttemptKey": "01a1d96c-e23d-77bf-801e-9df969c1d378", "Hold": "captured", "Captured": 100}`},
+		{"DeadlineMoveInput", activities.DeadlineMoveInput{AttemptKey: intent.Key, OrderID: 1001, Kind: chargeonce.MoveVoid, ReferencePrefix: "shop"},
+			`{"AttemptKey": "01a1d96c-e23d-77bf-801e-9df969c1d378", "OrderID": 1001, "Kind": "void", "ReferencePrefix": "shop"}`},
+		{"DeadlineMove", activities.DeadlineMove{Move: &moveIntent, Created: true, Started: true, Hold: chargeonce.HoldVoided, Captured: 1},
+			`{"Move": ` + moveIntentJSON + `, "Created": true, "Started": true, "Hold": "voided", "Captured": 1}`},
 
 		// The settlement: the daily schedule's argument, the workflows and
 		// their activities.

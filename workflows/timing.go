@@ -40,11 +40,11 @@ type Timing struct {
 	// deadline comes (chargeonce.HoldDeadline): time for the deadline's
 	// void or capture to reach the provider, and to be looked up if its
 	// outcome is unknown, before the provider releases the hold itself.
-	HoldMargin time.Duration `json:"holdMargin"`
+	HoldMargin time.Duration `json:"holdMargin,omitempty"`
 	// HoldWarning is how long before a hold's deadline the alert
 	// authorization_expiring fires, so that a person has time to capture
 	// or void the hold as they choose.
-	HoldWarning time.Duration `json:"holdWarning"`
+	HoldWarning time.Duration `json:"holdWarning,omitempty"`
 }
 
 // DefaultTiming returns the timing used for a zero Timing: 3s per request,

@@ -58,6 +58,8 @@ func TestTiming_EncodeDecodeRoundTrips(t *testing.T) {
 		MinAge:         2 * time.Minute,
 		Interval:       time.Minute,
 		AbandonAfter:   17*time.Minute + 123*time.Nanosecond,
+		HoldMargin:     30 * time.Minute,
+		HoldWarning:    12 * time.Hour,
 	}
 	b, err := timing.Encode()
 	require.NoError(t, err)
@@ -114,7 +116,7 @@ func TestDecodeTiming_RefusesWhatIsNotAValidTimingOfItsVersion(t *testing.T) {
 
 func TestTiming_StringNamesEveryFieldByItsFlag(t *testing.T) {
 	require.Equal(t,
-		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s",
+		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s, hold-margin 1h0m0s, hold-warning 24h0m0s",
 		workflows.DefaultTiming().String())
 }
 
