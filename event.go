@@ -6,7 +6,7 @@ import (
 )
 
 // EventType names a signed event that chargeonce sends to the merchant's
-// endpoints when a payment attempt or a refund reaches an outcome. An
+// endpoints when a payment attempt, a hold or a refund reaches an outcome. An
 // event is written in the same database transaction as the change it
 // reports, so a change is never committed without its event.
 type EventType string
@@ -26,6 +26,17 @@ const (
 	// EventPaymentNotProcessed: no request of the attempt can have been
 	// processed, so nothing was charged.
 	EventPaymentNotProcessed EventType = "payment.not_processed"
+	// EventPaymentAuthorized: a manual capture's hold was authorized, and
+	// the order waits for a capture or a void.
+	EventPaymentAuthorized EventType = "payment.authorized"
+	// EventPaymentCaptured: a capture took the hold's money, all or part
+	// of it; the rest was released.
+	EventPaymentCaptured EventType = "payment.captured"
+	// EventPaymentVoided: a void released the hold; nothing was taken.
+	EventPaymentVoided EventType = "payment.voided"
+	// EventPaymentAuthorizationExpired: the hold expired at the provider;
+	// nothing was taken.
+	EventPaymentAuthorizationExpired EventType = "payment.authorization_expired"
 	// EventRefundSucceeded: the money went back to the card.
 	EventRefundSucceeded EventType = "refund.succeeded"
 	// EventRefundFailed: the provider refused the refund, or failed it
@@ -40,8 +51,23 @@ const (
 func EventTypes() []EventType {
 	return []EventType{
 		EventPaymentSucceeded, EventPaymentDeclined, EventPaymentAbandoned, EventPaymentNotProcessed,
+		EventPaymentAuthorized, EventPaymentCaptured, EventPaymentVoided, EventPaymentAuthorizationExpired,
 		EventRefundSucceeded, EventRefundFailed, EventRefundNotProcessed,
 	}
+}
+
+// HoldEvent is the event of a hold in status s: authorized, or how it
+// ended.
+func HoldEvent(s HoldStatus) EventType {
+	switch s {
+	case HoldCaptured:
+		return EventPaymentCaptured
+	case HoldVoided:
+		return EventPaymentVoided
+	case HoldExpired:
+		return EventPaymentAuthorizationExpired
+	}
+	return EventPaymentAuthorized
 }
 
 // Valid reports whether t is one of the event types.
