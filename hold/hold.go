@@ -230,6 +230,11 @@ func (s *Service) amount(ctx context.Context, req Request) (int64, error) {
 	if err != nil {
 		return 0, &checkout.AmountError{Err: err}
 	}
+	if m.Minor <= 0 {
+		// The store reads 0 as "all of it", which an explicit zero must
+		// never become.
+		return 0, &checkout.AmountError{Err: fmt.Errorf("%q is not positive: a capture takes some money, or omit the amount to capture the whole hold", *req.Amount)}
+	}
 	return m.Minor, nil
 }
 
