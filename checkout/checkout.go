@@ -407,20 +407,9 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string,
 // update failed. base holds the order and the attempt as the checkout's
 // transaction left them.
 func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string) (Result, error) {
-	joined := s.updates.DoChan(base.Attempt.Key, func() (any, error) {
-		return s.update(context.WithoutCancel(ctx), log, timing, base, cardToken)
-	})
-	select {
-	case r := <-joined:
-		if r.Shared {
-			log.Debug("joined the charge already in flight for this key")
-		}
-		res, _ := r.Val.(Result)
-		return res, r.Err
-	case <-ctx.Done():
-		log.Info("the checkout ended before the payment workflow answered, answering from the database", "error", ctx.Err())
-		return s.result(ctx, log, base, nil)
-	}
+	return Join(ctx, &s.updates, log, base.Attempt.Key,
+		func(ctx context.Context) (Result, error) { return s.update(ctx, log, timing, base, cardToken) },
+		func(ctx context.Context) (Result, error) { return s.result(ctx, log, base, nil) })
 }
 
 // update runs Update-With-Start for the attempt of base under the published

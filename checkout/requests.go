@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/singleflight"
 )
 
 // The requests that carry the API's own Idempotency-Key (refunds, and the
@@ -117,4 +118,41 @@ func StartOutbox(ctx context.Context, c client.Client, options client.StartWorkf
 		return fmt.Errorf("start its workflow: %w", err)
 	}
 	return mark(ctx)
+}
+
+// Join runs send once per key in this process at a time, detached from
+// the caller's context, so that one client going away does not cut the
+// answer short for the others that joined it; send bounds itself by its
+// budget. A caller whose own context ends first answers with fallback,
+// from the database, as it would had send found no answer.
+func Join[R any](ctx context.Context, group *singleflight.Group, log *slog.Logger, key string,
+	send func(context.Context) (R, error), fallback func(context.Context) (R, error)) (R, error) {
+	joined := group.DoChan(key, func() (any, error) {
+		return send(context.WithoutCancel(ctx))
+	})
+	select {
+	case r := <-joined:
+		if r.Shared {
+			log.Debug("joined the request already in flight for this key")
+		}
+		res, _ := r.Val.(R)
+		return res, r.Err
+	case <-ctx.Done():
+		log.Info("the request ended before the workflow answered, answering from the database", "error", ctx.Err())
+		return fallback(ctx)
+	}
+}
+
+// ReadAnswered reads a row with read, under a deadline of its own that
+// outlives a caller who has gone, and lays the workflow's answer over it
+// with over, where there is one (answer not nil): the answer may be ahead
+// of what the database shows.
+func ReadAnswered[Row, Answer any](ctx context.Context, read func(context.Context) (Row, error), answer *Answer, over func(*Row, Answer)) (Row, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	row, err := read(ctx)
+	if err == nil && answer != nil {
+		over(&row, *answer)
+	}
+	return row, err
 }

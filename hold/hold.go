@@ -252,17 +252,9 @@ func (s *Service) budgetFor(t workflows.Timing) time.Duration {
 // budget. The joined update runs detached from the caller's context, as in
 // checkout, so that one client going away does not cut the answer short.
 func (s *Service) send(ctx context.Context, log *slog.Logger, timing workflows.Timing, m store.Move) (Result, error) {
-	joined := s.updates.DoChan(m.Key, func() (any, error) {
-		return s.update(context.WithoutCancel(ctx), log, timing, m)
-	})
-	select {
-	case res := <-joined:
-		out, _ := res.Val.(Result)
-		return out, res.Err
-	case <-ctx.Done():
-		log.Info("the move request ended before the move's workflow answered, answering from the database", "error", ctx.Err())
-		return s.result(ctx, m.Key, nil)
-	}
+	return checkout.Join(ctx, &s.updates, log, m.Key,
+		func(ctx context.Context) (Result, error) { return s.update(ctx, log, timing, m) },
+		func(ctx context.Context) (Result, error) { return s.result(ctx, m.Key, nil) })
 }
 
 // update runs Update-With-Start of the move's workflow and turns its
@@ -278,24 +270,20 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 	return s.result(ctx, m.Key, answer)
 }
 
-// storeTimeout bounds the database reads that must happen even when the
-// caller has gone.
-const storeTimeout = 5 * time.Second
-
 // result reads the move as the database holds it, with the workflow's
 // answer over it where the database has not recorded that answer yet.
 func (s *Service) result(ctx context.Context, key string, answer *workflows.MoveResult) (Result, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	m, err := s.store.GetMove(ctx, key)
+	m, err := checkout.ReadAnswered(ctx, func(ctx context.Context) (store.Move, error) { return s.store.GetMove(ctx, key) }, answer,
+		func(m *store.Move, a workflows.MoveResult) {
+			if a.Status.Valid() && m.Status == chargeonce.MovePending {
+				m.Status = a.Status
+				if m.DeclineCode == "" {
+					m.DeclineCode = a.DeclineCode
+				}
+			}
+		})
 	if err != nil {
 		return Result{}, fmt.Errorf("hold: move %s: %w", key, err)
-	}
-	if answer != nil && answer.Status.Valid() && m.Status == chargeonce.MovePending {
-		m.Status = answer.Status
-		if m.DeclineCode == "" {
-			m.DeclineCode = answer.DeclineCode
-		}
 	}
 	return Result{Move: m}, nil
 }

@@ -288,17 +288,9 @@ func (s *Service) budgetFor(t workflows.Timing) time.Duration {
 // budget. The joined update runs detached from the caller's context, as in
 // checkout, so that one client going away does not cut the answer short.
 func (s *Service) send(ctx context.Context, log *slog.Logger, timing workflows.Timing, r store.Refund) (Result, error) {
-	joined := s.updates.DoChan(r.Key, func() (any, error) {
-		return s.update(context.WithoutCancel(ctx), log, timing, r)
-	})
-	select {
-	case res := <-joined:
-		out, _ := res.Val.(Result)
-		return out, res.Err
-	case <-ctx.Done():
-		log.Info("the refund request ended before the refund workflow answered, answering from the database", "error", ctx.Err())
-		return s.result(ctx, r.Key, nil)
-	}
+	return checkout.Join(ctx, &s.updates, log, r.Key,
+		func(ctx context.Context) (Result, error) { return s.update(ctx, log, timing, r) },
+		func(ctx context.Context) (Result, error) { return s.result(ctx, r.Key, nil) })
 }
 
 // update runs Update-With-Start of the refund's workflow and turns its
@@ -314,27 +306,23 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 	return s.result(ctx, r.Key, answer)
 }
 
-// storeTimeout bounds the database reads and writes that must happen even
-// when the caller has gone.
-const storeTimeout = 5 * time.Second
-
 // result reads the refund as the database holds it, with the workflow's
 // answer over it where the database has not recorded that answer yet.
 func (s *Service) result(ctx context.Context, key string, answer *workflows.RefundResult) (Result, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	r, err := s.store.GetRefund(ctx, key)
+	r, err := checkout.ReadAnswered(ctx, func(ctx context.Context) (store.Refund, error) { return s.store.GetRefund(ctx, key) }, answer,
+		func(r *store.Refund, a workflows.RefundResult) {
+			if a.Status.Valid() && r.Status == chargeonce.RefundPending {
+				r.Status = a.Status
+				if r.ProviderRefundID == "" {
+					r.ProviderRefundID = a.ProviderRefundID
+				}
+				if r.FailureReason == "" {
+					r.FailureReason = a.FailureReason
+				}
+			}
+		})
 	if err != nil {
 		return Result{}, fmt.Errorf("refund %s: %w", key, err)
-	}
-	if answer != nil && answer.Status.Valid() && r.Status == chargeonce.RefundPending {
-		r.Status = answer.Status
-		if r.ProviderRefundID == "" {
-			r.ProviderRefundID = answer.ProviderRefundID
-		}
-		if r.FailureReason == "" {
-			r.FailureReason = answer.FailureReason
-		}
 	}
 	return Result{Refund: r}, nil
 }
