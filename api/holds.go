@@ -18,15 +18,16 @@ import (
 // Idempotency-Key as a refund is, and read back by its key.
 
 // moveRequest reads the Idempotency-Key and the body of a capture or void
-// request. The body may be empty, for a capture of the whole hold or a
-// void, or a JSON object of the kind's schema.
+// request. The body may be absent, for a capture of the whole hold or a
+// void, whatever its Content-Type says, or a JSON object of the kind's
+// schema.
 func moveRequest(w http.ResponseWriter, r *http.Request, kind chargeonce.MoveKind) (hold.Request, error) {
 	key, err := idempotencyKey(r)
 	if err != nil {
 		return hold.Request{}, err
 	}
 	req := hold.Request{Kind: kind, RequestKey: key}
-	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+	if r.ContentLength == 0 {
 		return req, nil
 	}
 	if kind == chargeonce.MoveVoid {
