@@ -1,5 +1,6 @@
 // Package api serves the checkout HTTP API (docs/checkout-api.md): creating
-// orders, checking them out, refunding them, reading them with their
+// orders, checking them out, capturing or voiding their holds, refunding
+// them, reading them with their
 // payment attempts, refunds, provider request log and events, managing the
 // merchant's event endpoints, the operational endpoints /healthz and
 // /metrics, and its OpenAPI document at /openapi.json (docs/openapi.json,
@@ -26,9 +27,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/checkout"
 	"chargeonce/docs"
+	"chargeonce/hold"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/metrics"
 	"chargeonce/internal/webhook"
@@ -56,6 +59,9 @@ type Config struct {
 	Checkout *checkout.Service
 	// Refunds runs refund requests; nil serves no refund request route.
 	Refunds *refund.Service
+	// Holds runs the captures and voids of holds; nil serves no capture
+	// or void request route.
+	Holds *hold.Service
 	// Store is the merchant database, for orders, API keys and health.
 	// Required.
 	Store store.Store
@@ -90,6 +96,7 @@ const healthTimeout = 2 * time.Second
 type server struct {
 	checkout *checkout.Service
 	refunds  *refund.Service
+	holds    *hold.Service
 	store    store.Store
 	temporal client.Client
 	log      *slog.Logger
@@ -113,7 +120,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{checkout: cfg.Checkout, refunds: cfg.Refunds, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux(),
+	s := &server{checkout: cfg.Checkout, refunds: cfg.Refunds, holds: cfg.Holds, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux(),
 		eventNetworks: cfg.EventNetworks}
 	// Every route but the publicPaths needs the scope it names here.
 	s.mux.HandleFunc("POST /api/orders", s.require(apikey.ScopeCheckout, s.createOrder))
@@ -125,6 +132,15 @@ func New(cfg Config) (http.Handler, error) {
 		s.mux.HandleFunc("POST /api/charges/{id}/refunds", s.require(apikey.ScopeOperator, s.refundCharge))
 	}
 	s.mux.HandleFunc("GET /api/refunds/{id}", s.require(apikey.ScopeRefund, s.getRefund))
+	// A capture takes the money, as a checkout does; a void gives the
+	// customer's money up, as a refund does, so a key that may only take
+	// money cannot release it.
+	if cfg.Holds != nil {
+		s.mux.HandleFunc("POST /api/orders/{id}/capture", s.require(apikey.ScopeCheckout, s.moveOrder(chargeonce.MoveCapture)))
+		s.mux.HandleFunc("POST /api/orders/{id}/void", s.require(apikey.ScopeRefund, s.moveOrder(chargeonce.MoveVoid)))
+	}
+	s.mux.HandleFunc("GET /api/captures/{id}", s.require(apikey.ScopeCheckout, s.getMove(chargeonce.MoveCapture)))
+	s.mux.HandleFunc("GET /api/voids/{id}", s.require(apikey.ScopeRefund, s.getMove(chargeonce.MoveVoid)))
 	s.mux.HandleFunc("GET /api/settlements/{date}", s.require(apikey.ScopeOperator, s.getSettlement))
 	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.require(apikey.ScopeOperator, s.runSettlement))
 	s.mux.HandleFunc("POST /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.createEndpoint))

@@ -25,6 +25,7 @@ import (
 	"chargeonce/api"
 	"chargeonce/checkout"
 	"chargeonce/docs"
+	"chargeonce/hold"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
@@ -96,7 +97,9 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets map[string][
 	reg.MustRegister(marker)
 	marker.Inc()
 
-	h, err := api.New(api.Config{Checkout: svc, Store: st, Metrics: reg, WebhookSecrets: secrets, DefaultProvider: chargeonce.DefaultProvider, Registerer: reg,
+	holds, err := hold.New(hold.Config{Store: st, Temporal: temporal, Logger: logger})
+	require.NoError(t, err)
+	h, err := api.New(api.Config{Checkout: svc, Holds: holds, Store: st, Metrics: reg, WebhookSecrets: secrets, DefaultProvider: chargeonce.DefaultProvider, Registerer: reg,
 		Logger: logger})
 	require.NoError(t, err)
 	srv := httptest.NewServer(openapitest.Handler(t, h))
@@ -372,6 +375,11 @@ func TestAPI_BadCheckoutRequestsAre400AndChangeNothing(t *testing.T) {
 		{"card token as number", path, "application/json", `{"card_token": 4242}`, `field "card_token" must be a JSON string`},
 		{"null card token", path, "application/json", `{"card_token": null}`, `field "card_token" must not be null`},
 		{"unknown field", path, "application/json", `{"card_token": "tok_visa", "amount": "1.00"}`, `unknown field "amount"`},
+		{"unknown capture mode", path, "application/json", `{"card_token": "tok_visa", "capture": "later"}`, `"automatic" or "manual"`},
+		{"empty capture mode", path, "application/json", `{"card_token": "tok_visa", "capture": ""}`, `"automatic" or "manual"`},
+		{"unknown deadline action", path, "application/json", `{"card_token": "tok_visa", "capture": "manual", "on_deadline": "keep"}`, `"void" or "capture"`},
+		{"deadline action without a mode", path, "application/json", `{"card_token": "tok_visa", "on_deadline": "void"}`, `"capture": "manual"`},
+		{"deadline action of an automatic capture", path, "application/json", `{"card_token": "tok_visa", "capture": "automatic", "on_deadline": "capture"}`, `"capture": "manual"`},
 		{"wrong content type", path, "application/x-www-form-urlencoded", `card_token=tok_visa`, "Content-Type"},
 		{"1 MiB body", path, "application/json", `{"card_token": "` + strings.Repeat("t", 1<<20) + `"}`, "over 64 KiB"},
 		{"order id not a number", "/api/orders/abc/checkout", "application/json", `{"card_token": "tok_visa"}`, "positive integer"},

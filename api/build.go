@@ -8,6 +8,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/checkout"
+	"chargeonce/hold"
 	"chargeonce/internal/backend"
 	"chargeonce/internal/webhook"
 	"chargeonce/notify"
@@ -39,10 +40,14 @@ type Settings struct {
 	// EventNetworks are the internal networks that event endpoints may
 	// point at (Config.EventNetworks); none by default.
 	EventNetworks notify.AllowedNetworks
+	// Capture is the merchant's capture mode, for the checkouts that do
+	// not choose one (checkout.Config.Capture); empty means automatic.
+	Capture chargeonce.CaptureMode
 }
 
 // Build builds the API that s describes on the connected backend b: the
-// refund service, the checkout service, and the handler of every route
+// refund service, the service of holds' captures and voids, the checkout
+// service, and the handler of every route
 // (New), which serves b's registry at /metrics. The api command and the dev stack build their API
 // with it, so that the two serve the same API. Given a registry that does
 // not hold the API's metrics yet, each of its errors is a bad setting.
@@ -65,10 +70,16 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *che
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	holds, err := hold.New(hold.Config{
+		Store: b.Store, Temporal: b.Temporal, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	svc, err := checkout.New(checkout.Config{
 		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, Provider: s.Provider,
 		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
-		Refunds: refunds,
+		Refunds: refunds, Capture: s.Capture,
 	})
 	if err != nil {
 		return nil, nil, nil, err
@@ -77,7 +88,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *che
 		b.Logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
 	}
 	h, err := New(Config{
-		Checkout: svc, Refunds: refunds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
+		Checkout: svc, Refunds: refunds, Holds: holds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
 		WebhookSecrets: secrets, DefaultProvider: name, Registerer: b.Registry, EventNetworks: s.EventNetworks,
 	})
 	if err != nil {

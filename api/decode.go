@@ -15,6 +15,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/checkout"
 	"chargeonce/docs"
 	"chargeonce/internal/strictjson"
 )
@@ -142,11 +143,28 @@ func parseCreateOrder(c wire.CreateOrderRequest) (chargeonce.Money, string, erro
 }
 
 // validateCheckout checks the body of POST /api/orders/{id}/checkout.
-func validateCheckout(c wire.CheckoutRequest) error {
+// validateCheckout checks a checkout's body and reads how it captures.
+func validateCheckout(c wire.CheckoutRequest) (checkout.Capture, error) {
 	if err := chargeonce.ValidateCardToken(c.CardToken); err != nil {
-		return badRequest(`field "card_token" %v`, err)
+		return checkout.Capture{}, badRequest(`field "card_token" %v`, err)
 	}
-	return nil
+	// An absent mode is the merchant's; an empty one is no mode at all.
+	var capture checkout.Capture
+	if c.Capture != nil {
+		if capture.Mode = chargeonce.CaptureMode(*c.Capture); capture.Mode == "" || !capture.Mode.Valid() {
+			return checkout.Capture{}, badRequest(`field "capture" is %q; it is %q or %q, or absent for the merchant's mode`,
+				*c.Capture, chargeonce.CaptureAutomatic, chargeonce.CaptureManual)
+		}
+	}
+	if c.OnDeadline != nil {
+		if capture.OnDeadline = chargeonce.DeadlineAction(*c.OnDeadline); capture.OnDeadline == "" || !capture.OnDeadline.Valid() {
+			return checkout.Capture{}, badRequest(`field "on_deadline" is %q; it is %q or %q`, *c.OnDeadline, chargeonce.DeadlineVoid, chargeonce.DeadlineCapture)
+		}
+		if !capture.Mode.Manual() {
+			return checkout.Capture{}, badRequest(`field "on_deadline" is only for a manual capture: send it with "capture": %q`, chargeonce.CaptureManual)
+		}
+	}
+	return capture, nil
 }
 
 // orderID reads the {id} path value: a positive int64.

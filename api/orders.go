@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -13,7 +14,18 @@ import (
 	"chargeonce/store"
 )
 
-func newOrderBody(o store.Order, attempts []store.Attempt, refunds []store.Refund) wire.Order {
+// orderParts are what an order shows besides itself; a new order has
+// none.
+type orderParts struct {
+	attempts []store.Attempt
+	refunds  []store.Refund
+	// hold is nil when the order has none.
+	hold  *store.Hold
+	moves []store.Move
+}
+
+func newOrderBody(o store.Order, p orderParts) wire.Order {
+	attempts, refunds := p.attempts, p.refunds
 	body := wire.Order{
 		ID:                o.ID,
 		Status:            string(o.Status),
@@ -25,6 +37,13 @@ func newOrderBody(o store.Order, attempts []store.Attempt, refunds []store.Refun
 		UpdatedAt:         o.UpdatedAt.UTC(),
 		Attempts:          make([]wire.Attempt, 0, len(attempts)),
 		Refunds:           make([]wire.Refund, 0, len(refunds)),
+		Moves:             make([]wire.Move, 0, len(p.moves)),
+	}
+	if p.hold != nil {
+		body.Hold = newHoldBody(*p.hold)
+	}
+	for _, m := range p.moves {
+		body.Moves = append(body.Moves, newMoveBody(m, false))
 	}
 	for _, r := range refunds {
 		body.Refunds = append(body.Refunds, newRefundBody(r, false))
@@ -88,7 +107,7 @@ func (s *server) createOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("order created", "order", order.ID, "amount", order.Amount.String())
 	w.Header().Set("Location", orderLocation(order.ID))
-	writeJSON(w, s.log, http.StatusCreated, "application/json", newOrderBody(order, nil, nil))
+	writeJSON(w, s.log, http.StatusCreated, "application/json", newOrderBody(order, orderParts{}))
 }
 
 func (s *server) getOrder(w http.ResponseWriter, r *http.Request) {
@@ -102,12 +121,23 @@ func (s *server) getOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("order %d: %w", id, err))
 		return
 	}
-	refunds, err := s.store.OrderRefunds(r.Context(), id)
-	if err != nil {
+	parts := orderParts{attempts: attempts}
+	if parts.refunds, err = s.store.OrderRefunds(r.Context(), id); err != nil {
 		s.fail(w, r, fmt.Errorf("order %d: refunds: %w", id, err))
 		return
 	}
-	writeJSON(w, s.log, http.StatusOK, "application/json", newOrderBody(order, attempts, refunds))
+	switch h, err := s.store.OrderHold(r.Context(), id); {
+	case err == nil:
+		parts.hold = &h
+	case !errors.Is(err, store.ErrNotFound):
+		s.fail(w, r, fmt.Errorf("order %d: hold: %w", id, err))
+		return
+	}
+	if parts.moves, err = s.store.OrderMoves(r.Context(), id); err != nil {
+		s.fail(w, r, fmt.Errorf("order %d: moves: %w", id, err))
+		return
+	}
+	writeJSON(w, s.log, http.StatusOK, "application/json", newOrderBody(order, parts))
 }
 
 func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
@@ -121,18 +151,19 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := validateCheckout(req); err != nil {
+	capture, err := validateCheckout(req)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.checkout.Checkout(r.Context(), id, req.CardToken)
+	res, err := s.checkout.CheckoutWith(r.Context(), id, req.CardToken, capture)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	log := s.log.With("order", id, "key", res.Attempt.Key)
 	switch res.Outcome {
-	case checkout.OutcomePaid:
+	case checkout.OutcomePaid, checkout.OutcomeAuthorized:
 		writeJSON(w, log, http.StatusOK, "application/json", newCheckoutAnswer(res))
 	case checkout.OutcomePending:
 		w.Header().Set("Location", orderLocation(id))
@@ -159,7 +190,7 @@ func (s *server) checkoutOrder(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// newCheckoutAnswer is the body of a paid or pending checkout, with the
+// newCheckoutAnswer is the body of a paid, authorized or pending checkout, with the
 // order's status as the checkout leaves it.
 func newCheckoutAnswer(res checkout.Result) wire.CheckoutAnswer {
 	return wire.CheckoutAnswer{

@@ -10,6 +10,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/checkout"
 	"chargeonce/internal/idemkey"
 	"chargeonce/refund"
 	"chargeonce/store"
@@ -22,12 +23,13 @@ const headerReplayed = "Idempotent-Replayed"
 // idempotencyKey reads the request's Idempotency-Key, in the draft's form:
 // one Structured Field String of at most idemkey.MaxLength characters,
 // whose value is the key. Anything else, a bare Token included, is refused
-// with a problem that names the form.
+// with a problem that names the form. Refunds, captures and voids read it
+// alike.
 func idempotencyKey(r *http.Request) (string, error) {
 	key, err := idemkey.Parse(r.Header.Values(idemkey.Header))
 	if err != nil {
 		return "", &problemError{typ: wire.ProblemIdempotencyKeyRequired,
-			detail: err.Error() + "; send one, such as " + idemkey.Example + " with its quotes, the same on every retry of this refund"}
+			detail: err.Error() + "; send one, such as " + idemkey.Example + " with its quotes, the same on every retry of this request"}
 	}
 	return key, nil
 }
@@ -111,26 +113,35 @@ func (s *server) answerRefund(w http.ResponseWriter, r *http.Request, req refund
 }
 
 // failRefund answers the errors of a refund request that only refunds
-// have, and hands every other to fail.
+// have, and hands the rest to failIdempotent.
 func (s *server) failRefund(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		inProgress *refund.InProgressError
-		amount     *refund.AmountError
-	)
 	switch {
-	case errors.As(err, &inProgress):
-		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, inProgress.RetryAfter.Round(time.Second))/time.Second)))
-		err = &problemError{typ: wire.ProblemRequestInProgress, detail: "The first request with this Idempotency-Key is still being answered. Ask again after Retry-After seconds."}
-	case errors.Is(err, refund.ErrKeyReused):
-		err = &problemError{typ: wire.ProblemIdempotencyKeyReused, detail: "This Idempotency-Key was sent before with another refund request. Send a new key for a new refund."}
-	case errors.As(err, &amount):
-		err = badRequest(`field "amount" %v`, amount.Err)
 	case errors.Is(err, store.ErrNotRefundable):
 		err = &problemError{typ: wire.ProblemNotRefundable, detail: "There is nothing to refund: the order was never paid, or the charge is not one the books hold."}
 	case errors.Is(err, store.ErrRefundExceedsCharge):
 		err = &problemError{typ: wire.ProblemRefundExceedsCharge, detail: "The refund would return more than the charge can still refund: its amount less the refunds that succeeded or are pending."}
 	case errors.Is(err, store.ErrNotFound) && r.PathValue("id") != "" && strings.HasPrefix(r.URL.Path, "/api/charges/"):
 		err = &problemError{typ: wire.ProblemNotRefundable, detail: "The books hold no charge " + r.PathValue("id") + "."}
+	}
+	s.failIdempotent(w, r, "refund", err)
+}
+
+// failIdempotent answers the errors that every request with the API's own
+// Idempotency-Key may have (a refund, a capture, a void: what), and hands
+// every other to fail.
+func (s *server) failIdempotent(w http.ResponseWriter, r *http.Request, what string, err error) {
+	var (
+		inProgress *checkout.InProgressError
+		amount     *checkout.AmountError
+	)
+	switch {
+	case errors.As(err, &inProgress):
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, inProgress.RetryAfter.Round(time.Second))/time.Second)))
+		err = &problemError{typ: wire.ProblemRequestInProgress, detail: "The first request with this Idempotency-Key is still being answered. Ask again after Retry-After seconds."}
+	case errors.Is(err, checkout.ErrKeyReused):
+		err = &problemError{typ: wire.ProblemIdempotencyKeyReused, detail: "This Idempotency-Key was sent before with another request. Send a new key for a new " + what + "."}
+	case errors.As(err, &amount):
+		err = badRequest(`field "amount" %v`, amount.Err)
 	}
 	s.fail(w, r, err)
 }

@@ -29,7 +29,6 @@ import (
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/singleflight"
 
@@ -68,6 +67,11 @@ type Outcome string
 const (
 	// OutcomePaid: the order is paid, by this checkout or an earlier one.
 	OutcomePaid Outcome = "paid"
+	// OutcomeAuthorized: the provider authorized the order's amount on
+	// the card, for a manual capture (Capture), now or by an earlier
+	// checkout; the order is authorized and waits for a capture or a void.
+	// Like paid, it is a success, and nothing more is charged.
+	OutcomeAuthorized Outcome = "authorized"
 	// OutcomeDeclined: the card was declined; the order may be paid with
 	// another card.
 	OutcomeDeclined Outcome = "declined"
@@ -92,8 +96,9 @@ const (
 type Result struct {
 	Outcome Outcome
 	// Order is the order; its Status is the one the outcome leaves it in,
-	// chargeonce.OrderStatusAfter the attempt's, even where the database has
-	// not recorded the workflow's answer.
+	// chargeonce.OrderStatusAfter the attempt's (authorized for the hold of
+	// a manual capture), even where the database has not recorded the
+	// workflow's answer.
 	Order store.Order
 	// Attempt is the attempt that this checkout created or reused, or, for
 	// an order that was already paid, the attempt that paid it.
@@ -138,6 +143,9 @@ type Config struct {
 	NewKey func() (string, error)
 	// Logger receives the story of every checkout; nil discards.
 	Logger *slog.Logger
+	// Capture is the merchant's capture mode, for the checkouts that do
+	// not choose one (Capture.Mode empty); empty means automatic.
+	Capture chargeonce.CaptureMode
 	// Refunds handles the provider's refund events and repairs late
 	// charges (HandleProviderEvent); nil keeps both for the books alone.
 	Refunds Refunds
@@ -155,6 +163,7 @@ type Service struct {
 	newKey   func() (string, error)
 	log      *slog.Logger
 	refunds  Refunds
+	capture  chargeonce.CaptureMode
 	// updates joins the charges of one key: see charge.
 	updates singleflight.Group
 }
@@ -185,6 +194,12 @@ func New(cfg Config) (*Service, error) {
 	if err := chargeonce.CheckProviderName(cfg.Provider); err != nil {
 		return nil, fmt.Errorf("checkout: config: %w", err)
 	}
+	if !cfg.Capture.Valid() {
+		return nil, fmt.Errorf("checkout: config: capture mode %q is not %s or %s", cfg.Capture, chargeonce.CaptureAutomatic, chargeonce.CaptureManual)
+	}
+	if cfg.Capture == "" {
+		cfg.Capture = chargeonce.CaptureAutomatic
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -205,6 +220,7 @@ func New(cfg Config) (*Service, error) {
 		newKey:   cfg.NewKey,
 		log:      cfg.Logger,
 		refunds:  cfg.Refunds,
+		capture:  cfg.Capture,
 	}, nil
 }
 
@@ -267,16 +283,57 @@ func NewKey() (string, error) {
 // the outcome is still unknown and will be settled by the workflow, or by a
 // later Checkout with the same card, which re-sends the same key. Errors are ErrNotFound,
 // ErrConflict, ErrNeedsReview, ErrNoTiming, or a failure of the database.
+//
+// It takes the money in the merchant's capture mode (Config.Capture);
+// CheckoutWith chooses another.
 func (s *Service) Checkout(ctx context.Context, orderID int64, cardToken string) (Result, error) {
+	return s.CheckoutWith(ctx, orderID, cardToken, Capture{})
+}
+
+// Capture is how a checkout takes the money.
+type Capture struct {
+	// Mode is the capture mode; empty means the merchant's
+	// (Config.Capture). A manual capture only authorizes: its outcome is
+	// OutcomeAuthorized rather than OutcomePaid.
+	Mode chargeonce.CaptureMode
+	// OnDeadline is what the hold's deadline does; empty is void. Only a
+	// manual capture has one.
+	OnDeadline chargeonce.DeadlineAction
+}
+
+// resolve is c with the merchant's mode for an empty one, checked.
+func (c Capture) resolve(merchant chargeonce.CaptureMode) (Capture, error) {
+	if c.Mode == "" {
+		c.Mode = merchant
+	}
+	switch {
+	case !c.Mode.Valid():
+		return Capture{}, fmt.Errorf("checkout: unknown capture mode %q", c.Mode)
+	case !c.OnDeadline.Valid():
+		return Capture{}, fmt.Errorf("checkout: unknown deadline action %q", c.OnDeadline)
+	case c.OnDeadline != "" && !c.Mode.Manual():
+		return Capture{}, fmt.Errorf("checkout: a deadline action %q needs the manual capture mode", c.OnDeadline)
+	}
+	return c, nil
+}
+
+// CheckoutWith is Checkout in the capture mode that c chooses. An open
+// attempt is reused only for the same mode and deadline action, so that
+// one key never charges in two ways.
+func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken string, c Capture) (Result, error) {
 	if cardToken == "" {
 		return Result{}, errors.New("checkout: card token is empty")
 	}
-	res, err := s.checkout(ctx, orderID, cardToken)
+	c, err := c.resolve(s.capture)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := s.checkout(ctx, orderID, cardToken, c)
 	if errors.Is(err, errAbandonedMeanwhile) {
 		// The reused attempt was abandoned between our transaction and our
 		// update, so it never charged; the next transaction starts a new
 		// attempt with a new key.
-		res, err = s.checkout(ctx, orderID, cardToken)
+		res, err = s.checkout(ctx, orderID, cardToken, c)
 	}
 	return res, err
 }
@@ -285,7 +342,7 @@ func (s *Service) Checkout(ctx context.Context, orderID int64, cardToken string)
 // abandoned before the checkout's charge reached its workflow.
 var errAbandonedMeanwhile = errors.New("checkout: the attempt was abandoned while the checkout ran")
 
-func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string) (Result, error) {
+func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string, c Capture) (Result, error) {
 	timing, err := s.Timing(ctx)
 	if err != nil {
 		return Result{}, err
@@ -302,6 +359,8 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 		Now:             s.now(),
 		AbandonAfter:    timing.AbandonAfter,
 		Provider:        s.provider,
+		Capture:         c.Mode,
+		OnDeadline:      c.OnDeadline,
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{}, fmt.Errorf("%w: order %d", ErrNotFound, orderID)
@@ -312,8 +371,12 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 	log := s.log.With("order", orderID, "key", attempt.Key)
 	switch decision {
 	case store.DecisionAlreadyPaid:
-		log.Info("order already paid; nothing charged")
-		return Result{Outcome: OutcomePaid, Order: order, Attempt: attempt, AlreadyPaid: true}, nil
+		log.Info("order already paid; nothing charged", "status", order.Status)
+		outcome := OutcomePaid
+		if order.Status == chargeonce.OrderAuthorized {
+			outcome = OutcomeAuthorized
+		}
+		return Result{Outcome: outcome, Order: order, Attempt: attempt, AlreadyPaid: true}, nil
 	case store.DecisionConflict:
 		log.Warn("checkout refused: an open attempt with another card or amount is still being verified")
 		return Result{}, fmt.Errorf("%w: order %d, open attempt %s", ErrConflict, orderID, attempt.Key)
@@ -344,20 +407,9 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string)
 // update failed. base holds the order and the attempt as the checkout's
 // transaction left them.
 func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string) (Result, error) {
-	joined := s.updates.DoChan(base.Attempt.Key, func() (any, error) {
-		return s.update(context.WithoutCancel(ctx), log, timing, base, cardToken)
-	})
-	select {
-	case r := <-joined:
-		if r.Shared {
-			log.Debug("joined the charge already in flight for this key")
-		}
-		res, _ := r.Val.(Result)
-		return res, r.Err
-	case <-ctx.Done():
-		log.Info("the checkout ended before the payment workflow answered, answering from the database", "error", ctx.Err())
-		return s.result(ctx, log, base, nil)
-	}
+	return Join(ctx, &s.updates, log, base.Attempt.Key,
+		func(ctx context.Context) (Result, error) { return s.update(ctx, log, timing, base, cardToken) },
+		func(ctx context.Context) (Result, error) { return s.result(ctx, log, base, nil) })
 }
 
 // update runs Update-With-Start for the attempt of base under the published
@@ -366,39 +418,20 @@ func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows
 	intent := s.intent(base.Order, base.Attempt, cardToken)
 	start := s.temporal.NewWithStartWorkflowOperation(s.startOptions(intent), workflows.PaymentWorkflow,
 		workflows.PaymentInput{Intent: intent, Timing: timing})
-	var payment workflows.PaymentResult
-	started, err := UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
+	// Only an attempt still open must be kept from the sweep; without an
+	// answer, the attempt stays open, and the workflow (started now or by
+	// the sweep) or a retry with the same card settles it.
+	payment := Drive(ctx, s.temporal, log, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
 		UpdateName: chargeonce.UpdateCharge,
 		Args:       []any{workflows.ChargeRequest{CardToken: intent.CardToken, CardHash: intent.CardHash}},
-	}, &payment)
-	if started && (err != nil || !payment.Status.Terminal()) {
-		// Only an attempt still open must be kept from the sweep.
-		s.markStarted(ctx, log, intent.Key)
-	}
-
-	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case err == nil:
-		return s.result(ctx, log, base, &payment)
-	case errors.As(err, &alreadyStarted):
-		// REJECT_DUPLICATE: the workflow of this key has closed, so the
-		// attempt has settled and the database holds its outcome.
-		log.Info("payment workflow already closed; answering from the database")
-		s.markStarted(ctx, log, intent.Key)
-		return s.result(ctx, log, base, nil)
-	default:
-		// The key is stored, so nothing is lost: the attempt stays open,
-		// and the workflow (started now or by the sweep) or a retry with
-		// the same card settles it.
-		log.Warn("no answer from the payment workflow, answering from the database", "error", err)
-		return s.result(ctx, log, base, nil)
-	}
+	}, func(p workflows.PaymentResult) bool { return p.Status.Terminal() }, s.marker(intent.Key))
+	return s.result(ctx, log, base, payment)
 }
 
 // UpdateWithStart starts the workflow of start, or joins it, sends it the
 // update and waits for the update's answer into answer (a pointer), all
-// within budget. It is the one way the checkout and the refunds reach their
-// workflows.
+// within budget. It is the one way the checkout, the refunds and the moves
+// of holds reach their workflows, through Drive.
 //
 // started reports whether the server accepted the start, even when no
 // answer came. The caller then records that the workflow runs, unless the
@@ -461,12 +494,21 @@ func (s *Service) result(ctx context.Context, log *slog.Logger, base Result, pay
 	}
 	status := res.Attempt.Status
 	res.Order.Status = chargeonce.OrderStatusAfter(status)
+	// A manual capture's success is a hold, which leaves the order
+	// authorized rather than paid (chargeonce.OrderHoldAuthorized).
+	authorized := status == chargeonce.AttemptSucceeded && res.Attempt.Capture.Manual()
+	if authorized {
+		res.Order.Status = chargeonce.OrderAuthorized
+	}
 	if res.Order.Status == chargeonce.OrderPaid && res.Order.ProviderPaymentID == "" {
 		res.Order.ProviderPaymentID = res.Attempt.ProviderPaymentID
 	}
 	switch status {
 	case chargeonce.AttemptSucceeded:
 		res.Outcome = OutcomePaid
+		if authorized {
+			res.Outcome = OutcomeAuthorized
+		}
 	case chargeonce.AttemptDeclined:
 		res.Outcome = OutcomeDeclined
 	case chargeonce.AttemptFailed:
@@ -502,14 +544,10 @@ func (s *Service) load(ctx context.Context, orderID int64, key string) (Result, 
 	return Result{}, fmt.Errorf("checkout: order %d has no attempt with key %s", orderID, key)
 }
 
-// markStarted records that the attempt's workflow runs. A failure is only
-// logged: the sweep will start the workflow again, which is harmless.
-func (s *Service) markStarted(ctx context.Context, log *slog.Logger, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	if err := s.store.MarkWorkflowStarted(ctx, key); err != nil {
-		log.Warn("could not record that the payment workflow started; the sweep will start it again", "error", err)
-	}
+// marker records that the workflow of the attempt with this key runs
+// (Drive, StartOutbox).
+func (s *Service) marker(key string) func(context.Context) error {
+	return func(ctx context.Context) error { return s.store.MarkWorkflowStarted(ctx, key) }
 }
 
 // intent builds the payment intent of an attempt. Checkout and the sweep
@@ -531,7 +569,19 @@ func (s *Service) intent(order store.Order, a store.Attempt, cardToken string) c
 		Description:       description,
 		CreatedAt:         a.CreatedAt,
 		Provider:          a.Provider,
+		// An automatic capture stays empty, as in every intent from before
+		// holds, so that its workflow's input is what it always was.
+		Capture:    manualOnly(a.Capture, a.Capture),
+		OnDeadline: manualOnly(a.Capture, a.OnDeadline),
 	}
+}
+
+// manualOnly is v for an attempt of a manual capture, and empty otherwise.
+func manualOnly[T ~string](mode chargeonce.CaptureMode, v T) T {
+	if !mode.Manual() {
+		return ""
+	}
+	return v
 }
 
 // startOptions are the options of every start of a payment workflow. The ID

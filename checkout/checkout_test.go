@@ -54,6 +54,7 @@ func TestNew_RefusesABadConfigWithAClearError(t *testing.T) {
 		{"negative budget", checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Budget: -time.Second}, "budget -1s is negative"},
 		{"upper-case reference prefix", checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, ReferencePrefix: "Shop"}, `reference prefix "Shop"`},
 		{"reference prefix with a dash", checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, ReferencePrefix: "book-store"}, `reference prefix "book-store"`},
+		{"unknown capture mode", checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Capture: "later"}, `capture mode "later"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,4 +146,29 @@ func TestCheckout_ACallerThatGivesUpIsAnsweredFromTheDatabaseAtOnce(t *testing.T
 	require.Less(t, time.Since(start), 5*time.Second, "the caller's end, not the budget, ends its wait")
 	require.Equal(t, checkout.OutcomePending, res.Outcome)
 	require.Equal(t, chargeonce.AttemptOpen, res.Attempt.Status, "the key is stored and the attempt stays open")
+}
+
+func TestCheckoutWith_RefusesABadCaptureBeforeItStoresAnything(t *testing.T) {
+	st, temporal := offline(t)
+	publish(t, st, workflows.DefaultTiming(), false)
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher})
+	require.NoError(t, err)
+	ctx := context.Background()
+	order, err := st.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "")
+	require.NoError(t, err)
+
+	for name, c := range map[string]checkout.Capture{
+		"an unknown mode":                       {Mode: "later"},
+		"an unknown deadline action":            {Mode: chargeonce.CaptureManual, OnDeadline: "keep"},
+		"a deadline action of automatic":        {Mode: chargeonce.CaptureAutomatic, OnDeadline: chargeonce.DeadlineCapture},
+		"a deadline action of the default mode": {OnDeadline: chargeonce.DeadlineVoid},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := svc.CheckoutWith(ctx, order.ID, "tok_visa", c)
+			require.Error(t, err)
+			_, attempts, err := st.GetOrder(ctx, order.ID)
+			require.NoError(t, err)
+			require.Empty(t, attempts)
+		})
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
-
 	"chargeonce/workflows"
 )
 
@@ -50,15 +48,9 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		intent := s.intent(order, a, "")
-		_, err = s.temporal.ExecuteWorkflow(ctx, s.startOptions(intent), workflows.PaymentWorkflow,
-			workflows.PaymentInput{Intent: intent, Timing: timing})
-		var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
-		if err != nil && !errors.As(err, &alreadyStarted) {
+		if err := StartOutbox(ctx, s.temporal, s.startOptions(intent), workflows.PaymentWorkflow,
+			workflows.PaymentInput{Intent: intent, Timing: timing}, s.marker(a.Key)); err != nil {
 			log.Warn("sweep could not start the payment workflow; next pass retries", "error", err)
-			errs = append(errs, fmt.Errorf("checkout: sweep: start workflow of attempt %s: %w", a.Key, err))
-			continue
-		}
-		if err := s.store.MarkWorkflowStarted(ctx, a.Key); err != nil {
 			errs = append(errs, fmt.Errorf("checkout: sweep: attempt %s: %w", a.Key, err))
 			continue
 		}

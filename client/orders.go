@@ -51,8 +51,15 @@ type CheckoutResult struct {
 //   - 500 wire.ProblemPaymentFailed or wire.ProblemPaymentNeedsReview: the
 //     payment failed on chargeonce's side, or is held for a person.
 func (c *Client) Checkout(ctx context.Context, orderID int64, cardToken string) (CheckoutResult, error) {
+	return c.CheckoutWith(ctx, orderID, wire.CheckoutRequest{CardToken: cardToken})
+}
+
+// CheckoutWith is Checkout with the whole body, which may choose the
+// capture mode: with Capture "manual", a success only authorizes the
+// amount (status authorized, 200), and Capture or Void ends the hold.
+func (c *Client) CheckoutWith(ctx context.Context, orderID int64, req wire.CheckoutRequest) (CheckoutResult, error) {
 	var res CheckoutResult
-	a, err := c.call(ctx, http.MethodPost, orderPath(orderID, "/checkout"), wire.CheckoutRequest{CardToken: cardToken}, nil, &res.CheckoutAnswer)
+	a, err := c.call(ctx, http.MethodPost, orderPath(orderID, "/checkout"), req, nil, &res.CheckoutAnswer)
 	res.HTTPStatus = a.status
 	return res, err
 }

@@ -63,21 +63,40 @@ func (c *Client) RefundCharge(ctx context.Context, chargeID, idempotencyKey stri
 }
 
 func (c *Client) refund(ctx context.Context, path, key string, req wire.RefundRequest) (RefundResult, error) {
+	var res RefundResult
+	a, err := c.idempotentPost(ctx, path, key, req, &res.Refund)
+	res.HTTPStatus, res.IdempotencyKey, res.Replayed = a.status, a.key, a.replayed
+	return res, err
+}
+
+// idempotentAnswer is what every request with the API's own
+// Idempotency-Key (a refund, a capture, a void) answers besides its body.
+type idempotentAnswer struct {
+	status int
+	// key is the key sent: the caller's, or the one generated for it.
+	key      string
+	replayed bool
+}
+
+// idempotentPost posts body to path under the Idempotency-Key key, or a
+// new UUIDv7 when key is empty, and reads the answer into out. body nil
+// sends no body.
+func (c *Client) idempotentPost(ctx context.Context, path, key string, body, out any) (idempotentAnswer, error) {
 	if key == "" {
 		k, err := uuid.NewV7()
 		if err != nil {
-			return RefundResult{}, fmt.Errorf("generate an Idempotency-Key: %w", err)
+			return idempotentAnswer{}, fmt.Errorf("generate an Idempotency-Key: %w", err)
 		}
 		key = k.String()
 	}
-	res := RefundResult{IdempotencyKey: key}
+	res := idempotentAnswer{key: key}
 	sf, err := idemkey.Format(key)
 	if err != nil {
 		return res, fmt.Errorf("Idempotency-Key: %w", err)
 	}
-	a, err := c.call(ctx, http.MethodPost, path, req, http.Header{idemkey.Header: {sf}}, &res.Refund)
-	res.HTTPStatus = a.status
-	res.Replayed = a.header.Get("Idempotent-Replayed") == "true"
+	a, err := c.call(ctx, http.MethodPost, path, body, http.Header{idemkey.Header: {sf}}, out)
+	res.status = a.status
+	res.replayed = a.header.Get("Idempotent-Replayed") == "true"
 	return res, err
 }
 

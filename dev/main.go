@@ -87,6 +87,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", dialect.IETF, "`API` the worker speaks to the fake provider, which serves both: "+dialect.Names)
 	fs.Int64Var(&cfg.Provider.Fee.BasisPoints, "provider-fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the fake provider's settlement reports, in basis points")
 	fs.Int64Var(&cfg.Provider.Fee.FixedMinor, "provider-fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the fake provider's settlement reports, in minor units")
+	capture := cli.Capture(fs)
 	fs.DurationVar(&cfg.CheckoutBudget, "checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: charge budget + 2s)")
 	fs.DurationVar(&cfg.SweepEvery, "sweep-every", 0, "period of the outbox sweep that starts lost workflow starts (default "+worker.DefaultSweepEvery.String()+")")
 	fs.BoolVar(&cfg.ProviderEvents, "provider-events", true, "the fake provider posts a signed event per finished charge to the API, as a real provider does; false leaves unknown outcomes to lookups and retries")
@@ -100,6 +101,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 		return stack.Config{}, nil, err
 	}
 	cfg.EventNetworks = *eventNetworks
+	cfg.Capture = *capture
 	cfg.Provider.Mode.Name = fakeprovider.ModeName(*mode)
 	if cfg.DataDir != "" {
 		// The provider's books stay with the orders and workflows they

@@ -30,7 +30,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/singleflight"
 
@@ -42,31 +41,12 @@ import (
 )
 
 // Errors of Refund besides the store's (store.ErrNotFound,
-// store.ErrNotRefundable, store.ErrRefundExceedsCharge) and the timing's
-// (checkout.ErrNoTiming, checkout.ErrTimingUnreadable). They are matched
-// with errors.Is.
-var (
-	// ErrKeyReused: the request's Idempotency-Key was sent before with
-	// another body. Nothing changed.
-	ErrKeyReused = errors.New("refund: the Idempotency-Key was used with another request")
-	// ErrInProgress: the first request with this Idempotency-Key is still
-	// being answered. The error is an *InProgressError.
-	ErrInProgress = errors.New("refund: a request with this Idempotency-Key is still in progress")
-)
-
-// InProgressError is ErrInProgress, with when the first request will have
-// been answered.
-type InProgressError struct {
-	// RetryAfter is how long until the first request's budget is over.
-	RetryAfter time.Duration
-}
-
-func (e *InProgressError) Error() string {
-	return fmt.Sprintf("%v; ask again in %v", ErrInProgress, e.RetryAfter)
-}
-
-// Is makes an *InProgressError match ErrInProgress.
-func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
+// store.ErrNotRefundable, store.ErrRefundExceedsCharge), the timing's
+// (checkout.ErrNoTiming, checkout.ErrTimingUnreadable) and the
+// Idempotency-Key's (checkout.ErrKeyReused, and checkout.ErrInProgress as a
+// *checkout.InProgressError), which every request with the API's own
+// Idempotency-Key shares. A bad amount is a *checkout.AmountError. They are
+// matched with errors.Is and errors.As.
 
 // Config configures a Service.
 type Config struct {
@@ -214,8 +194,8 @@ type Result struct {
 // and Refund waits at most the budget for the answer: succeeded, failed or
 // not_processed, or pending while the outcome is unknown. A request whose
 // key asked before answers that refund as it stands now (Replayed), unless
-// the first request is still within its budget (ErrInProgress) or had
-// another body (ErrKeyReused).
+// the first request is still within its budget (checkout.ErrInProgress) or
+// had another body (checkout.ErrKeyReused).
 func (s *Service) Refund(ctx context.Context, req Request) (Result, error) {
 	if (req.OrderID == 0) == (req.ChargeID == "") {
 		return Result{}, errors.New("refund: exactly one of an order and a charge is refunded")
@@ -251,16 +231,11 @@ func (s *Service) Refund(ctx context.Context, req Request) (Result, error) {
 	switch decision {
 	case store.RefundKeyReused:
 		log.Warn("refund request refused: its Idempotency-Key asked for another refund before")
-		return Result{}, fmt.Errorf("%w: refund %s", ErrKeyReused, r.Key)
+		return Result{}, fmt.Errorf("%w: refund %s", checkout.ErrKeyReused, r.Key)
 	case store.RefundReplayed:
-		// The first request is being answered while its budget runs: the
-		// refund is pending and its send phase may not be over. Every API
-		// process can tell so from the database alone, with no call to
-		// Temporal; after the budget, the first request has had its answer,
-		// and a replay answers the refund as it stands.
-		if until := r.CreatedAt.Add(s.budgetFor(timing)).Sub(s.now()); r.Status == chargeonce.RefundPending && until > 0 {
+		if err := checkout.CheckReplay(r.CreatedAt, r.Status == chargeonce.RefundPending, s.budgetFor(timing), s.now()); err != nil {
 			log.Info("refund request refused: the first request with its Idempotency-Key is still in progress")
-			return Result{}, &InProgressError{RetryAfter: until}
+			return Result{}, err
 		}
 		log.Info("refund request replayed", "status", r.Status)
 		return Result{Refund: r, Replayed: true}, nil
@@ -294,19 +269,10 @@ func (s *Service) amount(ctx context.Context, req Request) (int64, error) {
 	}
 	m, err := chargeonce.ParseMoney(*req.Amount, currency)
 	if err != nil {
-		return 0, &AmountError{Err: err}
+		return 0, &checkout.AmountError{Err: err}
 	}
 	return m.Minor, nil
 }
-
-// AmountError is a refund amount that cannot be read in the charge's
-// currency.
-type AmountError struct{ Err error }
-
-func (e *AmountError) Error() string { return "refund: the amount " + e.Err.Error() }
-
-// Unwrap returns the parse error.
-func (e *AmountError) Unwrap() error { return e.Err }
 
 // budgetFor is how long a refund request under timing t waits for its send
 // phase.
@@ -322,84 +288,49 @@ func (s *Service) budgetFor(t workflows.Timing) time.Duration {
 // budget. The joined update runs detached from the caller's context, as in
 // checkout, so that one client going away does not cut the answer short.
 func (s *Service) send(ctx context.Context, log *slog.Logger, timing workflows.Timing, r store.Refund) (Result, error) {
-	joined := s.updates.DoChan(r.Key, func() (any, error) {
-		return s.update(context.WithoutCancel(ctx), log, timing, r)
-	})
-	select {
-	case res := <-joined:
-		out, _ := res.Val.(Result)
-		return out, res.Err
-	case <-ctx.Done():
-		log.Info("the refund request ended before the refund workflow answered, answering from the database", "error", ctx.Err())
-		return s.result(ctx, r.Key, nil)
-	}
+	return checkout.Join(ctx, &s.updates, log, r.Key,
+		func(ctx context.Context) (Result, error) { return s.update(ctx, log, timing, r) },
+		func(ctx context.Context) (Result, error) { return s.result(ctx, r.Key, nil) })
 }
 
 // update runs Update-With-Start of the refund's workflow and turns its
-// answer, or the lack of one, into a Result.
+// answer, or the lack of one, into a Result. Only a refund still pending
+// must be kept from the sweep.
 func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, r store.Refund) (Result, error) {
 	start := s.temporal.NewWithStartWorkflowOperation(startOptions(r.RefundIntent), workflows.RefundWorkflow,
 		workflows.RefundInput{Intent: r.RefundIntent, Timing: timing})
-	var answer workflows.RefundResult
-	started, err := checkout.UpdateWithStart(ctx, s.temporal, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
+	answer := checkout.Drive(ctx, s.temporal, log, s.budgetFor(timing), start, client.UpdateWorkflowOptions{
 		UpdateName: chargeonce.UpdateRefund,
 		Args:       []any{workflows.RefundUpdate{Key: r.Key}},
-	}, &answer)
-	if started && (err != nil || !answer.Status.Settled()) {
-		// Only a refund still pending must be kept from the sweep.
-		s.markStarted(ctx, log, r.Key)
-	}
-
-	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case err == nil:
-		return s.result(ctx, r.Key, &answer)
-	case errors.As(err, &alreadyStarted):
-		// REJECT_DUPLICATE: the workflow closed, so the refund settled and
-		// the database holds its outcome.
-		s.markStarted(ctx, log, r.Key)
-		return s.result(ctx, r.Key, nil)
-	default:
-		// The key is stored, so nothing is lost: the workflow, started now
-		// or by the sweep, settles the refund.
-		log.Warn("no answer from the refund workflow, answering from the database", "error", err)
-		return s.result(ctx, r.Key, nil)
-	}
+	}, func(a workflows.RefundResult) bool { return a.Status.Settled() }, s.marker(r.Key))
+	return s.result(ctx, r.Key, answer)
 }
-
-// storeTimeout bounds the database reads and writes that must happen even
-// when the caller has gone.
-const storeTimeout = 5 * time.Second
 
 // result reads the refund as the database holds it, with the workflow's
 // answer over it where the database has not recorded that answer yet.
 func (s *Service) result(ctx context.Context, key string, answer *workflows.RefundResult) (Result, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	r, err := s.store.GetRefund(ctx, key)
+	r, err := checkout.ReadAnswered(ctx, func(ctx context.Context) (store.Refund, error) { return s.store.GetRefund(ctx, key) }, answer,
+		func(r *store.Refund, a workflows.RefundResult) {
+			if a.Status.Valid() && r.Status == chargeonce.RefundPending {
+				r.Status = a.Status
+				if r.ProviderRefundID == "" {
+					r.ProviderRefundID = a.ProviderRefundID
+				}
+				if r.FailureReason == "" {
+					r.FailureReason = a.FailureReason
+				}
+			}
+		})
 	if err != nil {
 		return Result{}, fmt.Errorf("refund %s: %w", key, err)
-	}
-	if answer != nil && answer.Status.Valid() && r.Status == chargeonce.RefundPending {
-		r.Status = answer.Status
-		if r.ProviderRefundID == "" {
-			r.ProviderRefundID = answer.ProviderRefundID
-		}
-		if r.FailureReason == "" {
-			r.FailureReason = answer.FailureReason
-		}
 	}
 	return Result{Refund: r}, nil
 }
 
-// markStarted records that the refund's workflow runs. A failure is only
-// logged: the sweep starts the workflow again, which is harmless.
-func (s *Service) markStarted(ctx context.Context, log *slog.Logger, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	if err := s.store.MarkRefundWorkflowStarted(ctx, key); err != nil {
-		log.Warn("could not record that the refund workflow started; the sweep will start it again", "error", err)
-	}
+// marker records that the workflow of the refund with this key runs
+// (checkout.Drive, checkout.StartOutbox).
+func (s *Service) marker(key string) func(context.Context) error {
+	return func(ctx context.Context) error { return s.store.MarkRefundWorkflowStarted(ctx, key) }
 }
 
 // startOptions are the options of every start of a refund workflow: the ID
@@ -419,13 +350,8 @@ func startOptions(intent chargeonce.RefundIntent) client.StartWorkflowOptions {
 // start starts the refund's workflow without waiting for its send phase,
 // and records that it runs. A workflow that runs or ran counts as started.
 func (s *Service) start(ctx context.Context, timing workflows.Timing, r store.Refund) error {
-	_, err := s.temporal.ExecuteWorkflow(ctx, startOptions(r.RefundIntent), workflows.RefundWorkflow,
-		workflows.RefundInput{Intent: r.RefundIntent, Timing: timing})
-	var alreadyStarted *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &alreadyStarted) {
-		return fmt.Errorf("refund %s: start its workflow: %w", r.Key, err)
-	}
-	if err := s.store.MarkRefundWorkflowStarted(ctx, r.Key); err != nil {
+	if err := checkout.StartOutbox(ctx, s.temporal, startOptions(r.RefundIntent), workflows.RefundWorkflow,
+		workflows.RefundInput{Intent: r.RefundIntent, Timing: timing}, s.marker(r.Key)); err != nil {
 		return fmt.Errorf("refund %s: %w", r.Key, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"chargeonce/api/wire"
 	"chargeonce/client"
 	"chargeonce/internal/envflag"
 )
@@ -57,6 +58,9 @@ Usage:
   starter order create --amount 548.90 --currency TRY [--description TEXT]
   starter checkout --order N --card tok_visa [--wait [--wait-timeout 2m]]
   starter checkout --amount 548.90 --currency TRY --card tok_visa [--wait]
+  starter checkout ... --capture manual [--on-deadline void|capture]
+  starter capture --order N [--amount 12.50] [--key K]
+  starter void --order N [--key K]
   starter status --order N
   starter refund --order N [--amount 12.50] [--reason TEXT] [--key K]
   starter refund --charge ch_000001 [--reason TEXT]
@@ -77,25 +81,33 @@ waits, such as "attempt 1  timeout after 3.0s", "attempt 2  409 in flight",
 refund refunds an order (or, with the operator scope, a charge), all that
 is left unless --amount says less, under a new Idempotency-Key unless --key
 gives the one to retry with, and prints the refund's requests and outcome.
-status shows an order's attempts and refunds.
+With --capture manual, checkout only authorizes the amount (the order ends
+authorized), and capture or void then ends the hold, under a new
+Idempotency-Key unless --key gives the one to retry with; each prints the
+move's requests and outcome. status shows an order's attempts, hold,
+captures, voids and refunds.
 
 settlement run settles a day now (the provider's report against the
 succeeded payments) and prints what it found; settlement show prints the
 day's last settlement.
 
 Exit codes:
-  0  paid (checkout), refunded (refund), or success (order create, status, settlement)
+  0  paid or authorized (checkout), refunded (refund), captured or voided
+     (capture, void), or success (order create, status, settlement)
   1  any other error (API unreachable, unknown order, server error, abandoned)
   2  usage error
-  3  card declined (refund: the provider refused the refund)
+  3  card declined (refund: the provider refused the refund; capture, void:
+     the provider found the hold ended, or refused the request)
   4  payment pending: the outcome is not known yet; do not pay again
-     (refund: the refund is pending; it is settled without a retry)
+     (refund, capture, void: pending; it is settled without a retry)
      (settlement run: the run goes on; show it later)
   5  conflict: a previous payment with another card is still being verified
-     (refund: the same --key is in flight, or there is nothing to refund)
+     (refund: the same --key is in flight, or there is nothing to refund;
+     capture, void: the order holds no authorization, another capture or
+     void is pending, or the same --key is in flight)
   6  not charged: the provider is unavailable and processed nothing; pay
      again after the Retry-After the API gives (a new attempt, a new key;
-     refund: nothing was refunded, send again)
+     refund, capture, void: nothing was done, send again)
 `
 
 // usageError is a mistake in the command line; it exits with exitUsage.
@@ -162,6 +174,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		code, err = settlementCommand(ctx, &opts, args[1:], stdout, stderr, getenv)
 	case "refund":
 		code, err = refundCommand(ctx, &opts, args[1:], stdout, stderr, getenv)
+	case "capture", "void":
+		code, err = moveCommand(args[0])(ctx, &opts, args[1:], stdout, stderr, getenv)
 	default:
 		err = usagef("unknown command %q", args[0])
 	}
@@ -325,6 +339,8 @@ func checkoutCommand(ctx context.Context, opts *options, args []string, stdout, 
 	card := fs.String("card", "", "the card token, such as tok_visa (required)")
 	wait := fs.Bool("wait", false, "after a 202, keep asking until the order settles")
 	waitTimeout := fs.Duration("wait-timeout", 2*time.Minute, "how long --wait keeps asking")
+	capture := fs.String("capture", "", "automatic takes the money at once; manual only authorizes it, for a later capture or void (default: the merchant's mode)")
+	onDeadline := fs.String("on-deadline", "", "with --capture manual: what the hold's deadline does, void or capture (default void)")
 	api, err := parseFlags(fs, args, opts, getenv)
 	if err != nil {
 		return 0, err
@@ -341,6 +357,8 @@ func checkoutCommand(ctx context.Context, opts *options, args []string, stdout, 
 		return 0, usagef("checkout needs --order with a positive order number, or --amount and --currency")
 	case *waitTimeout <= 0:
 		return 0, usagef("--wait-timeout must be positive")
+	case *onDeadline != "" && *capture != "manual":
+		return 0, usagef("--on-deadline needs --capture manual")
 	}
 	out := &timeline{w: stdout, quiet: opts.json}
 	if creating {
@@ -351,7 +369,14 @@ func checkoutCommand(ctx context.Context, opts *options, args []string, stdout, 
 		*id = o.ID
 		out.printf("order %d created: %s %s\n", o.ID, o.Total, o.Currency)
 	}
-	c := &checkoutRun{api: api, out: out, orderID: *id, card: *card}
+	c := &checkoutRun{api: api, out: out, orderID: *id, req: wire.CheckoutRequest{CardToken: *card}}
+	// The API checks the values, and names the allowed ones.
+	if *capture != "" {
+		c.req.Capture = capture
+	}
+	if *onDeadline != "" {
+		c.req.OnDeadline = onDeadline
+	}
 	if *wait {
 		c.waitTimeout = *waitTimeout
 	}

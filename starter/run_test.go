@@ -49,6 +49,10 @@ func TestRun_UsageErrorsExit2WithAReason(t *testing.T) {
 		{"checkout without order", nil, []string{"checkout", "--card", "tok_visa"}, "--order with a positive order number"},
 		{"checkout with negative wait timeout", nil, []string{"checkout", "--order", "1", "--card", "tok_visa", "--wait-timeout", "-1s"}, "--wait-timeout must be positive"},
 		{"status without order", nil, []string{"status"}, "--order with a positive order number"},
+		{"capture without order", nil, []string{"capture"}, "capture needs --order"},
+		{"void without order", nil, []string{"void", "--key", "k"}, "void needs --order"},
+		{"void with an amount", nil, []string{"void", "--order", "1", "--amount", "1.00"}, "flag provided but not defined: -amount"},
+		{"checkout with a deadline action of no manual capture", nil, []string{"checkout", "--order", "1", "--card", "tok_visa", "--on-deadline", "void"}, "--on-deadline needs --capture manual"},
 		{"settlement without subcommand", nil, []string{"settlement"}, `takes the subcommand "run" or "show"`},
 		{"settlement without date", nil, []string{"settlement", "show"}, "settlement show needs --date"},
 		{"status with order not a number", nil, []string{"status", "--order", "abc"}, `invalid value "abc"`},
@@ -223,7 +227,7 @@ func TestRun_HelpOfEveryCommandWritesFlagsWithTwoDashes(t *testing.T) {
 	code, usage, _ := runStarter(t, nil, "--help")
 	require.Equal(t, exitPaid, code)
 	require.Empty(t, helptext.Faults(usage))
-	for _, command := range [][]string{{"order", "create"}, {"checkout"}, {"status"}, {"refund"}, {"settlement", "run"}, {"settlement", "show"}} {
+	for _, command := range [][]string{{"order", "create"}, {"checkout"}, {"status"}, {"refund"}, {"capture"}, {"void"}, {"settlement", "run"}, {"settlement", "show"}} {
 		t.Run(strings.Join(command, " "), func(t *testing.T) {
 			code, _, help := runStarter(t, nil, append(command, "--help")...)
 			require.Equal(t, exitPaid, code)
@@ -259,6 +263,55 @@ func TestRun_RefundExitsWithItsOutcomesCode(t *testing.T) {
 			code, _, stderr := runStarter(t, nil, "refund", "--api", api.URL, "--order", "1001", "--reason", "returned")
 			require.Equal(t, tt.want, code, "stderr: %s", stderr)
 			require.Contains(t, stderr, http.StatusText(tt.status))
+		})
+	}
+}
+
+// TestRun_MovesExitWithTheirOutcomesCode captures and voids against an API
+// that answers each outcome: each exits with its own code.
+func TestRun_MovesExitWithTheirOutcomesCode(t *testing.T) {
+	move := func(status string) string {
+		return `{"id": "01a1d96c-e23d-77bf-801e-9df969c1d378", "kind": "capture", "orderId": 1001, "status": "` + status +
+			`", "amount": "5.00", "currency": "TRY", "declineCode": null, "origin": "merchant", "merchantReference": "r", "provider": "default",
+			"createdAt": "2026-11-30T11:00:00Z", "settledAt": null}`
+	}
+	for _, tt := range []struct {
+		name, command string
+		status        int
+		body          string
+		want          int
+	}{
+		{"captured", "capture", http.StatusOK, move("succeeded"), exitPaid},
+		{"declined", "void", http.StatusOK, move("declined"), exitDeclined},
+		{"pending", "capture", http.StatusAccepted, move("pending"), exitPending},
+		{"nothing moved", "void", http.StatusServiceUnavailable, `{"type": "about:blank", "title": "Service Unavailable", "status": 503}`, exitNotProcessed},
+		{"not held", "capture", http.StatusConflict, `{"type": "about:blank", "title": "Conflict", "status": 409}`, exitConflict},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					// The read-back of the move's requests may fail; the
+					// answer of the POST stands.
+					http.NotFound(w, r)
+					return
+				}
+				if r.URL.Path != "/api/orders/1001/"+tt.command || r.Header.Get("Idempotency-Key") == "" {
+					http.NotFound(w, r)
+					return
+				}
+				contentType := "application/json"
+				if tt.status >= 400 {
+					contentType = "application/problem+json"
+				}
+				w.Header().Set("Content-Type", contentType)
+				w.WriteHeader(tt.status)
+				_, _ = fmt.Fprint(w, tt.body)
+			}))
+			t.Cleanup(api.Close)
+
+			code, stdout, stderr := runStarter(t, nil, tt.command, "--api", api.URL, "--order", "1001")
+			require.Equal(t, tt.want, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			require.Contains(t, stdout, "Idempotency-Key ")
 		})
 	}
 }

@@ -122,7 +122,7 @@ type checkoutRun struct {
 	api     *client.Client
 	out     *timeline
 	orderID int64
-	card    string
+	req     wire.CheckoutRequest
 	// waitTimeout is how long to keep asking after a 202; zero answers at once.
 	waitTimeout time.Duration
 }
@@ -131,7 +131,7 @@ type checkoutRun struct {
 // as is.
 type checkoutResult struct {
 	OrderID           int64    `json:"orderId"`
-	Outcome           string   `json:"outcome"` // paid, declined, pending, conflict, not_processed, abandoned, failed
+	Outcome           string   `json:"outcome"` // paid, authorized, declined, pending, conflict, not_processed, abandoned, failed
 	HTTPStatus        int      `json:"httpStatus"`
 	OrderStatus       string   `json:"orderStatus"`
 	ProviderPaymentID string   `json:"providerPaymentId,omitempty"`
@@ -143,7 +143,7 @@ type checkoutResult struct {
 
 func (r checkoutResult) exitCode() int {
 	switch r.Outcome {
-	case "paid":
+	case "paid", "authorized":
 		return exitPaid
 	case "declined":
 		return exitDeclined
@@ -172,7 +172,7 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 
 	done := make(chan posted, 1)
 	go func() {
-		res, err := c.api.Checkout(ctx, c.orderID, c.card)
+		res, err := c.api.CheckoutWith(ctx, c.orderID, c.req)
 		done <- posted{res, err}
 	}()
 	ticker := time.NewTicker(pollInterval)
@@ -216,6 +216,10 @@ func (c *checkoutRun) run(ctx context.Context) (checkoutResult, error) {
 		}
 	case p.err != nil:
 		return checkoutResult{}, fmt.Errorf("checkout of order %d: %w", c.orderID, p.err)
+	case p.HTTPStatus == http.StatusOK && p.Status == "authorized":
+		res.Outcome = "authorized"
+		res.ProviderPaymentID = deref(p.ProviderPaymentID)
+		c.out.printf("authorized %s; nothing taken until: starter capture --order %d (or void)\n", res.ProviderPaymentID, c.orderID)
 	case p.HTTPStatus == http.StatusOK:
 		res.Outcome = "paid"
 		res.ProviderPaymentID = deref(p.ProviderPaymentID)
@@ -279,6 +283,9 @@ func (c *checkoutRun) waitSettled(ctx context.Context, res checkoutResult) (chec
 		case o.Status == "paid":
 			res.Outcome, res.ProviderPaymentID = "paid", deref(o.ProviderPaymentID)
 			c.out.printf("paid %s\n", res.ProviderPaymentID)
+		case o.Status == "authorized":
+			res.Outcome, res.ProviderPaymentID = "authorized", deref(last.ProviderPaymentID)
+			c.out.printf("authorized %s\n", res.ProviderPaymentID)
 		case last.Status == "declined":
 			res.Outcome = "declined"
 			c.out.printf("declined\n")
@@ -309,8 +316,8 @@ func deref(s *string) string {
 	return *s
 }
 
-// printOrder prints an order with its attempts and their request logs, and
-// its refunds.
+// printOrder prints an order with its attempts and their request logs, its
+// hold with its captures and voids, and its refunds.
 func printOrder(w io.Writer, o wire.Order) {
 	fmt.Fprintf(w, "order %d  %s  %s %s", o.ID, o.Status, o.Total, o.Currency)
 	if o.ProviderPaymentID != nil {
@@ -326,6 +333,12 @@ func printOrder(w io.Writer, o wire.Order) {
 		for i, r := range a.Requests {
 			fmt.Fprintf(w, "  attempt %d  %s\n", i+1, describe(r, chargeWords))
 		}
+	}
+	if o.Hold != nil {
+		printHold(w, *o.Hold)
+	}
+	for _, m := range o.Moves {
+		printMove(w, m)
 	}
 	for _, r := range o.Refunds {
 		printRefund(w, r)

@@ -11,6 +11,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"chargeonce/checkout"
+	"chargeonce/hold"
 	"chargeonce/internal/backend"
 	"chargeonce/notify"
 	"chargeonce/provider"
@@ -147,6 +148,11 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 	if err != nil {
 		return nil, err
 	}
+	// And for the moves' sweep, which starts stored captures and voids.
+	holds, err := hold.New(hold.Config{Store: b.Store, Temporal: b.Temporal, Logger: b.Logger})
+	if err != nil {
+		return nil, err
+	}
 	return Start(ctx, Deps{
 		Client:              b.Temporal,
 		Namespace:           b.Namespace,
@@ -154,6 +160,7 @@ func (p *Prepared) Start(ctx context.Context, b *backend.Conn) (*Worker, error) 
 		Store:               b.Store,
 		Checkout:            svc,
 		Refunds:             refunds,
+		Holds:               holds,
 		Timing:              p.cfg.Timing,
 		ReplaceTiming:       p.cfg.ReplaceTiming,
 		SweepEvery:          p.cfg.SweepEvery,

@@ -34,6 +34,7 @@ import (
 	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/checkout"
+	"chargeonce/hold"
 	"chargeonce/internal/metrics"
 	"chargeonce/notify"
 	"chargeonce/provider"
@@ -62,6 +63,9 @@ type Deps struct {
 	// Refunds runs the refunds' outbox sweep, which also starts the
 	// repair's refunds of late charges that nobody started.
 	Refunds *refund.Service
+	// Holds runs the outbox sweep of the holds' captures and voids; nil
+	// runs none, for a worker of a deployment without manual captures.
+	Holds *hold.Service
 	// Timing is this worker's payment timing, complete: it is checked
 	// against the provider's published key retention and then published.
 	Timing workflows.Timing
@@ -228,6 +232,9 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	wk := &Worker{payments: w, lookups: lookups, stop: stop}
 	wk.group.Go(func() { d.Checkout.RunSweeper(bgCtx, every) })
 	wk.group.Go(func() { d.Refunds.RunSweeper(bgCtx, every) })
+	if d.Holds != nil {
+		wk.group.Go(func() { d.Holds.RunSweeper(bgCtx, every) })
+	}
 	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
 	wk.group.Go(func() { events.Run(bgCtx) })
 	if d.Reports != nil {

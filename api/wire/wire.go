@@ -29,6 +29,12 @@ type CreateOrderRequest struct {
 // CheckoutRequest is the body of POST /api/orders/{id}/checkout.
 type CheckoutRequest struct {
 	CardToken string `json:"card_token"`
+	// Capture is "automatic" or "manual"; absent means the merchant's
+	// configured mode.
+	Capture *string `json:"capture,omitempty"`
+	// OnDeadline is what the deadline of a manual capture's hold does,
+	// "void" (the default) or "capture"; only with capture "manual".
+	OnDeadline *string `json:"on_deadline,omitempty"`
 }
 
 // Order is an order as GET /api/orders/{id} and POST /api/orders show it.
@@ -46,6 +52,10 @@ type Order struct {
 	Attempts []Attempt `json:"attempts"`
 	// Refunds are the order's refunds, oldest first.
 	Refunds []Refund `json:"refunds"`
+	// Hold is the order's hold, when a manual capture authorized one.
+	Hold *Hold `json:"hold,omitempty"`
+	// Moves are the captures and voids of the order's hold, oldest first.
+	Moves []Move `json:"moves"`
 }
 
 // Attempt is one payment attempt of an order.
@@ -187,8 +197,8 @@ const (
 	ProblemAPIKeyRequired ProblemType = "urn:chargeonce:problem:api-key-required"
 	// ProblemForbidden: the API key is valid but lacks the route's scope.
 	ProblemForbidden ProblemType = "urn:chargeonce:problem:forbidden"
-	// ProblemIdempotencyKeyRequired: a refund request without a valid
-	// Idempotency-Key header.
+	// ProblemIdempotencyKeyRequired: a refund, capture or void request
+	// without a valid Idempotency-Key header.
 	ProblemIdempotencyKeyRequired ProblemType = "urn:chargeonce:problem:idempotency-key-required"
 	// ProblemIdempotencyKeyReused: the Idempotency-Key was sent before with
 	// another request.
@@ -205,6 +215,17 @@ const (
 	// ProblemNothingRefunded: no refund request can have been processed;
 	// the same request may be sent again.
 	ProblemNothingRefunded ProblemType = "urn:chargeonce:problem:nothing-refunded"
+	// ProblemNotHeld: the order holds no authorization to capture or
+	// void: it was never authorized, or its hold has ended.
+	ProblemNotHeld ProblemType = "urn:chargeonce:problem:not-held"
+	// ProblemHoldMoving: another capture or void of the hold is pending.
+	ProblemHoldMoving ProblemType = "urn:chargeonce:problem:hold-moving"
+	// ProblemCaptureExceedsHold: the capture asks for more than the hold.
+	ProblemCaptureExceedsHold ProblemType = "urn:chargeonce:problem:capture-exceeds-hold"
+	// ProblemNothingMoved: no request of the capture or void can have been
+	// processed, so the hold is as it was; the same request may be sent
+	// again.
+	ProblemNothingMoved ProblemType = "urn:chargeonce:problem:nothing-moved"
 	// ProblemEndpointDisabled: an event cannot be replayed to a disabled
 	// endpoint; enable it first.
 	ProblemEndpointDisabled ProblemType = "urn:chargeonce:problem:endpoint-disabled"
@@ -237,6 +258,10 @@ var problemTypes = map[ProblemType]struct {
 	ProblemRefundExceedsCharge:    {http.StatusUnprocessableEntity, "The refund exceeds what the charge can still refund."},
 	ProblemNothingRefunded:        {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was refunded."},
 	ProblemEndpointDisabled:       {http.StatusConflict, "The endpoint is disabled."},
+	ProblemNotHeld:                {http.StatusConflict, "The order holds no authorization."},
+	ProblemHoldMoving:             {http.StatusConflict, "Another capture or void of the hold is pending."},
+	ProblemCaptureExceedsHold:     {http.StatusUnprocessableEntity, "The capture exceeds the authorized amount."},
+	ProblemNothingMoved:           {http.StatusServiceUnavailable, "The payment provider is unavailable; the hold is unchanged."},
 }
 
 // Problem is an error answer of the API, an RFC 9457 problem details object

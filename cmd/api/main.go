@@ -38,12 +38,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: the published charge budget + 2s)")
 	providerName := dialect.NameFlag(fs)
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
+	capture := cli.Capture(fs)
 	var secretList envflag.List
 	fs.Var(&secretList, "webhook-secret", "whsec_ `secret` that signs the provider's events at POST /webhooks/provider/<provider-name>, and at the legacy\nPOST /webhooks/provider, which stays that provider's; repeat it, or give a comma-separated list,\nto keep an old secret valid while the provider rotates to a new one (default: no webhook endpoint)")
 	eventNetworks := cli.EventNetworks(fs, nil)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
+
 	logger, err := logFlags.Logger(stderr)
 	if err != nil {
 		return err
@@ -73,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, EventNetworks: *eventNetworks})
+	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, Capture: *capture, EventNetworks: *eventNetworks})
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

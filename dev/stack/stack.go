@@ -105,6 +105,9 @@ type Config struct {
 	Timing workflows.Timing
 	// CheckoutBudget is how long a checkout waits; zero means the default.
 	CheckoutBudget time.Duration
+	// Capture is the merchant's capture mode (api.Settings.Capture); empty
+	// means automatic.
+	Capture chargeonce.CaptureMode
 	// Provider configures the fake provider (chaos mode, retention,
 	// webhook chaos).
 	Provider fakeprovider.Config
@@ -308,7 +311,7 @@ func (s *Stack) start(ctx context.Context) error {
 		return fmt.Errorf("stack: %w", err)
 	}
 	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerName(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
-		EventNetworks: cfg.EventNetworks})
+		EventNetworks: cfg.EventNetworks, Capture: cfg.Capture})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}

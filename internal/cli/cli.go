@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"chargeonce"
 	"chargeonce/internal/envflag"
 	"chargeonce/internal/logging"
 	"chargeonce/notify"
@@ -103,6 +104,21 @@ func EventNetworks(fs *flag.FlagSet, defaults notify.AllowedNetworks) *notify.Al
 	n := slices.Clone(defaults)
 	fs.Var(&n, FlagEventNetworks, "comma-separated `CIDRs` of internal networks that merchant event endpoints may point at, such as 10.20.0.0/16 for a receiver in the deployment's own network;\nan endpoint at any other internal address (loopback, private, link-local, …) is refused, at registration and on every connection")
 	return &n
+}
+
+// Capture defines --capture on fs, the merchant's capture mode for the
+// checkouts that choose none (api.Settings.Capture), which the api
+// command and dev take alike; it refuses any value but the two modes.
+func Capture(fs *flag.FlagSet) *chargeonce.CaptureMode {
+	mode := chargeonce.CaptureAutomatic
+	fs.Func("capture", "the merchant's capture `mode` for checkouts that choose none (default automatic): automatic takes the money at once;\nmanual only authorizes it, for a later POST /api/orders/{id}/capture or /void", func(v string) error {
+		if m := chargeonce.CaptureMode(v); m != "" && m.Valid() {
+			mode = m
+			return nil
+		}
+		return fmt.Errorf("%q is not a capture mode: %s or %s", v, chargeonce.CaptureAutomatic, chargeonce.CaptureManual)
+	})
+	return &mode
 }
 
 // TimingFlags are the payment timing flags of the processes that run a
