@@ -29,7 +29,8 @@ type LateChargeFacts struct {
 	OrderID     int64
 	OrderStatus OrderStatus
 	OrderAmount Money
-	// OrderPaidBy is the charge that paid the order; empty when none did.
+	// OrderPaidBy is the charge that paid the order, or whose hold it
+	// authorized; empty when none did.
 	OrderPaidBy  string
 	ChargeID     string
 	ChargeAmount Money
@@ -40,7 +41,8 @@ type LateChargeFacts struct {
 
 // Decide is the repair's rule. The charge that paid the order is known.
 // Found for the first time, a charge of the order's amount for an order
-// not paid since is adopted; every other charge is refunded in whole, and
+// still open to payment (OrderStatus.Open) is adopted: an order paid, or
+// authorized by a hold, since is not; every other charge is refunded in whole, and
 // stays refunded however often it is found again, since an order that
 // another charge has paid meanwhile can no longer take it. An adopted
 // charge pays its order for good, so finding one that no longer does is
@@ -51,7 +53,7 @@ func (c LateChargeFacts) Decide() (LateChargeDecision, error) {
 		return LateChargeKnown, nil
 	case c.Decided == LateChargeAdopted:
 		return "", fmt.Errorf("the charge was adopted by order %d, which is now paid by %q", c.OrderID, c.OrderPaidBy)
-	case c.Decided == "" && !c.OrderStatus.Paid() && c.ChargeAmount == c.OrderAmount:
+	case c.Decided == "" && c.OrderStatus.Open() && c.ChargeAmount == c.OrderAmount:
 		return LateChargeAdopted, nil
 	default:
 		return LateChargeRefunded, nil
@@ -59,11 +61,14 @@ func (c LateChargeFacts) Decide() (LateChargeDecision, error) {
 }
 
 // RefundReason is the reason written on the refund of a charge that
-// Decide refunds: the charge that paid the order, or the amount that could
-// not pay it.
+// Decide refunds: the charge that paid the order, the hold it authorized,
+// or the amount that could not pay it.
 func (c LateChargeFacts) RefundReason() string {
-	if c.OrderStatus.Paid() {
+	switch {
+	case c.OrderStatus.Paid():
 		return fmt.Sprintf("late charge: order %d was paid by charge %s", c.OrderID, c.OrderPaidBy)
+	case !c.OrderStatus.Open():
+		return fmt.Sprintf("late charge: order %d was authorized by hold %s", c.OrderID, c.OrderPaidBy)
 	}
 	return fmt.Sprintf("late charge: %s is not the amount of order %d, %s", c.ChargeAmount, c.OrderID, c.OrderAmount)
 }

@@ -78,6 +78,7 @@ func TestStore_NewAttemptIsStoredBeforeAnyRequest(t *testing.T) {
 			CreatedAt:         stored(base),
 			AbandonAt:         stored(base).Add(30 * time.Minute),
 			Provider:          chargeonce.DefaultProvider,
+			Capture:           chargeonce.CaptureAutomatic,
 		}, a)
 
 		got, err := s.GetAttempt(context.Background(), n.Key)

@@ -81,7 +81,8 @@ const getOrStartPasses = 3
 const orderColumns = `id, amount_minor, currency, description, status, COALESCE(provider_payment_id, ''), created_at, updated_at`
 
 const attemptColumns = `idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed, merchant_reference, status,
-	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at, provider`
+	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at, provider, capture_mode,
+	COALESCE(on_deadline, '')`
 
 const requestColumns = `r.idempotency_key, r.at, r.status_code, r.outcome, r.replayed, r.duration_us`
 
@@ -238,19 +239,21 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Order, At
 	if err != nil {
 		return Order{}, Attempt{}, "", err
 	}
-	if order.Status.Paid() {
-		// Refunded in part or in whole, it was paid all the same: it is
-		// never offered for payment again.
+	if !order.Status.Open() {
+		// Paid, refunded, or authorized by a hold that may have ended
+		// since: its charge is on record, so it is never offered for
+		// payment again.
 		a, err := payingAttempt(ctx, q, order)
 		return order, a, DecisionAlreadyPaid, err
 	}
+	capture, onDeadline := n.mode()
 	for range getOrStartPasses {
 		attempts, err := queryAll(ctx, q, scanAttempt,
 			`SELECT `+attemptColumns+` FROM payment_attempts WHERE order_id = $1 ORDER BY created_at, idempotency_key`, n.OrderID)
 		if err != nil {
 			return Order{}, Attempt{}, "", err
 		}
-		if a, d, decided := decide(order, attempts, n.CardHash); decided {
+		if a, d, decided := decide(order, attempts, n); decided {
 			return order, a, d, nil
 		}
 		if order.Status != chargeonce.OrderPlaced {
@@ -258,11 +261,12 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Order, At
 		}
 		inserted, err := q.exec(ctx,
 			`INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed,
-				merchant_reference, status, workflow_started, created_at, abandon_at, provider)
-			VALUES ($1, $2, $3, $4, $5, true, $6, 'open', false, $7, $8, $9)
+				merchant_reference, status, workflow_started, created_at, abandon_at, provider, capture_mode, on_deadline)
+			VALUES ($1, $2, $3, $4, $5, true, $6, 'open', false, $7, $8, $9, $10, $11)
 			ON CONFLICT (order_id) WHERE status = 'open' DO NOTHING`,
 			n.Key, n.OrderID, order.Amount.Minor, order.Amount.Currency, n.CardHash,
-			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)), n.Provider)
+			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)), n.Provider,
+			string(capture), nullIfEmpty(string(onDeadline)))
 		if s.d.uniqueViolation(err) {
 			return Order{}, Attempt{}, "", fmt.Errorf("%w: key %s or its merchant reference already belongs to another attempt", ErrConflict, n.Key)
 		}
@@ -289,10 +293,10 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Order, At
 	return Order{}, Attempt{}, "", fmt.Errorf("another open attempt kept appearing and settling; gave up after %d reads", getOrStartPasses)
 }
 
-// payingAttempt returns the attempt whose charge paid the order: the one
-// that succeeded with it, or the one whose late charge the order adopted
-// (RecordLateCharge). An order marked paid by hand has none, and gets the
-// zero Attempt.
+// payingAttempt returns the attempt whose charge paid the order, or whose
+// hold it authorized: the one that succeeded with it, or the one whose late
+// charge the order adopted (RecordLateCharge). An order marked paid by hand
+// has none, and gets the zero Attempt.
 func payingAttempt(ctx context.Context, q querier, order Order) (Attempt, error) {
 	a, err := queryOne(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
 		WHERE order_id = $1 AND status = 'succeeded' AND provider_payment_id = $2`, order.ID, order.ProviderPaymentID)
@@ -308,15 +312,18 @@ func payingAttempt(ctx context.Context, q querier, order Order) (Attempt, error)
 	return a, err
 }
 
-// decide applies the checkout rules to an order that is not paid and its
-// attempts, oldest first. It reports false when a new attempt is to be
+// decide applies the checkout rules to an order still open to payment and
+// its attempts, oldest first. It reports false when a new attempt is to be
 // created.
-func decide(order Order, attempts []Attempt, cardHash string) (Attempt, Decision, bool) {
+func decide(order Order, attempts []Attempt, n NewAttempt) (Attempt, Decision, bool) {
+	capture, onDeadline := n.mode()
 	var failed *Attempt
 	for i, a := range attempts {
 		switch a.Status {
 		case chargeonce.AttemptOpen:
-			if a.Amount == order.Amount && a.CardHash == cardHash {
+			// The open attempt's key is sent again only for the very
+			// payment it was stored for: a hold is not a charge.
+			if a.Amount == order.Amount && a.CardHash == n.CardHash && a.Capture == capture && a.OnDeadline == onDeadline {
 				return a, DecisionReused, true
 			}
 			return a, DecisionConflict, true
@@ -429,16 +436,16 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		type settledAttempt struct {
 			orderID int64
 			amount  chargeonce.Money
+			capture chargeonce.CaptureMode
 		}
 		a, err := queryOne(ctx, q, func(r rows) (settledAttempt, error) {
 			var a settledAttempt
-			return a, r.Scan(&a.orderID, &a.amount.Minor, &a.amount.Currency)
+			return a, r.Scan(&a.orderID, &a.amount.Minor, &a.amount.Currency, &a.capture)
 		}, `UPDATE payment_attempts SET status = $2, provider_payment_id = $3, settled_at = $4
-			WHERE idempotency_key = $1 AND status = 'open' RETURNING order_id, amount_minor, currency`,
+			WHERE idempotency_key = $1 AND status = 'open' RETURNING order_id, amount_minor, currency, capture_mode`,
 			key, string(status), nullIfEmpty(providerPaymentID), s.t(settledAt))
 		paidBy := func() (err error) {
-			settled.OrderPaidBy, err = queryOne(ctx, q, scanString, `SELECT COALESCE(o.provider_payment_id, '')
-				FROM payment_attempts a JOIN orders o ON o.id = a.order_id WHERE a.idempotency_key = $1`, key)
+			settled.OrderPaidBy, err = s.orderPaidBy(ctx, q, key)
 			return err
 		}
 		if errors.Is(err, ErrNotFound) {
@@ -447,6 +454,11 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		}
 		if err != nil {
 			return err
+		}
+		if status == chargeonce.AttemptSucceeded && a.capture.Manual() {
+			// Rolled back: the order would be paid by a hold that took no
+			// money.
+			return errors.New("a manual capture's attempt succeeds with its hold, by SettleAuthorization")
 		}
 		settled.Changed = true
 		next := chargeonce.NextOrderStatus(chargeonce.OrderPaymentPending,
@@ -465,9 +477,10 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		// the event (see appendEvent) and, without a read first, leaves an
 		// order in any other status as it is, which then tells its status
 		// in the event.
+		var charge string
 		n, err := queryOne(ctx, q, func(r rows) (numbered, error) {
 			var n numbered
-			return n, r.Scan(&n.sequence, &n.status, &settled.OrderPaidBy)
+			return n, r.Scan(&n.sequence, &n.status, &charge)
 		}, `UPDATE orders SET
 				status = CASE WHEN status = 'payment_pending' THEN $2 ELSE status END,
 				provider_payment_id = CASE WHEN status = 'payment_pending' THEN COALESCE($3, provider_payment_id) ELSE provider_payment_id END,
@@ -478,6 +491,7 @@ func (s *db) SettleAttempt(ctx context.Context, key string, status chargeonce.At
 		if err != nil {
 			return err
 		}
+		settled.OrderPaidBy = paidCharge(chargeonce.OrderStatus(n.status), charge)
 		typ, _ := paymentEventType(status)
 		return s.insertEvent(ctx, q, newEvent{typ: typ, orderID: a.orderID, attemptKey: key, amount: a.amount,
 			providerID: providerPaymentID, status: string(status), at: settledAt}, n)
@@ -512,6 +526,23 @@ func (s *db) openStats(ctx context.Context, it intentTables) (int, time.Time, er
 		return 0, time.Time{}, fmt.Errorf("store: open %s stats: %w", it.what, err)
 	}
 	return int(st.open), st.oldest.t, nil
+}
+
+// orderPaidBy is Settlement.OrderPaidBy of the order of the attempt key.
+func (s *db) orderPaidBy(ctx context.Context, q querier, key string) (string, error) {
+	o, err := queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders
+		WHERE id = (SELECT order_id FROM payment_attempts WHERE idempotency_key = $1)`, key)
+	return paidCharge(o.Status, o.ProviderPaymentID), err
+}
+
+// paidCharge is the charge that paid an order in status with charge on
+// record: none unless it is paid, since an authorized order names the
+// charge of a hold, which took no money.
+func paidCharge(status chargeonce.OrderStatus, charge string) string {
+	if !status.Paid() {
+		return ""
+	}
+	return charge
 }
 
 func nullIfEmpty(s string) any {

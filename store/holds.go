@@ -151,7 +151,9 @@ type HoldStore interface {
 	// a not_processed move frees its request key. The key decides before
 	// the hold does. Otherwise the order's hold must be authorized
 	// (ErrNotHeld), with no move that holds (chargeonce.MoveStatus.Holds):
-	// ErrHoldMoving. A capture's amount is checked by
+	// ErrHoldMoving while that move is pending, ErrNotHeld once it
+	// succeeded, since its success ends the hold. A void's NewMove.Amount
+	// must be 0, and the move records the hold's amount. A capture's amount is checked by
 	// chargeonce.CaptureAmount (ErrCaptureExceedsHold). The new move is
 	// inserted pending, for the hold's charge, provider and attempt.
 	// Concurrent calls for one hold never leave two moves that hold.

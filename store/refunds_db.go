@@ -178,21 +178,31 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 // request key asked for before, if any, and decides on it: replayed when
 // its fingerprint is n's, key_reused otherwise.
 func (s *db) requestKeyDecision(ctx context.Context, q querier, n NewRefund) (Refund, RefundDecision, bool, error) {
-	if n.RequestKey == "" {
-		return Refund{}, "", false, nil
-	}
-	prior, err := queryOne(ctx, q, scanRefund,
-		`SELECT `+refundColumns+` FROM refunds WHERE request_key = $1 AND status <> 'not_processed'`, n.RequestKey)
+	prior, found, err := priorRequest(ctx, q, refundIntents, refundColumns, scanRefund, n.RequestKey)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return Refund{}, "", false, nil
-	case err != nil:
+	case !found || err != nil:
 		return Refund{}, "", false, err
 	case prior.RequestFingerprint == n.RequestFingerprint:
 		return prior, RefundReplayed, true, nil
 	default:
 		return prior, RefundKeyReused, true, nil
 	}
+}
+
+// priorRequest finds the live row (any but not_processed) of it.table, read
+// as columns by scan, that an API request with requestKey asked for
+// before; found is false when there is none, or no request key. A
+// not_processed row did nothing, so the key is free again.
+func priorRequest[T any](ctx context.Context, q querier, it intentTables, columns string, scan func(rows) (T, error), requestKey string) (prior T, found bool, err error) {
+	if requestKey == "" {
+		return prior, false, nil
+	}
+	prior, err = queryOne(ctx, q, scan,
+		`SELECT `+columns+` FROM `+it.table+` WHERE request_key = $1 AND status <> 'not_processed'`, requestKey)
+	if errors.Is(err, ErrNotFound) {
+		return prior, false, nil
+	}
+	return prior, err == nil, err
 }
 
 // lockRefundableCharge finds the charge a refund is for and locks it: the
@@ -212,7 +222,10 @@ func (s *db) lockRefundableCharge(ctx context.Context, q querier, orderID int64,
 			if !order.Status.Paid() {
 				return RefundableCharge{}, fmt.Errorf("%w: the order is %s; it was never paid", ErrNotRefundable, order.Status)
 			}
-			c = RefundableCharge{ID: order.ProviderPaymentID, Amount: order.Amount, OrderID: order.ID}
+			c = RefundableCharge{ID: order.ProviderPaymentID, OrderID: order.ID}
+			if c.Amount, _, err = chargedAmount(ctx, q, order); err != nil {
+				return RefundableCharge{}, err
+			}
 			held, err := heldCharge(ctx, q, c.ID)
 			if err != nil && !errors.Is(err, ErrNotRefundable) {
 				return RefundableCharge{}, err
@@ -249,7 +262,9 @@ func (s *db) lockCharge(ctx context.Context, q querier, chargeID string) error {
 // heldCharge finds a charge that the books hold: a succeeded attempt's, a
 // late charge, or a charge line of a settlement report (which belongs to
 // no order that the store knows). It returns ErrNotRefundable for any
-// other.
+// other. The hold of a manual capture is a charge only once captured, for
+// what the capture took: a hold authorized, voided or expired took no
+// money.
 func heldCharge(ctx context.Context, q querier, chargeID string) (RefundableCharge, error) {
 	scan := func(r rows) (RefundableCharge, error) {
 		var (
@@ -268,7 +283,9 @@ func heldCharge(ctx context.Context, q querier, chargeID string) (RefundableChar
 		return c, nil
 	}
 	for _, query := range []string{
-		`SELECT order_id, amount_minor, currency, provider FROM payment_attempts WHERE provider_payment_id = $1 AND status = 'succeeded'`,
+		`SELECT a.order_id, CASE WHEN h.status = 'captured' THEN h.captured_minor ELSE a.amount_minor END, a.currency, a.provider
+		FROM payment_attempts a LEFT JOIN holds h ON h.attempt_key = a.idempotency_key
+		WHERE a.provider_payment_id = $1 AND a.status = 'succeeded' AND (a.capture_mode = 'automatic' OR h.status = 'captured')`,
 		`SELECT l.order_id, l.amount_minor, l.currency, a.provider FROM late_charges l
 		JOIN payment_attempts a ON a.idempotency_key = l.attempt_key WHERE l.charge_id = $1`,
 		`SELECT 0, gross_minor, currency, '' FROM settlement_lines
@@ -461,7 +478,8 @@ func (s *db) SettleRefund(ctx context.Context, key string, status chargeonce.Ref
 
 // setOrderStatusAfterRefunds sets a paid order's status from the
 // succeeded refunds of chargeID, when that is the charge that paid it;
-// the refund of any other charge of the order (a late one) leaves it.
+// the refund of any other charge of the order (a late one) leaves it. A
+// captured hold's refunds count against what the capture took.
 func (s *db) setOrderStatusAfterRefunds(ctx context.Context, q querier, orderID int64, chargeID string, at time.Time) error {
 	// The order is locked before the refunds are summed, so that two
 	// refunds settling at once are summed one after the other.
@@ -477,8 +495,12 @@ func (s *db) setOrderStatusAfterRefunds(ctx context.Context, q querier, orderID 
 	if err != nil {
 		return err
 	}
-	next := chargeonce.NextOrderStatus(order.Status,
-		chargeonce.OrderEvent{Kind: chargeonce.OrderRefundsSettled, Charged: order.Amount.Minor, Refunded: refunded})
+	charged, captured, err := chargedAmount(ctx, q, order)
+	if err != nil {
+		return err
+	}
+	next := chargeonce.NextOrderStatus(order.Status, chargeonce.OrderEvent{
+		Kind: chargeonce.OrderRefundsSettled, Charged: charged.Minor, Refunded: refunded, Captured: captured})
 	if next == order.Status {
 		return nil
 	}

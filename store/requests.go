@@ -60,6 +60,9 @@ func (s *db) Requests(op chargeonce.Operation) (RequestLog, error) {
 		return requestLog{s, attemptIntents}, nil
 	case chargeonce.OperationRefund:
 		return requestLog{s, refundIntents}, nil
+	case chargeonce.OperationCapture, chargeonce.OperationVoid:
+		// One log for both: a move's key is a capture's or a void's.
+		return requestLog{s, moveIntents}, nil
 	}
 	return nil, fmt.Errorf("store: no request log for operation %q", op)
 }

@@ -127,7 +127,7 @@ func scanAttempt(r rows) (Attempt, error) {
 		created, checked, abandonT timestamp
 	)
 	if err := r.Scan(&a.Key, &a.OrderID, &minor, &currency, &a.CardHash, &a.CardHashKeyed, &a.MerchantReference, &status,
-		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT, &a.Provider); err != nil {
+		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT, &a.Provider, &a.Capture, &a.OnDeadline); err != nil {
 		return Attempt{}, err
 	}
 	var err error
@@ -142,6 +142,9 @@ func scanAttempt(r rows) (Attempt, error) {
 	}
 	if a.AbandonAt, err = abandonT.required("abandon_at"); err != nil {
 		return Attempt{}, errCorrupt("attempt", a.Key, err)
+	}
+	if a.Capture == "" || !a.Capture.Valid() || !a.OnDeadline.Valid() || (a.OnDeadline == "") == a.Capture.Manual() {
+		return Attempt{}, errCorrupt("attempt", a.Key, fmt.Errorf("capture mode %q with deadline action %q", a.Capture, a.OnDeadline))
 	}
 	if checked.valid {
 		a.LastCheckedAt = &checked.t

@@ -1,7 +1,8 @@
 // Package store is the merchant's database: orders, payment attempts, the
 // log of every request sent to the provider, refunds and their own request
-// logs, the late charges that the repair found, and the payment timing that
-// the workers publish.
+// logs, the holds of manual captures with their captures and voids and
+// their request logs, the late charges that the repair found, and the
+// payment timing that the workers publish.
 //
 // One Store interface has two implementations that share every query and
 // rule and differ only in their SQL dialect: PostgreSQL through pgx, for
@@ -17,6 +18,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +44,8 @@ type Order struct {
 	Description string
 	Status      chargeonce.OrderStatus
 	// ProviderPaymentID is the provider's charge ID once the order is paid
-	// (Status.Paid): the charge its refunds return money from.
+	// (Status.Paid): the charge its refunds return money from; or, once it
+	// is authorized, its hold's, which it keeps when the hold ends.
 	ProviderPaymentID string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
@@ -129,8 +132,23 @@ func (n NewAttempt) validate() error {
 		return fmt.Errorf("store: new attempt: abandon-after %v is not positive", n.AbandonAfter)
 	case n.Provider == "":
 		return errors.New("store: new attempt: provider name is empty")
+	case !n.Capture.Valid():
+		return fmt.Errorf("store: new attempt: unknown capture mode %q", n.Capture)
+	case !n.OnDeadline.Valid():
+		return fmt.Errorf("store: new attempt: unknown deadline action %q", n.OnDeadline)
+	case n.OnDeadline != "" && !n.Capture.Manual():
+		return fmt.Errorf("store: new attempt: deadline action %q without a manual capture, which alone has a hold", n.OnDeadline)
 	}
 	return nil
+}
+
+// mode is the capture mode and the deadline action that n stores, with
+// their defaults filled in: automatic, and void for a manual capture.
+func (n NewAttempt) mode() (chargeonce.CaptureMode, chargeonce.DeadlineAction) {
+	if !n.Capture.Manual() {
+		return chargeonce.CaptureAutomatic, ""
+	}
+	return chargeonce.CaptureManual, cmp.Or(n.OnDeadline, chargeonce.DeadlineVoid)
 }
 
 // validHexSHA256 reports whether h is a SHA-256 in lower-case hex, as card
@@ -177,15 +195,18 @@ type Decision string
 const (
 	// DecisionCreated: a new attempt was stored and the order is payment_pending.
 	DecisionCreated Decision = "created"
-	// DecisionReused: an open attempt with the same amount and card exists;
-	// its key is to be sent again.
+	// DecisionReused: an open attempt with the same amount, card, capture
+	// mode and deadline action exists; its key is to be sent again.
 	DecisionReused Decision = "reused"
-	// DecisionAlreadyPaid: the order is paid, refunded or not; the attempt
-	// returned is the one whose charge paid it: the one that succeeded, or
-	// the one whose late charge the order adopted.
+	// DecisionAlreadyPaid: the order is no longer open to payment (see
+	// chargeonce.OrderStatus.Open): paid, refunded or not, or authorized,
+	// its hold captured, voided or expired since. The attempt returned is
+	// the one whose charge paid it or whose hold it authorized: the one
+	// that succeeded, or the one whose late charge the order adopted.
 	DecisionAlreadyPaid Decision = "already_paid"
-	// DecisionConflict: an open attempt with another card or amount exists
-	// and must settle first; it is the attempt returned.
+	// DecisionConflict: an open attempt with another card, amount, capture
+	// mode or deadline action exists and must settle first; it is the
+	// attempt returned.
 	DecisionConflict Decision = "conflict"
 	// DecisionNeedsReview: a failed attempt may have charged the card, so no
 	// new attempt is allowed until a human looks; it is the attempt returned.
@@ -201,10 +222,12 @@ type Store interface {
 	// its Requests.
 	GetOrder(ctx context.Context, id int64) (Order, []Attempt, error)
 	// GetOrStartAttempt decides, in one transaction that locks the order,
-	// what a checkout does: a paid order, refunded or not, is already_paid,
-	// with the attempt whose charge paid it (the zero Attempt when it was
-	// paid by hand); an open attempt with the same amount and card hash is
-	// reused; an open attempt with another card or amount is a conflict; a
+	// what a checkout does: an order no longer open to payment (paid,
+	// refunded or not, or authorized, whatever became of its hold) is
+	// already_paid, with the attempt whose charge paid it or whose hold it
+	// authorized (the zero Attempt when it was paid by hand); an open
+	// attempt with the same amount, card hash, capture mode and deadline
+	// action is reused; an open attempt that differs in any is a conflict; a
 	// failed attempt and no open one needs review; otherwise a new attempt
 	// with the given key is inserted, the order becomes payment_pending,
 	// and the decision is created.
@@ -222,7 +245,8 @@ type Store interface {
 	// GetAttempt returns one attempt with its Requests.
 	GetAttempt(ctx context.Context, key string) (Attempt, error)
 	// Requests returns the request log of op's intents: the attempts' for
-	// a charge, the refunds' for a refund.
+	// a charge, the refunds' for a refund, the hold moves' for a capture or
+	// a void.
 	Requests(op chargeonce.Operation) (RequestLog, error)
 	// MarkChecked records when the provider was last asked about the attempt.
 	MarkChecked(ctx context.Context, key string, at time.Time) error
@@ -231,9 +255,11 @@ type Store interface {
 	// in one transaction and conditionally (WHERE status = 'open'). It
 	// changes nothing when the attempt was already terminal (Changed is
 	// false). The order changes only while it is payment_pending, so a
-	// paid order, refunded or not, is never un-paid. Either way it tells
-	// which charge the order is paid by, so that a caller learns whether a
-	// succeeded charge paid its order without reading it.
+	// paid order, refunded or not, is never un-paid. A manual capture's
+	// attempt succeeds only by HoldStore.SettleAuthorization: a success
+	// here is refused. Either way it tells which charge the order is paid
+	// by, so that a caller learns whether a succeeded charge paid its order
+	// without reading it.
 	SettleAttempt(ctx context.Context, key string, status chargeonce.AttemptStatus, providerPaymentID string, at time.Time) (Settlement, error)
 	// OpenAttemptStats returns how many attempts are open and when the
 	// oldest of them was created (the zero time when none is open).
