@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,10 +40,25 @@ func newHoldEnv(t *testing.T, opts activitiestest.Options) (*activitiestest.Env,
 	opts.Fake.Now = func() time.Time { return wenv.Now() }
 	env := activitiestest.New(t, opts)
 	wenv, logs := newLoggedWorkflowEnv(t, env, createdAt)
-	// A move's workflow tells the payment workflow of its hold, which the
-	// test environment does not run beside it.
-	wenv.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, chargeonce.SignalHoldMoved, mock.Anything).Return(nil).Maybe()
 	return env, wenv, logs
+}
+
+// toldPayments records what the workflows of moves tell the payment
+// workflows of their holds, which the test environment does not run
+// beside them.
+func toldPayments(wenv *testsuite.TestWorkflowEnvironment) func() []workflows.HoldMoved {
+	var mu sync.Mutex
+	var told []workflows.HoldMoved
+	wenv.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", chargeonce.SignalHoldMoved, mock.Anything).Return(nil).Run(func(args mock.Arguments) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, args.Get(4).(workflows.HoldMoved))
+	})
+	return func() []workflows.HoldMoved {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(told)
+	}
 }
 
 // requireHold checks the hold of the intent's order and the order in the
@@ -71,6 +88,7 @@ func fakeCharge(t *testing.T, env *activitiestest.Env) provider.Charge {
 func TestPaymentWorkflow_AManualCaptureIsAuthorizedAndItsDeadlineVoidsTheHold(t *testing.T) {
 	env, wenv, logs := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
+	told := toldPayments(wenv)
 	var authorized workflows.Status
 	wenv.RegisterDelayedCallback(func() { authorized = queryStatus(t, wenv) }, time.Hour)
 
@@ -103,11 +121,15 @@ func TestPaymentWorkflow_AManualCaptureIsAuthorizedAndItsDeadlineVoidsTheHold(t 
 
 	// A person was told a day before the deadline, once.
 	requireOneError(t, logs.String(), alert.AuthorizationExpiring)
+	// The void told the payment, which is the test's root here and takes
+	// the child's result instead.
+	require.Equal(t, []workflows.HoldMoved{{Key: moves[0].Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldVoided}}, told())
 }
 
 func TestPaymentWorkflow_TheDeadlineCapturesTheHoldWhenTheCheckoutAskedForIt(t *testing.T) {
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, chargeonce.DeadlineCapture)
+	toldPayments(wenv)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
@@ -174,10 +196,7 @@ func TestCaptureWorkflow_APartialCaptureTakesItsAmountAndReleasesTheRest(t *test
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveCapture, 10000)
-	var told []workflows.HoldMoved
-	wenv.OnSignalExternalWorkflow(mock.Anything, intent.Key, "", chargeonce.SignalHoldMoved, mock.Anything).Return(nil).Run(func(args mock.Arguments) {
-		told = append(told, args.Get(4).(workflows.HoldMoved))
-	}).Once()
+	told := toldPayments(wenv)
 
 	res := runMove(t, wenv, m)
 
@@ -193,7 +212,7 @@ func TestCaptureWorkflow_APartialCaptureTakesItsAmountAndReleasesTheRest(t *test
 	require.Equal(t, chargeonce.MoveSucceeded, stored.Status)
 	require.Len(t, stored.Requests, 1)
 	require.Equal(t, m.Key, stored.Requests[0].Key)
-	require.Equal(t, []workflows.HoldMoved{{Key: m.Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldCaptured, Captured: 10000}}, told)
+	require.Equal(t, []workflows.HoldMoved{{Key: m.Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldCaptured, Captured: 10000}}, told())
 }
 
 // captureAnswerLost is a provider that captures but loses the answer of
@@ -222,6 +241,7 @@ func TestCaptureWorkflow_ACaptureWhoseAnswerWasLostIsFoundByALookupOfTheHold(t *
 	env, wenv, _ := newHoldEnv(t, captureAnswerLost())
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveCapture, 0)
+	toldPayments(wenv)
 
 	res := runMove(t, wenv, m)
 
@@ -237,6 +257,7 @@ func TestVoidWorkflow_AHoldThatExpiredIsDeclinedAndTheHoldRecordedExpired(t *tes
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveVoid, 0)
+	toldPayments(wenv)
 	// The void is sent past the provider's window.
 	wenv.SetStartTime(createdAt.Add(holdWindow + time.Minute))
 
@@ -252,6 +273,7 @@ func TestVoidWorkflow_AVoidTheProviderNeverProcessedIsNotProcessedAndTheHoldStay
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{Breaker: patientBreaker})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveVoid, 0)
+	toldPayments(wenv)
 	require.NoError(t, env.Fake.SetMode(failing.Mode))
 
 	res := runMove(t, wenv, m)
