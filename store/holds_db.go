@@ -166,8 +166,12 @@ func (s *db) SettleAuthorization(ctx context.Context, attemptKey string, h NewHo
 			return err
 		}
 		order, err := s.moveOrder(ctx, q, a.orderID, chargeonce.OrderEvent{Kind: chargeonce.OrderHoldAuthorized}, h.ChargeID, h.At)
+		if err != nil {
+			return err
+		}
 		settled.OrderPaidBy = paidCharge(order.Status, order.ProviderPaymentID)
-		return err
+		return s.appendEvent(ctx, q, newEvent{typ: chargeonce.EventPaymentAuthorized, orderID: a.orderID, attemptKey: attemptKey,
+			amount: a.amount, providerID: h.ChargeID, status: string(chargeonce.HoldAuthorized), at: h.At})
 	})
 	if err != nil {
 		return Settlement{}, fmt.Errorf("store: settle authorization of attempt %s: %w", attemptKey, err)
@@ -485,9 +489,11 @@ func (s *db) EndHold(ctx context.Context, attemptKey string, status chargeonce.H
 // order with it; it reports false when the hold had ended already, and
 // ErrNotFound when there is none.
 func (s *db) endHold(ctx context.Context, q querier, attemptKey string, status chargeonce.HoldStatus, captured int64, at time.Time) (bool, error) {
-	orderID, err := queryOne(ctx, q, scanInt64,
-		`UPDATE holds SET status = $2, captured_minor = $3, ended_at = $4
-		WHERE attempt_key = $1 AND status = 'authorized' RETURNING order_id`,
+	var ended newEvent
+	_, err := queryOne(ctx, q, func(r rows) (struct{}, error) {
+		return struct{}{}, r.Scan(&ended.orderID, &ended.providerID, &ended.amount.Minor, &ended.amount.Currency)
+	}, `UPDATE holds SET status = $2, captured_minor = $3, ended_at = $4
+		WHERE attempt_key = $1 AND status = 'authorized' RETURNING order_id, charge_id, amount_minor, currency`,
 		attemptKey, string(status), captured, s.t(at))
 	if errors.Is(err, ErrNotFound) {
 		// Either ended already, which is an answer, or unknown.
@@ -497,8 +503,15 @@ func (s *db) endHold(ctx context.Context, q querier, attemptKey string, status c
 	if err != nil {
 		return false, err
 	}
-	_, err = s.moveOrder(ctx, q, orderID, chargeonce.OrderEvent{Kind: chargeonce.OrderHoldEnded, Hold: status}, "", at)
-	return err == nil, err
+	if _, err := s.moveOrder(ctx, q, ended.orderID, chargeonce.OrderEvent{Kind: chargeonce.OrderHoldEnded, Hold: status}, "", at); err != nil {
+		return false, err
+	}
+	// A capture's event tells what it took; the others, what was held.
+	if status == chargeonce.HoldCaptured {
+		ended.amount.Minor = captured
+	}
+	ended.typ, ended.attemptKey, ended.status, ended.at = chargeonce.HoldEvent(status), attemptKey, string(status), at
+	return true, s.appendEvent(ctx, q, ended)
 }
 
 // chargedAmount is what the charge that paid a paid order took, and

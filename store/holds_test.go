@@ -72,6 +72,19 @@ func settleMove(t *testing.T, s store.Store, key string, status chargeonce.MoveS
 	return changed
 }
 
+// requireHoldEvents checks the types, statuses and amounts of the order's
+// merchant events, by sequence.
+func requireHoldEvents(t *testing.T, s store.Store, orderID int64, want ...store.MerchantEvent) {
+	t.Helper()
+	events, err := s.OrderEvents(context.Background(), orderID)
+	require.NoError(t, err)
+	got := make([]store.MerchantEvent, len(events))
+	for i, e := range events {
+		got[i] = store.MerchantEvent{Type: e.Type, Sequence: e.Sequence, OrderStatus: e.OrderStatus, Status: e.Status, Amount: e.Amount}
+	}
+	require.Equal(t, want, got)
+}
+
 func getHold(t *testing.T, s store.Store, attemptKey string) store.Hold {
 	t.Helper()
 	h, err := s.GetHold(context.Background(), attemptKey)
@@ -112,6 +125,8 @@ func TestStore_AuthorizationStoresTheHoldAndAuthorizesTheOrder(t *testing.T) {
 		again, err := s.SettleAuthorization(context.Background(), a.Key, newHold("ch_other"))
 		require.NoError(t, err)
 		require.Equal(t, store.Settlement{}, again, "a terminal attempt is left as it is, and an authorized order is not paid")
+		requireHoldEvents(t, s, order.ID, store.MerchantEvent{Type: chargeonce.EventPaymentAuthorized, Sequence: 1,
+			OrderStatus: chargeonce.OrderAuthorized, Status: "authorized", Amount: try})
 		require.Equal(t, h, getHold(t, s, a.Key))
 		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM holds`))
 
@@ -321,6 +336,10 @@ func TestStore_SucceededCaptureEndsTheHoldAndCapturesTheOrder(t *testing.T) {
 		o, _ := getOrder(t, s, order.ID)
 		require.Equal(t, chargeonce.OrderCaptured, o.Status)
 		require.Equal(t, charge, o.ProviderPaymentID)
+		requireHoldEvents(t, s, order.ID,
+			store.MerchantEvent{Type: chargeonce.EventPaymentAuthorized, Sequence: 1, OrderStatus: chargeonce.OrderAuthorized, Status: "authorized", Amount: try},
+			store.MerchantEvent{Type: chargeonce.EventPaymentCaptured, Sequence: 2, OrderStatus: chargeonce.OrderCaptured, Status: "captured",
+				Amount: chargeonce.Money{Minor: 20000, Currency: try.Currency}})
 
 		for _, kind := range []chargeonce.MoveKind{chargeonce.MoveCapture, chargeonce.MoveVoid} {
 			_, _, err := s.StartMove(context.Background(), newMove(t, order.ID, kind, 0, ""))
@@ -398,6 +417,9 @@ func TestStore_DeclinedMoveEndsAnExpiredHold(t *testing.T) {
 		require.Equal(t, "hold_expired", got.DeclineCode)
 		o, _ := getOrder(t, s, order.ID)
 		require.Equal(t, chargeonce.OrderExpired, o.Status)
+		requireHoldEvents(t, s, order.ID,
+			store.MerchantEvent{Type: chargeonce.EventPaymentAuthorized, Sequence: 1, OrderStatus: chargeonce.OrderAuthorized, Status: "authorized", Amount: try},
+			store.MerchantEvent{Type: chargeonce.EventPaymentAuthorizationExpired, Sequence: 2, OrderStatus: chargeonce.OrderExpired, Status: "expired", Amount: try})
 
 		_, err = s.SettleMove(context.Background(), newKey(t), chargeonce.MoveFailed, "", "", 0, base)
 		require.ErrorIs(t, err, store.ErrNotFound)
@@ -436,6 +458,9 @@ func TestStore_EndHoldEndsItOnce(t *testing.T) {
 		require.Equal(t, stored(base.Add(time.Hour)), *h.EndedAt)
 		o, _ := getOrder(t, s, order.ID)
 		require.Equal(t, chargeonce.OrderVoided, o.Status)
+		requireHoldEvents(t, s, order.ID,
+			store.MerchantEvent{Type: chargeonce.EventPaymentAuthorized, Sequence: 1, OrderStatus: chargeonce.OrderAuthorized, Status: "authorized", Amount: try},
+			store.MerchantEvent{Type: chargeonce.EventPaymentVoided, Sequence: 2, OrderStatus: chargeonce.OrderVoided, Status: "voided", Amount: try})
 		_, _, err = s.StartMove(context.Background(), newMove(t, order.ID, chargeonce.MoveCapture, 0, ""))
 		require.ErrorIs(t, err, store.ErrNotHeld, "a capture after the void")
 

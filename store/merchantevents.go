@@ -9,7 +9,8 @@ import (
 )
 
 // Merchant events: the outbox of signed events to the merchant's
-// endpoints. SettleAttempt, SettleRefund and RecordLateCharge write an
+// endpoints. SettleAttempt, SettleRefund, RecordLateCharge,
+// SettleAuthorization, SettleMove and EndHold write an
 // event, numbered in its order's sequence, and one delivery of it to each
 // enabled endpoint that wants its type, in the transaction that makes the
 // change it reports. The worker's dispatcher (package notify) claims the

@@ -110,3 +110,9 @@ CREATE TABLE hold_move_requests (
 );
 
 CREATE INDEX hold_move_requests_by_key ON hold_move_requests (idempotency_key, at, id);
+
+-- The merchant events of holds.
+ALTER TABLE merchant_events DROP CONSTRAINT merchant_events_type_check;
+ALTER TABLE merchant_events ADD CONSTRAINT merchant_events_type_check CHECK (type IN ('payment.succeeded', 'payment.declined',
+	'payment.abandoned', 'payment.not_processed', 'payment.authorized', 'payment.captured', 'payment.voided',
+	'payment.authorization_expired', 'refund.succeeded', 'refund.failed', 'refund.not_processed'));

@@ -181,7 +181,8 @@ CREATE TABLE merchant_events_new (
 	order_id       INTEGER NOT NULL REFERENCES orders_new (id),
 	sequence       INTEGER NOT NULL CHECK (sequence > 0),
 	type           TEXT NOT NULL CHECK (type IN ('payment.succeeded', 'payment.declined', 'payment.abandoned',
-		'payment.not_processed', 'refund.succeeded', 'refund.failed', 'refund.not_processed')),
+		'payment.not_processed', 'payment.authorized', 'payment.captured', 'payment.voided', 'payment.authorization_expired',
+		'refund.succeeded', 'refund.failed', 'refund.not_processed')),
 	-- The attempt of a payment.* event, the refund of a refund.* event.
 	attempt_key    TEXT NOT NULL,
 	refund_key     TEXT NOT NULL,
