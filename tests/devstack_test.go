@@ -349,8 +349,8 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 		}
 		require.Len(t, replaced, 1, "%s", dev.stderr)
 		require.Contains(t, replaced[0], "level=WARN msg=\"payment timing replaced: ")
-		require.Contains(t, replaced[0], ` old="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s" `)
-		require.Contains(t, replaced[0], ` new="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 1m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
+		require.Contains(t, replaced[0], ` old="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s, hold-margin 1h0m0s, hold-warning 24h0m0s" `)
+		require.Contains(t, replaced[0], ` new="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 1m0s, reconcile-interval 1m0s, abandon-after 20m0s, hold-margin 1h0m0s, hold-warning 24h0m0s"`)
 
 		other := dev.post(t, "/api/orders", `{"amount":"10.00","currency":"TRY","description":"e2e"}`)
 		otherID := fmt.Sprint(other["id"])

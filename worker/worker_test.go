@@ -138,9 +138,9 @@ func TestPublishTiming_AWorkerWithAnotherTimingIsRefusedNamingBoth(t *testing.T)
 	err := worker.PublishTiming(context.Background(), st, other, false, discard())
 
 	require.EqualError(t, err, "worker: payment timing "+
-		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s, "+
+		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s, hold-margin 1h0m0s, hold-warning 24h0m0s, "+
 		"published by the running workers at "+at.Format(time.RFC3339)+"; this worker: "+
-		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s. "+
+		"attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s, hold-margin 1h0m0s, hold-warning 24h0m0s. "+
 		"Checkouts and workflows run with the published timing, so this worker refuses to start with another: "+
 		"start it with the published values, or with --replace-timing to make its timing the published one")
 	got, _ := published(t, st)
@@ -161,8 +161,8 @@ func TestPublishTiming_ReplaceMakesThisWorkersTimingThePublishedOneAndWarnsInOne
 	require.Len(t, lines, 1, "one line says it all: %s", logs)
 	require.Contains(t, lines[0], "level=WARN")
 	require.Contains(t, lines[0], "open attempts keep the one they started with")
-	require.Contains(t, lines[0], `old="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s"`)
-	require.Contains(t, lines[0], `new="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s"`)
+	require.Contains(t, lines[0], `old="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 30m0s, hold-margin 1h0m0s, hold-warning 24h0m0s"`)
+	require.Contains(t, lines[0], `new="attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s, hold-margin 1h0m0s, hold-warning 24h0m0s"`)
 	require.NoError(t, worker.PublishTiming(context.Background(), st, other, false, discard()), "workers with the new timing now start")
 }
 
@@ -268,7 +268,7 @@ func TestStart_RefusesATimingOtherThanThePublishedOneBeforePolling(t *testing.T)
 		Timing: other, Logger: discard(),
 	})
 
-	require.ErrorContains(t, err, "this worker: attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s")
+	require.ErrorContains(t, err, "this worker: attempt-timeout 3s, charge-budget 10s, retry-interval 1s, reconcile-min-age 2m0s, reconcile-interval 1m0s, abandon-after 20m0s, hold-margin 1h0m0s, hold-warning 24h0m0s")
 	require.Nil(t, w)
 	got, _ := published(t, st)
 	require.Equal(t, running, got)

@@ -85,7 +85,7 @@ func TestCounting_RegistersOncePerRegistry(t *testing.T) {
 	require.Equal(t, 2.0, counted(t, reg, alert.NeedsReview))
 	n, err := testutil.GatherAndCount(reg, alert.MetricName)
 	require.NoError(t, err)
-	require.Equal(t, 11, n, "one series per name")
+	require.Equal(t, 13, n, "one series per name")
 }
 
 func TestCounting_RefusesANameTakenByAnotherKindOfMetric(t *testing.T) {
