@@ -142,7 +142,8 @@ func parseEvent(body []byte) (checkout.ProviderEvent, error) {
 		return checkout.ProviderEvent{}, badRequest("the event is refused: %v", err)
 	}
 	switch b.Type {
-	case webhook.EventChargeSucceeded, webhook.EventChargeFailed:
+	case webhook.EventChargeSucceeded, webhook.EventChargeFailed,
+		webhook.EventChargeAuthorized, webhook.EventChargeCaptured, webhook.EventChargeVoided, webhook.EventChargeExpired:
 		if b.Data == nil || b.Data.ID == "" || b.Data.MerchantReference == "" {
 			return checkout.ProviderEvent{}, badRequest("the event's data must be a charge with its id and merchant_reference")
 		}
@@ -157,6 +158,7 @@ func parseEvent(body []byte) (checkout.ProviderEvent, error) {
 		}
 		return ev, nil
 	}
-	return checkout.ProviderEvent{}, badRequest("the event type must be one of %q, %q, %q and %q",
-		webhook.EventChargeSucceeded, webhook.EventChargeFailed, webhook.EventRefundSucceeded, webhook.EventRefundFailed)
+	return checkout.ProviderEvent{}, badRequest("the event type must be one of %q, %q, %q, %q, %q, %q, %q and %q",
+		webhook.EventChargeSucceeded, webhook.EventChargeFailed, webhook.EventChargeAuthorized, webhook.EventChargeCaptured,
+		webhook.EventChargeVoided, webhook.EventChargeExpired, webhook.EventRefundSucceeded, webhook.EventRefundFailed)
 }

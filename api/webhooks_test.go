@@ -487,3 +487,36 @@ func TestProviderEvent_AboutAnotherProvidersRefundIsUnconfirmedAndChangesNothing
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "signaled", result)
 }
+
+// The event of a hold's end reaches the payment workflow that keeps the
+// hold, which reads the hold at once; the event of an authorization is a
+// charge's, for an open attempt.
+func TestProviderEvent_AHoldsEndReachesThePaymentThatKeepsIt(t *testing.T) {
+	a := startEventsAPI(t)
+	ctx := context.Background()
+	order, err := a.store.CreateOrder(ctx, chargeonce.Money{Minor: 54890, Currency: "TRY"}, "Collected works")
+	require.NoError(t, err)
+	_, held, _, err := a.store.GetOrStartAttempt(ctx, store.NewAttempt{
+		OrderID: order.ID, CardHash: chargeonce.LegacyCardHash("tok_visa"), Key: uuid.Must(uuid.NewV7()).String(),
+		ReferencePrefix: "chargeonce", Now: time.Now(), AbandonAfter: 30 * time.Minute,
+		Provider: chargeonce.DefaultProvider, Capture: chargeonce.CaptureManual,
+	})
+	require.NoError(t, err)
+	a.expectSignal(held, "ch_hold", nil)
+	status, result := a.deliver(t, "msg_authorized", eventJSON("charge.authorized", "ch_hold", held.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+	_, err = a.store.SettleAuthorization(ctx, held.Key, store.NewHold{ChargeID: "ch_hold", Deadline: time.Now().Add(time.Hour), At: time.Now()})
+	require.NoError(t, err)
+
+	a.expectSignal(held, "ch_hold", nil)
+	status, result = a.deliver(t, "msg_voided", eventJSON("charge.voided", "ch_hold", held.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "signaled", result)
+
+	// A hold's event about another charge of the reference tells nothing.
+	status, result = a.deliver(t, "msg_other", eventJSON("charge.captured", "ch_other", held.MerchantReference))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "settled", result)
+	a.temporal.AssertExpectations(t)
+}

@@ -178,7 +178,7 @@ func (s *Service) signalAttempt(ctx context.Context, sender string, ev store.Pro
 		log.Warn("provider event about an attempt of another provider: nothing changes, and the event is kept for the books", "sender", sender, "provider", a.Provider)
 		return EventUnconfirmed, nil
 	}
-	if a.Status != chargeonce.AttemptOpen {
+	if a.Status != chargeonce.AttemptOpen && !holdEvent(a, ev) {
 		return s.settledAttemptEvent(ctx, log, a, ev)
 	}
 	sctx, cancel := context.WithTimeout(ctx, signalTimeout)
@@ -210,6 +210,13 @@ func (s *Service) signalAttempt(ctx context.Context, sender string, ev store.Pro
 	}
 	log.Info("provider event: the payment workflow looks the charge up at once")
 	return EventSignaled, nil
+}
+
+// holdEvent reports whether ev says that the hold of a's manual capture
+// ended: the payment workflow that keeps the hold then reads it at once,
+// as an open attempt's looks its charge up.
+func holdEvent(a store.Attempt, ev store.ProviderEvent) bool {
+	return a.Capture.Manual() && a.Status == chargeonce.AttemptSucceeded && a.ProviderPaymentID == ev.ChargeID && webhook.HoldEnded(ev.Type)
 }
 
 // settledAttemptEvent handles a charge's event for an attempt that has

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"chargeonce/internal/webhook"
 )
 
 // The decline codes of a capture or a void that the provider refuses.
@@ -16,15 +18,6 @@ const (
 	declineHoldCaptured   = "hold_captured"
 	declineAmountTooLarge = "amount_too_large"
 	declineNotAHold       = "not_a_hold"
-)
-
-// The event types of a hold's moves, beside charge.succeeded and
-// charge.failed.
-const (
-	eventChargeAuthorized = "charge.authorized"
-	eventChargeCaptured   = "charge.captured"
-	eventChargeVoided     = "charge.voided"
-	eventChargeExpired    = "charge.expired"
 )
 
 // cancellationAutomatic is the cancellation reason of a hold that expired,
@@ -56,8 +49,8 @@ type holdMove struct {
 }
 
 var (
-	captureMove = &holdMove{name: "capture", refusal: codeChargeNotCapturable, event: eventChargeCaptured, made: outcomeCaptured, refused: outcomeCaptureRefused}
-	voidMove    = &holdMove{name: "void", refusal: codeChargeNotVoidable, event: eventChargeVoided, made: outcomeVoided, refused: outcomeVoidRefused}
+	captureMove = &holdMove{name: "capture", refusal: codeChargeNotCapturable, event: webhook.EventChargeCaptured, made: outcomeCaptured, refused: outcomeCaptureRefused}
+	voidMove    = &holdMove{name: "void", refusal: codeChargeNotVoidable, event: webhook.EventChargeVoided, made: outcomeVoided, refused: outcomeVoidRefused}
 )
 
 // holdRequest is a capture or a void of the charge of the path: for a
@@ -245,7 +238,7 @@ func (p *Provider) expireHoldsLocked() {
 				continue
 			}
 		}
-		p.moveHoldLocked(i, c, h, eventChargeExpired)
+		p.moveHoldLocked(i, c, h, webhook.EventChargeExpired)
 	}
 }
 

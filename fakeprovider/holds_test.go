@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"chargeonce/internal/webhook"
 )
 
 // holdBody is a valid charge request body that authorizes only.
@@ -379,12 +381,12 @@ func TestHold_EveryMoveSendsItsEvent(t *testing.T) {
 	for _, ev := range a.received() {
 		got[ev.event.Type] = append(got[ev.event.Type], ev.event.charge(t))
 	}
-	require.ElementsMatch(t, []Charge{toCapture, toVoid, toExpire}, got[eventChargeAuthorized])
-	require.Equal(t, []Charge{capturedNow}, got[eventChargeCaptured])
-	require.Equal(t, []Charge{voidedNow}, got[eventChargeVoided])
-	require.Len(t, got[eventChargeExpired], 1)
-	require.Equal(t, toExpire.ID, got[eventChargeExpired][0].ID)
-	require.Equal(t, ChargeExpired, got[eventChargeExpired][0].Status)
+	require.ElementsMatch(t, []Charge{toCapture, toVoid, toExpire}, got[webhook.EventChargeAuthorized])
+	require.Equal(t, []Charge{capturedNow}, got[webhook.EventChargeCaptured])
+	require.Equal(t, []Charge{voidedNow}, got[webhook.EventChargeVoided])
+	require.Len(t, got[webhook.EventChargeExpired], 1)
+	require.Equal(t, toExpire.ID, got[webhook.EventChargeExpired][0].ID)
+	require.Equal(t, ChargeExpired, got[webhook.EventChargeExpired][0].Status)
 	f.do(t, get("/v1/charges/"+toExpire.ID))
 	require.Len(t, f.p.Webhooks().Deliveries, 6, "a hold expires once")
 }

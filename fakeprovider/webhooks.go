@@ -308,7 +308,7 @@ func chargeEventType(c Charge) string {
 	case ChargeFailed:
 		return webhook.EventChargeFailed
 	case ChargeAuthorized:
-		return eventChargeAuthorized
+		return webhook.EventChargeAuthorized
 	}
 	return webhook.EventChargeSucceeded
 }

@@ -101,14 +101,27 @@ func (p *payment) keepHold(ctx workflow.Context) error {
 }
 
 // awaitHoldEnd waits until the hold ends or until, and reports whether it
-// ended.
+// ended. A provider event about the hold (checkNow) makes it read the hold
+// at once.
 func (p *payment) awaitHoldEnd(ctx workflow.Context, until time.Time, summary string) (bool, error) {
-	wait := until.Sub(workflow.Now(ctx))
-	if p.ended != nil || wait <= 0 {
-		return p.ended != nil, nil
+	for p.ended == nil {
+		wait := until.Sub(workflow.Now(ctx))
+		if wait <= 0 {
+			return false, nil
+		}
+		if _, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: wait, TimerOptions: workflow.TimerOptions{Summary: summary}},
+			func() bool { return p.ended != nil || p.checkNow }); err != nil {
+			return false, err
+		}
+		if p.ended == nil && p.checkNow {
+			p.checkNow = false
+			p.log.Info("the provider reported the hold, reading it at once")
+			if _, err := p.readHold(ctx); err != nil {
+				return false, err
+			}
+		}
 	}
-	return workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: wait, TimerOptions: workflow.TimerOptions{Summary: summary}},
-		func() bool { return p.ended != nil })
+	return true, nil
 }
 
 // deadlineMove makes the move of the deadline's action, unless another
@@ -174,35 +187,47 @@ func (p *payment) deadlineMove(ctx workflow.Context) error {
 }
 
 // readExpiredHold reads a hold that no move ended by its expiry at the
-// provider, until the provider shows it ended, and records how. A hold
-// still authorized there raises hold_unresolved, once. Its error is only
-// cancellation.
+// provider, until the provider shows it ended. A hold still authorized
+// there, or one that cannot be read, raises hold_unresolved, once. Its
+// error is only cancellation.
 func (p *payment) readExpiredHold(ctx workflow.Context) error {
-	actx := withLookupOptions(ctx, p.timing, p.intent.Provider, activities.ErrTypeContractViolation)
-	alerted := false
-	for p.ended == nil {
-		var res activities.FindHoldResult
-		err := workflow.ExecuteActivity(actx, acts.FindHold, activities.FindHoldInput{ChargeID: p.final.ProviderPaymentID, Provider: p.intent.Provider}).Get(ctx, &res)
-		if temporal.IsCanceledError(err) {
+	for alerted := false; p.ended == nil; alerted = true {
+		hold, err := p.readHold(ctx)
+		if err != nil || p.ended != nil {
 			return err
 		}
-		if err == nil && res.Hold.Ended() {
-			if _, err := record(ctx, p.log, acts.EndHold, activities.EndHoldInput{AttemptKey: p.intent.Key, Hold: res.Hold, Captured: res.Captured}); err != nil {
-				return err
-			}
-			p.ended = &HoldMoved{Hold: res.Hold, Captured: res.Captured}
-			return nil
-		}
 		if !alerted {
-			alerted = true
 			p.log.Error("a hold is still authorized at the provider past its expiry, or cannot be read there: look the charge up on the provider's dashboard",
-				alert.Attr(alert.HoldUnresolved), "charge", p.final.ProviderPaymentID, "hold", string(res.Hold), "error", err)
+				alert.Attr(alert.HoldUnresolved), "charge", p.final.ProviderPaymentID, "hold", string(hold))
 		}
 		if _, err := p.awaitHoldEnd(ctx, workflow.Now(ctx).Add(p.timing.longestLookupGap()), "next lookup of the hold"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// readHold reads the hold at the provider once and, when it has ended
+// there, records how and ends the payment's wait. It returns the status
+// read, empty when the lookup failed. Its error is only cancellation.
+func (p *payment) readHold(ctx workflow.Context) (chargeonce.HoldStatus, error) {
+	actx := withLookupOptions(ctx, p.timing, p.intent.Provider, activities.ErrTypeContractViolation)
+	var res activities.FindHoldResult
+	err := workflow.ExecuteActivity(actx, acts.FindHold, activities.FindHoldInput{ChargeID: p.final.ProviderPaymentID, Provider: p.intent.Provider}).Get(ctx, &res)
+	switch {
+	case temporal.IsCanceledError(err):
+		return "", err
+	case err != nil:
+		p.log.Warn("could not read the hold at the provider", "error", err)
+		return "", nil
+	case !res.Hold.Ended():
+		return res.Hold, nil
+	}
+	if _, err := record(ctx, p.log, acts.EndHold, activities.EndHoldInput{AttemptKey: p.intent.Key, Hold: res.Hold, Captured: res.Captured}); err != nil {
+		return "", err
+	}
+	p.ended = &HoldMoved{Hold: res.Hold, Captured: res.Captured}
+	return res.Hold, nil
 }
 
 // holdEnded completes the payment with how its hold ended, unless err,

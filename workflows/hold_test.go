@@ -282,3 +282,23 @@ func TestVoidWorkflow_AVoidTheProviderNeverProcessedIsNotProcessedAndTheHoldStay
 	requireHold(t, env, intent, chargeonce.HoldAuthorized, 0)
 	require.Equal(t, provider.StatusAuthorized, fakeCharge(t, env).Status)
 }
+
+func TestPaymentWorkflow_AProviderEventAboutTheHoldReadsItAtOnce(t *testing.T) {
+	env, wenv, logs := newHoldEnv(t, activitiestest.Options{})
+	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
+	wenv.RegisterDelayedCallback(func() {
+		// Released on the provider's dashboard, which tells by an event.
+		c := fakeCharge(t, env)
+		require.Equal(t, provider.Approved, env.Client.Void(context.Background(), provider.VoidRequest{Key: uuid.NewString(), ChargeID: c.ID}).Outcome)
+		wenv.SignalWorkflow(chargeonce.SignalProviderEvent, workflows.ProviderEvent{ChargeID: c.ID})
+	}, 3*time.Hour)
+
+	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+
+	require.Equal(t, chargeonce.HoldVoided, res.Hold.Status)
+	requireHold(t, env, intent, chargeonce.HoldVoided, 0)
+	require.NotContains(t, logs.String(), "level=ERROR", "no deadline came")
+	moves, err := env.Store.OrderMoves(context.Background(), intent.OrderID)
+	require.NoError(t, err)
+	require.Empty(t, moves)
+}

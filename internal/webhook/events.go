@@ -10,6 +10,25 @@ const (
 	EventChargeFailed = "charge.failed"
 )
 
+// The event types of holds: the provider sends them when a charge sent as
+// a hold is authorized, and when its capture, its void or its expiry ends
+// it. Their data is the charge, as for charge.succeeded.
+const (
+	// EventChargeAuthorized: the hold was authorized.
+	EventChargeAuthorized = "charge.authorized"
+	// EventChargeCaptured: a capture took the hold's money.
+	EventChargeCaptured = "charge.captured"
+	// EventChargeVoided: a void released the hold.
+	EventChargeVoided = "charge.voided"
+	// EventChargeExpired: the hold expired.
+	EventChargeExpired = "charge.expired"
+)
+
+// HoldEnded reports whether an event of type t says that a hold ended.
+func HoldEnded(t string) bool {
+	return t == EventChargeCaptured || t == EventChargeVoided || t == EventChargeExpired
+}
+
 // The refund event types: the provider sends them when a refund finishes,
 // and when one that had succeeded fails later. Their data is the refund,
 // with its id, charge, status and merchant_reference.
