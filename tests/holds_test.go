@@ -19,6 +19,7 @@ import (
 	"chargeonce/activities/activitiestest"
 	"chargeonce/api/wire"
 	"chargeonce/fakeprovider"
+	"chargeonce/internal/openapitest"
 	"chargeonce/workflows"
 )
 
@@ -32,6 +33,13 @@ type heldOrder struct {
 // move sends a capture or a void of the order under the Idempotency-Key.
 func (s *checkoutStack) move(t *testing.T, kind chargeonce.MoveKind, id int64, key, body string) checkoutResponse {
 	t.Helper()
+	return s.sendMove(t, kind, id, key, body, false)
+}
+
+// sendMove is move; invalid marks a request that the OpenAPI document
+// forbids on purpose, whose answer alone is checked against it.
+func (s *checkoutStack) sendMove(t *testing.T, kind chargeonce.MoveKind, id int64, key, body string, invalid bool) checkoutResponse {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/orders/%d/%s", s.apiURL, id, kind), strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
@@ -39,6 +47,9 @@ func (s *checkoutStack) move(t *testing.T, kind chargeonce.MoveKind, id int64, k
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Idempotency-Key", activitiestest.Quoted(key))
+	if invalid {
+		openapitest.ResponsesOnly(req)
+	}
 	res, err := s.api.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
@@ -96,7 +107,7 @@ func TestHolds_CaptureAndVoidEndAHoldOnceThroughTheAPI(t *testing.T) {
 
 	// Bad input changes nothing.
 	require.Equal(t, http.StatusUnprocessableEntity, s.move(t, chargeonce.MoveCapture, captured, uuid.NewString(), `{"amount": "150.00"}`).status)
-	require.Equal(t, http.StatusBadRequest, s.move(t, chargeonce.MoveCapture, captured, uuid.NewString(), `{"amount": "ten"}`).status)
+	require.Equal(t, http.StatusBadRequest, s.sendMove(t, chargeonce.MoveCapture, captured, uuid.NewString(), `{"amount": "ten"}`, true).status)
 	require.Equal(t, "authorized", s.heldOrder(t, captured).Status)
 
 	key := uuid.NewString()
