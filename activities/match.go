@@ -19,11 +19,11 @@ import (
 
 // matcher runs one settlement of a date in two merges, each of two sorted
 // sequences read in pages, so that it holds a few batches in memory however
-// long the report is: the staged lines against the day's succeeded attempts
-// by charge id, then the refund lines against the day's succeeded refunds
-// by refund id. The lines left without an attempt or refund of the day, and
-// the attempts and refunds left without a line, are looked up in batches
-// too.
+// long the report is: the staged lines against the charges the books expect
+// that day (store.SettlementStore.SucceededAttempts) by charge id, then the
+// refund lines against the day's succeeded refunds by refund id. The lines
+// left without an attempt or refund of the day, and the attempts and
+// refunds left without a line, are looked up in batches too.
 type matcher struct {
 	ctx  context.Context
 	st   Books
