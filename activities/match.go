@@ -439,7 +439,8 @@ func (m *matcher) unknown(l store.SettlementLine, a store.Attempt, found bool) e
 }
 
 // resolveUnreported decides the attempts of the day that the report does
-// not list: one listed by a report of the grace period is fine; the others
+// not list: one listed by a report of the grace period is fine, and so is
+// a captured hold listed by the report of the day before; the others
 // are missing once the grace period is over, and awaiting until then.
 func (m *matcher) resolveUnreported() error {
 	if len(m.unreported) == 0 {
@@ -453,9 +454,13 @@ func (m *matcher) resolveUnreported() error {
 	if err != nil {
 		return err
 	}
+	before, err := m.capturedTheDayBefore()
+	if err != nil {
+		return err
+	}
 	for _, a := range m.unreported {
 		switch {
-		case later[a.ProviderPaymentID]:
+		case later[a.ProviderPaymentID] || before[a.ProviderPaymentID]:
 		case !m.graceOver:
 			m.run.Awaiting++
 			m.run.Status = store.SettlementProvisional
@@ -797,9 +802,36 @@ func (m *matcher) reportedLater(ids []string, reported func(ctx context.Context,
 	if err != nil {
 		return nil, err
 	}
-	later := make(map[string]bool, len(found))
-	for _, id := range found {
-		later[id] = true
+	return set(found), nil
+}
+
+// capturedTheDayBefore returns which of the unreported attempts' captured
+// holds the report of the day before the date lists: the provider captures
+// before we record the capture that ends the hold, so a capture made just
+// before midnight may be reported the day before its hold ended.
+func (m *matcher) capturedTheDayBefore() (map[string]bool, error) {
+	var ids []string
+	for _, a := range m.unreported {
+		if a.Hold == chargeonce.HoldCaptured {
+			ids = append(ids, a.ProviderPaymentID)
+		}
 	}
-	return later, nil
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	dayBefore := m.from.AddDate(0, 0, -1).Format(settlement.DateLayout)
+	found, err := m.st.ReportedCharges(m.ctx, dayBefore, dayBefore, ids)
+	if err != nil {
+		return nil, err
+	}
+	return set(found), nil
+}
+
+// set holds each of ids.
+func set(ids []string) map[string]bool {
+	s := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		s[id] = true
+	}
+	return s
 }

@@ -618,3 +618,26 @@ func TestMatchReport_AChargeOfAHoldNotCapturedIsAnException(t *testing.T) {
 		require.Contains(t, e.Detail, want.says)
 	}
 }
+
+// A capture made just before midnight and recorded just after it is in the
+// report of the day before its hold ended: matched there, and not missing
+// from the day it ended.
+func TestMatchReport_ACaptureAroundMidnightIsReportedTheDayBeforeItsHoldEnded(t *testing.T) {
+	b := newBooks(t, fakeprovider.DefaultFee)
+	h := b.hold(t, try(54890))
+	midnight := noon.Truncate(24*time.Hour).AddDate(0, 0, 1)
+	b.setNow(midnight.Add(-time.Second))
+	b.captureAtProvider(t, h, 30000)
+	b.setNow(midnight.Add(time.Second))
+	b.end(t, h, chargeonce.HoldCaptured, 30000)
+
+	// The days are settled in order, as the daily runs settle them.
+	for _, day := range []struct {
+		date  string
+		lines int
+	}{{settleDay, 1}, {midnight.Format(time.DateOnly), 0}} {
+		res := b.settleOn(t, day.date, "run-1", 2, afterGrace)
+		require.Equal(t, store.SettlementFinal, res.Status, day.date)
+		require.Equal(t, []int{day.lines, day.lines, 0, 0}, []int{res.Lines, res.Matched, res.Awaiting, res.Exceptions}, day.date)
+	}
+}
