@@ -15,12 +15,16 @@ const (
 	// ExceptionMissingInReport: a succeeded attempt whose charge is in no
 	// report by the end of the grace period.
 	ExceptionMissingInReport ExceptionKind = "missing_in_report"
-	// ExceptionAmountMismatch: the report's gross differs from the attempt's
-	// amount.
+	// ExceptionAmountMismatch: the report's gross differs from the charge
+	// the attempt expects: its amount, or what its hold's capture took.
 	ExceptionAmountMismatch ExceptionKind = "amount_mismatch"
 	// ExceptionCurrencyMismatch: the report's currency differs from the
 	// attempt's.
 	ExceptionCurrencyMismatch ExceptionKind = "currency_mismatch"
+	// ExceptionUncapturedCharge: the report holds a charge for a hold that
+	// we hold as authorized, voided or expired: the provider took money
+	// that no capture of ours took.
+	ExceptionUncapturedCharge ExceptionKind = "uncaptured_charge"
 	// ExceptionDuplicateLine: the report holds the same charge, or the same
 	// refund, more than once.
 	ExceptionDuplicateLine ExceptionKind = "duplicate_line"
@@ -48,7 +52,7 @@ const (
 // ExceptionKinds lists every kind, in the order a report shows them.
 var ExceptionKinds = []ExceptionKind{
 	ExceptionUnknownCharge, ExceptionMissingInReport, ExceptionAmountMismatch,
-	ExceptionCurrencyMismatch, ExceptionDuplicateLine, ExceptionMalformedLine,
+	ExceptionCurrencyMismatch, ExceptionUncapturedCharge, ExceptionDuplicateLine, ExceptionMalformedLine,
 	ExceptionUnknownRefund, ExceptionRefundMissingInReport, ExceptionRefundAmountMismatch,
 	ExceptionLateChargeAdopted, ExceptionLateChargeRefunded,
 }

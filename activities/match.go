@@ -19,11 +19,11 @@ import (
 
 // matcher runs one settlement of a date in two merges, each of two sorted
 // sequences read in pages, so that it holds a few batches in memory however
-// long the report is: the staged lines against the day's succeeded attempts
-// by charge id, then the refund lines against the day's succeeded refunds
-// by refund id. The lines left without an attempt or refund of the day, and
-// the attempts and refunds left without a line, are looked up in batches
-// too.
+// long the report is: the staged lines against the charges the books expect
+// that day (store.SettlementStore.SucceededAttempts) by charge id, then the
+// refund lines against the day's succeeded refunds by refund id. The lines
+// left without an attempt or refund of the day, and the attempts and
+// refunds left without a line, are looked up in batches too.
 type matcher struct {
 	ctx  context.Context
 	st   Books
@@ -39,11 +39,11 @@ type matcher struct {
 	log       *slog.Logger
 
 	lines    pages[store.SettlementLine]
-	attempts pages[store.Attempt]
+	attempts pages[store.ReportedAttempt]
 	// orphans are charge lines with no succeeded attempt of the day;
 	// unreported are attempts of the day with no line in the report.
 	orphans    []store.SettlementLine
-	unreported []store.Attempt
+	unreported []store.ReportedAttempt
 	// last is the charge line consumed last, and its order when known, to
 	// tell a duplicate line.
 	last      string
@@ -80,7 +80,7 @@ func newMatcher(ctx context.Context, st Books, day time.Time, in MatchReportInpu
 		}
 		return st.SettlementLines(ctx, in.Date, after, store.MaxSettlementBatch)
 	}
-	m.attempts.next = func(last *store.Attempt) ([]store.Attempt, error) {
+	m.attempts.next = func(last *store.ReportedAttempt) ([]store.ReportedAttempt, error) {
 		after := ""
 		if last != nil {
 			after = last.ProviderPaymentID
@@ -157,7 +157,7 @@ func (m *matcher) match() (store.SettlementRun, error) {
 		case l != nil && (a == nil || l.ChargeID <= a.ProviderPaymentID || l.Problem != "" || l.Category != settlement.CategoryCharge):
 			line := *l
 			m.lines.advance()
-			var match *store.Attempt
+			var match *store.ReportedAttempt
 			if a != nil && line.ChargeID == a.ProviderPaymentID && line.Problem == "" && line.Category == settlement.CategoryCharge &&
 				line.ChargeID != m.last {
 				match = a
@@ -178,7 +178,7 @@ func (m *matcher) match() (store.SettlementRun, error) {
 }
 
 // line consumes one line; match is the attempt of the day with its charge.
-func (m *matcher) line(l store.SettlementLine, match *store.Attempt) error {
+func (m *matcher) line(l store.SettlementLine, match *store.ReportedAttempt) error {
 	m.run.Lines++
 	if m.run.Lines%store.MaxSettlementBatch == 0 {
 		activity.RecordHeartbeat(m.ctx, m.run.Lines)
@@ -209,7 +209,7 @@ func (m *matcher) line(l store.SettlementLine, match *store.Attempt) error {
 	m.last, m.lastOrder = l.ChargeID, 0
 	if match != nil {
 		m.lastOrder = match.OrderID
-		return m.compare(l, match.OrderID, match.Key, match.Amount)
+		return m.expected(l, *match)
 	}
 	m.orphans = append(m.orphans, l)
 	if len(m.orphans) == store.MaxSettlementBatch {
@@ -239,8 +239,9 @@ func (m *matcher) count(l store.SettlementLine) error {
 }
 
 // compare checks a charge line against the charge of order that the books
-// expect: the amount of its succeeded attempt, or of its adopted late
-// charge; key is that attempt's.
+// expect: the charge its succeeded attempt expects (for a hold, what was
+// captured), or the amount of its adopted late charge; key is that
+// attempt's.
 func (m *matcher) compare(l store.SettlementLine, order int64, key string, expected chargeonce.Money) error {
 	reported := chargeonce.Money{Minor: l.Gross, Currency: l.Currency}
 	e := store.SettlementException{ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, OrderID: order,
@@ -259,6 +260,34 @@ func (m *matcher) compare(l store.SettlementLine, order int64, key string, expec
 		m.run.Matched++
 		return nil
 	}
+	return m.add(e)
+}
+
+// expected checks a charge line against its succeeded attempt a: against
+// the charge the attempt expects, unless it is a hold that took no money.
+func (m *matcher) expected(l store.SettlementLine, a store.ReportedAttempt) error {
+	if a.Uncaptured() {
+		return m.uncaptured(l, a)
+	}
+	return m.compare(l, a.OrderID, a.Key, a.Expected)
+}
+
+// uncaptured records a charge line for a hold that we hold as authorized,
+// voided or expired: the provider took money that no capture of ours took.
+func (m *matcher) uncaptured(l store.SettlementLine, a store.ReportedAttempt) error {
+	charged := chargeonce.Money{Minor: l.Gross, Currency: l.Currency}
+	e := store.SettlementException{Kind: chargeonce.ExceptionUncapturedCharge, ChargeID: l.ChargeID,
+		MerchantReference: l.MerchantReference, OrderID: a.OrderID, AttemptKey: a.Key, LineNo: l.LineNo,
+		ReportedMinor: l.Gross, ReportedCurrency: l.Currency, ExpectedCurrency: a.Amount.Currency}
+	if a.Hold == chargeonce.HoldAuthorized {
+		e.Detail = fmt.Sprintf("The report settles %s of hold %s of order %d, which we hold as authorized still: if a capture of it is pending, settle the day again once it has settled; otherwise ask the provider who captured it.",
+			charged, l.ChargeID, a.OrderID)
+	} else {
+		e.Detail = fmt.Sprintf("The report settles %s of hold %s of order %d, which we hold as %s: no capture of ours took that money; ask the provider, and refund the customer what was taken (POST /api/charges/%s/refunds).",
+			charged, l.ChargeID, a.OrderID, a.Hold, l.ChargeID)
+	}
+	m.log.Error("uncaptured hold charged in the settlement report", "charge", l.ChargeID, "reference", l.MerchantReference,
+		"order", a.OrderID, "hold", string(a.Hold), "amount", charged.String())
 	return m.add(e)
 }
 
@@ -292,13 +321,13 @@ func (m *matcher) resolveOrphans() error {
 	if err != nil {
 		return err
 	}
-	charged := index(byCharge, func(a store.Attempt) string { return a.ProviderPaymentID })
-	referenced := index(byRef, func(a store.Attempt) string { return a.MerchantReference })
+	charged := index(byCharge, func(a store.ReportedAttempt) string { return a.ProviderPaymentID })
+	referenced := index(byRef, func(a store.ReportedAttempt) string { return a.MerchantReference })
 	repaired := index(late, func(c store.RecordedLateCharge) string { return c.ChargeID })
 	for _, l := range m.orphans {
 		a, found := charged[l.ChargeID]
 		if found && a.Status == chargeonce.AttemptSucceeded {
-			if err := m.compare(l, a.OrderID, a.Key, a.Amount); err != nil {
+			if err := m.expected(l, a); err != nil {
 				return err
 			}
 			continue
@@ -313,12 +342,12 @@ func (m *matcher) resolveOrphans() error {
 			a, found = referenced[l.MerchantReference]
 		}
 		if found && a.Status != chargeonce.AttemptOpen {
-			if err := m.repair(l, a, repaired[l.ChargeID]); err != nil {
+			if err := m.repair(l, a.Attempt, repaired[l.ChargeID]); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := m.unknown(l, a, found); err != nil {
+		if err := m.unknown(l, a.Attempt, found); err != nil {
 			return err
 		}
 	}
@@ -410,7 +439,8 @@ func (m *matcher) unknown(l store.SettlementLine, a store.Attempt, found bool) e
 }
 
 // resolveUnreported decides the attempts of the day that the report does
-// not list: one listed by a report of the grace period is fine; the others
+// not list: one listed by a report of the grace period is fine, and so is
+// a captured hold listed by the report of the day before; the others
 // are missing once the grace period is over, and awaiting until then.
 func (m *matcher) resolveUnreported() error {
 	if len(m.unreported) == 0 {
@@ -424,18 +454,22 @@ func (m *matcher) resolveUnreported() error {
 	if err != nil {
 		return err
 	}
+	before, err := m.capturedTheDayBefore()
+	if err != nil {
+		return err
+	}
 	for _, a := range m.unreported {
 		switch {
-		case later[a.ProviderPaymentID]:
+		case later[a.ProviderPaymentID] || before[a.ProviderPaymentID]:
 		case !m.graceOver:
 			m.run.Awaiting++
 			m.run.Status = store.SettlementProvisional
 		default:
 			err := m.add(store.SettlementException{Kind: chargeonce.ExceptionMissingInReport, ChargeID: a.ProviderPaymentID,
 				MerchantReference: a.MerchantReference, OrderID: a.OrderID, AttemptKey: a.Key,
-				ExpectedMinor: a.Amount.Minor, ExpectedCurrency: a.Amount.Currency,
+				ExpectedMinor: a.Expected.Minor, ExpectedCurrency: a.Expected.Currency,
 				Detail: fmt.Sprintf("Order %d was paid %s with charge %s on %s, but no settlement report of the %s since lists it: ask the provider whether the charge was captured.",
-					a.OrderID, a.Amount, a.ProviderPaymentID, m.in.Date, chargeonce.Plural(m.graceDays+1, "day"))})
+					a.OrderID, a.Expected, a.ProviderPaymentID, m.in.Date, chargeonce.Plural(m.graceDays+1, "day"))})
 			if err != nil {
 				return err
 			}
@@ -768,9 +802,36 @@ func (m *matcher) reportedLater(ids []string, reported func(ctx context.Context,
 	if err != nil {
 		return nil, err
 	}
-	later := make(map[string]bool, len(found))
-	for _, id := range found {
-		later[id] = true
+	return set(found), nil
+}
+
+// capturedTheDayBefore returns which of the unreported attempts' captured
+// holds the report of the day before the date lists: the provider captures
+// before we record the capture that ends the hold, so a capture made just
+// before midnight may be reported the day before its hold ended.
+func (m *matcher) capturedTheDayBefore() (map[string]bool, error) {
+	var ids []string
+	for _, a := range m.unreported {
+		if a.Hold == chargeonce.HoldCaptured {
+			ids = append(ids, a.ProviderPaymentID)
+		}
 	}
-	return later, nil
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	dayBefore := m.from.AddDate(0, 0, -1).Format(settlement.DateLayout)
+	found, err := m.st.ReportedCharges(m.ctx, dayBefore, dayBefore, ids)
+	if err != nil {
+		return nil, err
+	}
+	return set(found), nil
+}
+
+// set holds each of ids.
+func set(ids []string) map[string]bool {
+	s := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		s[id] = true
+	}
+	return s
 }

@@ -212,10 +212,11 @@ type MatchReportResult struct {
 	Totals     []store.SettlementTotal          `json:"Totals"`
 }
 
-// MatchReport matches the staged report of a date against the succeeded
-// attempts created that day, by charge id and then by merchant reference,
-// and its refund lines against the succeeded refunds created that day, by
-// refund id, in batches, and records the run and its exceptions: a rerun
+// MatchReport matches the staged report of a date against the charges the
+// books expect that day (the succeeded attempts created that day, and the
+// holds captured that day, for what was captured), by charge id and then
+// by merchant reference, and its refund lines against the succeeded
+// refunds created that day, by refund id, in batches, and records the run and its exceptions: a rerun
 // replaces the previous result. A charge for an attempt that did not
 // succeed with it is repaired (adopted by its order, or refunded) and
 // recorded as a repair. Every unknown charge and every late charge refunded

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
@@ -36,17 +38,28 @@ var settleActs *activities.Settlement
 type books struct {
 	env  *activitiestest.Env
 	logs *bytes.Buffer
+	// clock is the fake's time, in Unix nanoseconds: noon of settleDay
+	// unless a test moves it.
+	clock *atomic.Int64
 }
 
 func newBooks(t *testing.T, fee fakeprovider.FeeRule) *books {
 	t.Helper()
 	logs := &bytes.Buffer{}
+	clock := &atomic.Int64{}
+	clock.Store(noon.UnixNano())
 	env := activitiestest.New(t, activitiestest.Options{
-		Fake:   fakeprovider.Config{Now: func() time.Time { return noon }, Fee: fee},
+		Fake:   fakeprovider.Config{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }, Fee: fee},
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	})
-	return &books{env: env, logs: logs}
+	return &books{env: env, logs: logs, clock: clock}
 }
+
+// now is the fake's time.
+func (b *books) now() time.Time { return time.Unix(0, b.clock.Load()).UTC() }
+
+// setNow moves the fake's clock to at.
+func (b *books) setNow(at time.Time) { b.clock.Store(at.UnixNano()) }
 
 // pay has the provider charge a new order of amount and records its attempt
 // as status (succeeded, or the status of an attempt whose charge we never
@@ -74,9 +87,15 @@ func (b *books) alter(t *testing.T, a fakeprovider.Alteration) {
 	require.NoError(t, b.env.Fake.Alter(a))
 }
 
-// settle runs StageReport and MatchReport as the workflow does, at now, on
-// a worker whose grace period is graceDays.
+// settle runs StageReport and MatchReport of settleDay as the workflow
+// does, at now, on a worker whose grace period is graceDays.
 func (b *books) settle(t *testing.T, runID string, graceDays int, now time.Time) activities.MatchReportResult {
+	t.Helper()
+	return b.settleOn(t, settleDay, runID, graceDays, now)
+}
+
+// settleOn is settle for the report of date.
+func (b *books) settleOn(t *testing.T, date, runID string, graceDays int, now time.Time) activities.MatchReportResult {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -85,18 +104,25 @@ func (b *books) settle(t *testing.T, runID string, graceDays int, now time.Time)
 	s.GraceDays = graceDays
 	s.Now = func() time.Time { return now }
 	aenv.RegisterActivity(&s)
-	_, err := aenv.ExecuteActivity(settleActs.StageReport, activities.StageReportInput{Date: settleDay})
+	_, err := aenv.ExecuteActivity(settleActs.StageReport, activities.StageReportInput{Date: date})
 	require.NoError(t, err)
-	val, err := aenv.ExecuteActivity(settleActs.MatchReport, activities.MatchReportInput{Date: settleDay, RunID: runID})
+	val, err := aenv.ExecuteActivity(settleActs.MatchReport, activities.MatchReportInput{Date: date, RunID: runID})
 	require.NoError(t, err)
 	var res activities.MatchReportResult
 	require.NoError(t, val.Get(&res))
 	return res
 }
 
+// exceptions returns the exceptions of settleDay's result.
 func (b *books) exceptions(t *testing.T) []store.SettlementException {
 	t.Helper()
-	e, err := b.env.Store.SettlementExceptions(context.Background(), settleDay, store.MaxSettlementBatch)
+	return b.exceptionsOn(t, settleDay)
+}
+
+// exceptionsOn returns the exceptions of date's result.
+func (b *books) exceptionsOn(t *testing.T, date string) []store.SettlementException {
+	t.Helper()
+	e, err := b.env.Store.SettlementExceptions(context.Background(), date, store.MaxSettlementBatch)
 	require.NoError(t, err)
 	return e
 }
@@ -457,4 +483,161 @@ func TestMatchReport_ARerunGivesTheSameResultAndDuplicatesNothing(t *testing.T) 
 	require.NoError(t, err)
 	require.Equal(t, "run-2", run.RunID)
 	require.Equal(t, 4, run.Lines)
+}
+
+// held is a hold at the fake provider, recorded as its attempt's.
+type held struct {
+	intent chargeonce.PaymentIntent
+	charge provider.Charge
+}
+
+// hold has the provider authorize a new order of amount at the fake's
+// time, and settles its attempt with the hold.
+func (b *books) hold(t *testing.T, amount chargeonce.Money) held {
+	t.Helper()
+	ctx := context.Background()
+	at := b.now()
+	intent := b.env.NewHeldIntent(t, "tok_visa", amount, at.Add(-time.Minute), chargeonce.DeadlineVoid)
+	res := b.env.Client.Charge(ctx, provider.ChargeRequestOf(intent))
+	require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+	require.True(t, res.Charge.Held())
+	settled, err := b.env.Store.SettleAuthorization(ctx, intent.Key, store.NewHold{ChargeID: res.Charge.ID,
+		CaptureBefore: res.Charge.CaptureBefore, Deadline: res.Charge.CaptureBefore.Add(-time.Hour), At: at})
+	require.NoError(t, err)
+	require.True(t, settled.Changed)
+	return held{intent: intent, charge: *res.Charge}
+}
+
+// captureAtProvider has the provider capture minor units of the hold, at
+// the fake's time; our books do not know yet.
+func (b *books) captureAtProvider(t *testing.T, h held, minor int64) {
+	t.Helper()
+	res := b.env.Client.Capture(context.Background(), provider.CaptureRequest{Key: uuid.Must(uuid.NewV7()).String(),
+		ChargeID: h.charge.ID, Amount: minor, Currency: h.charge.Currency})
+	require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+}
+
+// voidAtProvider has the provider void the hold; our books do not know
+// yet.
+func (b *books) voidAtProvider(t *testing.T, h held) {
+	t.Helper()
+	res := b.env.Client.Void(context.Background(), provider.VoidRequest{Key: uuid.Must(uuid.NewV7()).String(), ChargeID: h.charge.ID})
+	require.Equal(t, provider.Approved, res.Outcome, res.Detail)
+}
+
+// end records in our books that the hold ended with status at the fake's
+// time, captured minor units taken.
+func (b *books) end(t *testing.T, h held, status chargeonce.HoldStatus, captured int64) {
+	t.Helper()
+	changed, err := b.env.Store.EndHold(context.Background(), h.intent.Key, status, captured, b.now())
+	require.NoError(t, err)
+	require.True(t, changed)
+}
+
+// A hold's charge is settled once, on the day of its capture and for what
+// was captured, with the refunds of its capture; an authorization, a void
+// and an expiry are in no report, and expected in none.
+func TestMatchReport_HoldsAreExpectedOnTheDayOfTheirCapture(t *testing.T) {
+	b := newBooks(t, fakeprovider.DefaultFee)
+	full := b.hold(t, try(54890))
+	b.captureAtProvider(t, full, 54890)
+	b.end(t, full, chargeonce.HoldCaptured, 54890)
+	b.refund(t, full.intent.OrderID, 1000)
+	partial := b.hold(t, try(20000))
+	voided := b.hold(t, try(3000))
+	b.voidAtProvider(t, voided)
+	b.end(t, voided, chargeonce.HoldVoided, 0)
+	expired := b.hold(t, try(4000))
+	authorized := b.hold(t, try(5000))
+
+	// Before the grace period is over, nothing of the day awaits a line:
+	// the partial hold is not captured yet.
+	res := b.settle(t, "run-1", 2, noon)
+	require.Equal(t, store.SettlementFinal, res.Status)
+	require.Equal(t, []int{2, 2, 0, 0}, []int{res.Lines, res.Matched, res.Awaiting, res.Exceptions}, "the capture and its refund")
+
+	nextDay := noon.AddDate(0, 0, 1)
+	b.setNow(nextDay)
+	b.captureAtProvider(t, partial, 12345)
+	b.end(t, partial, chargeonce.HoldCaptured, 12345)
+	b.setNow(expired.charge.CaptureBefore.Add(time.Minute))
+	got, err := b.env.Client.GetCharge(context.Background(), expired.charge.ID)
+	require.NoError(t, err)
+	require.Equal(t, provider.StatusExpired, got.Status)
+	b.end(t, expired, chargeonce.HoldExpired, 0)
+	require.Equal(t, chargeonce.HoldAuthorized, getHold(t, b, authorized).Status, "expired at the provider, not in our books yet")
+
+	for _, day := range []struct {
+		date  string
+		lines int
+		gross int64
+	}{{settleDay, 2, 54890 - 1000}, {nextDay.Format(time.DateOnly), 1, 12345}} {
+		res := b.settleOn(t, day.date, "run-2", 2, afterGrace)
+		require.Equal(t, store.SettlementFinal, res.Status, day.date)
+		require.Equal(t, []int{day.lines, day.lines, 0, 0}, []int{res.Lines, res.Matched, res.Awaiting, res.Exceptions}, day.date)
+		require.Len(t, res.Totals, 1, day.date)
+		require.Equal(t, day.gross, res.Totals[0].Gross, day.date)
+		require.Empty(t, b.exceptionsOn(t, day.date), day.date)
+	}
+}
+
+func getHold(t *testing.T, b *books, h held) store.Hold {
+	t.Helper()
+	got, err := b.env.Store.GetHold(context.Background(), h.intent.Key)
+	require.NoError(t, err)
+	return got
+}
+
+// A charge line for a hold that our books hold as voided, or as authorized
+// still, is money that no capture of ours took.
+func TestMatchReport_AChargeOfAHoldNotCapturedIsAnException(t *testing.T) {
+	b := newBooks(t, fakeprovider.DefaultFee)
+	voided := b.hold(t, try(54890))
+	b.captureAtProvider(t, voided, 54890)
+	b.end(t, voided, chargeonce.HoldVoided, 0)
+	authorized := b.hold(t, try(3000))
+	b.captureAtProvider(t, authorized, 2000)
+
+	res := b.settle(t, "run-1", 2, afterGrace)
+
+	require.Equal(t, []int{2, 0, 2}, []int{res.Lines, res.Matched, res.Exceptions})
+	require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionUncapturedCharge: 2}, res.ByKind)
+	got := b.exceptions(t)
+	require.Len(t, got, 2)
+	byCharge := map[string]store.SettlementException{got[0].ChargeID: got[0], got[1].ChargeID: got[1]}
+	for _, want := range []struct {
+		h        held
+		reported int64
+		says     string
+	}{{voided, 54890, "which we hold as voided"}, {authorized, 2000, "which we hold as authorized still"}} {
+		e := byCharge[want.h.charge.ID]
+		require.Equal(t, chargeonce.ExceptionUncapturedCharge, e.Kind)
+		require.Equal(t, want.h.intent.OrderID, e.OrderID)
+		require.Equal(t, want.h.intent.Key, e.AttemptKey)
+		require.Equal(t, []int64{want.reported, 0}, []int64{e.ReportedMinor, e.ExpectedMinor})
+		require.Contains(t, e.Detail, want.says)
+	}
+}
+
+// A capture made just before midnight and recorded just after it is in the
+// report of the day before its hold ended: matched there, and not missing
+// from the day it ended.
+func TestMatchReport_ACaptureAroundMidnightIsReportedTheDayBeforeItsHoldEnded(t *testing.T) {
+	b := newBooks(t, fakeprovider.DefaultFee)
+	h := b.hold(t, try(54890))
+	midnight := noon.Truncate(24*time.Hour).AddDate(0, 0, 1)
+	b.setNow(midnight.Add(-time.Second))
+	b.captureAtProvider(t, h, 30000)
+	b.setNow(midnight.Add(time.Second))
+	b.end(t, h, chargeonce.HoldCaptured, 30000)
+
+	// The days are settled in order, as the daily runs settle them.
+	for _, day := range []struct {
+		date  string
+		lines int
+	}{{settleDay, 1}, {midnight.Format(time.DateOnly), 0}} {
+		res := b.settleOn(t, day.date, "run-1", 2, afterGrace)
+		require.Equal(t, store.SettlementFinal, res.Status, day.date)
+		require.Equal(t, []int{day.lines, day.lines, 0, 0}, []int{res.Lines, res.Matched, res.Awaiting, res.Exceptions}, day.date)
+	}
 }

@@ -119,15 +119,19 @@ func scanOrder(r rows) (Order, error) {
 	return o, nil
 }
 
-func scanAttempt(r rows) (Attempt, error) {
+func scanAttempt(r rows) (Attempt, error) { return scanAttemptAnd(r) }
+
+// scanAttemptAnd scans attemptColumns, and then the columns that follow
+// them into extra.
+func scanAttemptAnd(r rows, extra ...any) (Attempt, error) {
 	var (
 		a                          Attempt
 		minor                      int64
 		currency, status           string
 		created, checked, abandonT timestamp
 	)
-	if err := r.Scan(&a.Key, &a.OrderID, &minor, &currency, &a.CardHash, &a.CardHashKeyed, &a.MerchantReference, &status,
-		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT, &a.Provider, &a.Capture, &a.OnDeadline); err != nil {
+	if err := r.Scan(append([]any{&a.Key, &a.OrderID, &minor, &currency, &a.CardHash, &a.CardHashKeyed, &a.MerchantReference, &status,
+		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT, &a.Provider, &a.Capture, &a.OnDeadline}, extra...)...); err != nil {
 		return Attempt{}, err
 	}
 	var err error

@@ -143,16 +143,19 @@ type SettlementStore interface {
 	// then line number; malformed lines, whose charge id is empty, come
 	// first.
 	SettlementLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
-	// SucceededAttempts returns at most limit succeeded attempts created in
-	// [from, to) whose charge id sorts after afterChargeID, by charge id
-	// (byte by byte), without their Requests.
-	SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]Attempt, error)
+	// SucceededAttempts returns at most limit succeeded attempts whose
+	// charge the report of [from, to) must show, whose charge id sorts
+	// after afterChargeID, by charge id (byte by byte), without their
+	// Requests: an attempt without a hold created in [from, to), and an
+	// attempt whose hold a capture ended in [from, to). An attempt whose
+	// hold is not captured is in no day's.
+	SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]ReportedAttempt, error)
 	// AttemptsByCharge returns the attempts, of any status, that hold one
 	// of at most MaxSettlementBatch provider charge ids, without Requests.
-	AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]Attempt, error)
+	AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]ReportedAttempt, error)
 	// AttemptsByReference returns the attempts with one of at most
 	// MaxSettlementBatch merchant references, without Requests.
-	AttemptsByReference(ctx context.Context, references []string) ([]Attempt, error)
+	AttemptsByReference(ctx context.Context, references []string) ([]ReportedAttempt, error)
 	// ReportedCharges returns which of at most MaxSettlementBatch charge ids
 	// are in the staged lines of the report dates from to to, inclusive.
 	ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error)
@@ -191,6 +194,28 @@ type SettlementStore interface {
 	// SettlementExceptions returns the first limit exceptions of the date's
 	// result, by Seq.
 	SettlementExceptions(ctx context.Context, date string, limit int) ([]SettlementException, error)
+}
+
+// ReportedAttempt is an attempt as the settlement reads it: with its hold's
+// status, and the charge that a settlement report must show for it.
+type ReportedAttempt struct {
+	Attempt
+	// Hold is the status of the attempt's hold; empty when it has none
+	// (the attempt captured its charge at once).
+	Hold chargeonce.HoldStatus
+	// Expected is the gross of the charge line the report must show for
+	// the attempt's charge, once: the attempt's Amount when it has no
+	// hold, on the day it was created; the captured amount when its hold
+	// is captured, on the day of the capture; nothing (0) when its hold is
+	// not captured, since an authorization, a void or an expiry takes no
+	// money.
+	Expected chargeonce.Money
+}
+
+// Uncaptured reports whether the attempt's charge is a hold that took no
+// money: authorized still, voided or expired.
+func (a ReportedAttempt) Uncaptured() bool {
+	return a.Hold != "" && a.Hold != chargeonce.HoldCaptured
 }
 
 // RecordedLateCharge is what RecordLateCharge decided for one charge.
@@ -332,16 +357,44 @@ func (s *db) SettlementLines(ctx context.Context, date string, after LineCursor,
 	return lines, nil
 }
 
-func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]Attempt, error) {
+// reportedAttempts reads ReportedAttempts: the attempt's columns, its
+// hold's status (empty without a hold) and the expected gross, FROM the
+// attempts joined with their holds, whose columns are renamed so that the
+// attempt's need no table name.
+const reportedAttempts = `SELECT ` + attemptColumns + `, COALESCE(hold_status, ''),
+	CASE WHEN hold_status IS NULL THEN amount_minor WHEN hold_status = 'captured' THEN captured_minor ELSE 0 END
+	FROM payment_attempts LEFT JOIN (SELECT attempt_key, status AS hold_status, captured_minor, ended_at FROM holds) h
+	ON h.attempt_key = payment_attempts.idempotency_key`
+
+func scanReportedAttempt(r rows) (ReportedAttempt, error) {
+	var (
+		a        ReportedAttempt
+		hold     string
+		expected int64
+	)
+	attempt, err := scanAttemptAnd(r, &hold, &expected)
+	if err != nil {
+		return ReportedAttempt{}, err
+	}
+	a.Attempt, a.Expected = attempt, chargeonce.Money{Minor: expected, Currency: attempt.Amount.Currency}
+	if a.Hold = chargeonce.HoldStatus(hold); hold != "" && !a.Hold.Valid() {
+		return ReportedAttempt{}, errCorrupt("hold", a.Key, fmt.Errorf("unknown status %q", hold))
+	}
+	return a, nil
+}
+
+func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]ReportedAttempt, error) {
 	if limit <= 0 || limit > MaxSettlementBatch {
 		return nil, fmt.Errorf("store: succeeded attempts: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
 	}
-	var attempts []Attempt
+	var attempts []ReportedAttempt
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
 		charge := `provider_payment_id` + s.d.byteOrder
-		attempts, err = queryAll(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
-			WHERE status = 'succeeded' AND `+charge+` > $1 AND created_at >= $2 AND created_at < $3
+		attempts, err = queryAll(ctx, q, scanReportedAttempt, reportedAttempts+`
+			WHERE status = 'succeeded' AND `+charge+` > $1
+			AND ((hold_status IS NULL AND created_at >= $2 AND created_at < $3)
+				OR (hold_status = 'captured' AND ended_at >= $2 AND ended_at < $3))
 			ORDER BY `+charge+` LIMIT $4`, afterChargeID, s.t(from), s.t(to), limit)
 		return err
 	})
@@ -351,26 +404,26 @@ func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterCha
 	return attempts, nil
 }
 
-func (s *db) AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]Attempt, error) {
+func (s *db) AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]ReportedAttempt, error) {
 	return s.attemptsIn(ctx, "provider_payment_id", chargeIDs)
 }
 
-func (s *db) AttemptsByReference(ctx context.Context, references []string) ([]Attempt, error) {
+func (s *db) AttemptsByReference(ctx context.Context, references []string) ([]ReportedAttempt, error) {
 	return s.attemptsIn(ctx, "merchant_reference", references)
 }
 
 // attemptsIn reads the attempts whose column holds one of values.
-func (s *db) attemptsIn(ctx context.Context, column string, values []string) ([]Attempt, error) {
+func (s *db) attemptsIn(ctx context.Context, column string, values []string) ([]ReportedAttempt, error) {
 	if err := checkBatch("values", len(values)); err != nil {
 		return nil, fmt.Errorf("store: attempts by %s: %w", column, err)
 	}
 	if len(values) == 0 {
 		return nil, nil
 	}
-	var attempts []Attempt
+	var attempts []ReportedAttempt
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		attempts, err = queryAll(ctx, q, scanAttempt, `SELECT `+attemptColumns+` FROM payment_attempts
+		attempts, err = queryAll(ctx, q, scanReportedAttempt, reportedAttempts+`
 			WHERE `+column+` IN (`+inList(1, len(values))+`) ORDER BY created_at, idempotency_key`, anys(values)...)
 		return err
 	})

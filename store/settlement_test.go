@@ -27,6 +27,16 @@ func paidAttempt(t *testing.T, s store.Store, created time.Time, chargeID string
 	return got
 }
 
+// storedAttempt reads an attempt as the settlement's queries return it,
+// without a hold.
+func storedAttempt(t *testing.T, s store.Store, key string) store.ReportedAttempt {
+	t.Helper()
+	a, err := s.GetAttempt(context.Background(), key)
+	require.NoError(t, err)
+	a.Requests = nil
+	return store.ReportedAttempt{Attempt: a, Expected: a.Amount}
+}
+
 func line(no int, chargeID string, gross int64) store.SettlementLine {
 	return store.SettlementLine{Date: day, LineNo: no, BalanceTransactionID: fmt.Sprintf("txn_%d", no), Created: base,
 		ChargeID: chargeID, MerchantReference: "ref-" + chargeID, Category: "charge", Gross: gross, Net: gross, Currency: "TRY"}
@@ -77,8 +87,8 @@ func TestStore_SucceededAttemptsOfADayPageByChargeID(t *testing.T) {
 		ctx := context.Background()
 		from := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
 		to := from.AddDate(0, 0, 1)
-		c := paidAttempt(t, s, from.Add(time.Hour), "ch_c")
-		a := paidAttempt(t, s, to.Add(-time.Microsecond), "ch_a")
+		c := storedAttempt(t, s, paidAttempt(t, s, from.Add(time.Hour), "ch_c").Key)
+		a := storedAttempt(t, s, paidAttempt(t, s, to.Add(-time.Microsecond), "ch_a").Key)
 		paidAttempt(t, s, to, "ch_b")                          // the next day
 		paidAttempt(t, s, from.Add(-time.Microsecond), "ch_0") // the day before
 		declined, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), from.Add(time.Hour))
@@ -86,17 +96,74 @@ func TestStore_SucceededAttemptsOfADayPageByChargeID(t *testing.T) {
 
 		first, err := s.SucceededAttempts(ctx, from, to, "", 1)
 		require.NoError(t, err)
-		require.Equal(t, []store.Attempt{a}, first)
+		require.Equal(t, []store.ReportedAttempt{a}, first)
 		rest, err := s.SucceededAttempts(ctx, from, to, "ch_a", 10)
 		require.NoError(t, err)
-		require.Equal(t, []store.Attempt{c}, rest)
+		require.Equal(t, []store.ReportedAttempt{c}, rest)
 
 		byCharge, err := s.AttemptsByCharge(ctx, []string{"ch_a", "ch_d", "ch_nope"})
 		require.NoError(t, err)
-		require.Equal(t, []string{declined.Key, a.Key}, keys(byCharge), "every status, oldest first")
+		require.Equal(t, []store.ReportedAttempt{storedAttempt(t, s, declined.Key), a}, byCharge, "every status, oldest first")
 		byRef, err := s.AttemptsByReference(ctx, []string{c.MerchantReference})
 		require.NoError(t, err)
-		require.Equal(t, []store.Attempt{c}, byRef)
+		require.Equal(t, []store.ReportedAttempt{c}, byRef)
+	})
+}
+
+// A hold's charge is expected once: on the day a capture ended the hold,
+// for what it captured. A hold not captured is expected on no day, and the
+// lookups by charge and reference say what its hold is.
+func TestStore_SucceededAttemptsExpectAHoldOnTheDayOfItsCapture(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		from := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+		to := from.AddDate(0, 0, 1)
+		// Every hold is authorized on the day, at base.
+		type held struct {
+			status   chargeonce.HoldStatus
+			captured int64
+			ended    time.Time
+		}
+		ends := map[string]held{
+			"full":       {chargeonce.HoldCaptured, try.Minor, to.Add(-time.Microsecond)},
+			"partial":    {chargeonce.HoldCaptured, 100, to},
+			"voided":     {chargeonce.HoldVoided, 0, base.Add(time.Hour)},
+			"expired":    {chargeonce.HoldExpired, 0, base.Add(time.Hour)},
+			"authorized": {chargeonce.HoldAuthorized, 0, time.Time{}},
+		}
+		holds := map[string]store.ReportedAttempt{}
+		for name, h := range ends {
+			_, a, _ := authorizedOrder(t, s)
+			if h.status != chargeonce.HoldAuthorized {
+				changed, err := s.EndHold(ctx, a.Key, h.status, h.captured, h.ended)
+				require.NoError(t, err)
+				require.True(t, changed)
+			}
+			holds[name] = store.ReportedAttempt{Attempt: storedAttempt(t, s, a.Key).Attempt, Hold: h.status,
+				Expected: chargeonce.Money{Minor: h.captured, Currency: try.Currency}}
+		}
+		plain := storedAttempt(t, s, paidAttempt(t, s, from.Add(time.Hour), "ch_plain").Key)
+
+		day, err := s.SucceededAttempts(ctx, from, to, "", 10)
+		require.NoError(t, err)
+		require.Equal(t, []store.ReportedAttempt{holds["full"], plain}, day, "by charge id")
+		next, err := s.SucceededAttempts(ctx, to, to.AddDate(0, 0, 1), "", 10)
+		require.NoError(t, err)
+		require.Equal(t, []store.ReportedAttempt{holds["partial"]}, next)
+		before, err := s.SucceededAttempts(ctx, from.AddDate(0, 0, -1), from, "", 10)
+		require.NoError(t, err)
+		require.Empty(t, before)
+
+		for name, want := range holds {
+			byCharge, err := s.AttemptsByCharge(ctx, []string{want.ProviderPaymentID})
+			require.NoError(t, err)
+			require.Equal(t, []store.ReportedAttempt{want}, byCharge, name)
+			byRef, err := s.AttemptsByReference(ctx, []string{want.MerchantReference})
+			require.NoError(t, err)
+			require.Equal(t, []store.ReportedAttempt{want}, byRef, name)
+			require.Equal(t, name != "full" && name != "partial", want.Uncaptured(), name)
+		}
 	})
 }
 
@@ -311,5 +378,23 @@ func TestStore_LateChargesAndRefundExceptionsReadBack(t *testing.T) {
 		got, err := s.SettlementExceptions(ctx, day, 10)
 		require.NoError(t, err)
 		require.Equal(t, []store.SettlementException{e}, got)
+	})
+}
+
+// The schema takes an exception of every kind.
+func TestStore_EveryExceptionKindIsStored(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		var all []store.SettlementException
+		for i, k := range chargeonce.ExceptionKinds {
+			all = append(all, exception(i+1, k))
+		}
+		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-1", all))
+		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Date: day, RunID: "run-1", Status: store.SettlementFinal,
+			Exceptions: len(all), FinishedAt: base}))
+		listed, err := s.SettlementExceptions(ctx, day, store.MaxSettlementBatch)
+		require.NoError(t, err)
+		require.Equal(t, all, listed)
 	})
 }
