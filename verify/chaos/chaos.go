@@ -672,7 +672,8 @@ func (r *run) unexpectedf(format string, args ...any) {
 }
 
 // execute drives the customers and the faults, then the late retries and
-// the late charges, and waits for every attempt and refund to settle.
+// the late charges, voids the holds still open, and waits for every
+// attempt, refund and move to settle.
 func (r *run) execute(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -725,6 +726,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	if err := r.plantLateCharges(ctx); err != nil {
+		return err
+	}
+	if err := r.voidOpenHolds(ctx); err != nil {
 		return err
 	}
 	return r.settle(ctx, true)

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -51,6 +52,9 @@ const (
 	BehaviourVoid           = "void the hold"
 	BehaviourMoveRace       = "capture and void the hold at once"
 	BehaviourMoveAgain      = "capture or void again with the same Idempotency-Key"
+	// BehaviourVoidAtEnd: the merchant voids a hold still authorized
+	// once the customers are done (voidOpenHolds).
+	BehaviourVoidAtEnd = "void a hold still open at the end of the day"
 )
 
 // captureMode is how the order's checkouts take the money: every checkout
@@ -142,6 +146,41 @@ func (r *run) move(ctx context.Context, rng *rand.Rand, id int64, kind chargeonc
 	}
 }
 
+// voidOpenHolds has the merchant void, at the end of the run's day, every
+// hold of the run still authorized: the holds of the last customers, and
+// of the late retries, whose deadlines would otherwise keep the run
+// waiting for up to the hold window. The holds left to their deadline
+// earlier met it while the customers paid. A deadline may still race the
+// void.
+func (r *run) voidOpenHolds(ctx context.Context) error {
+	for _, id := range r.manualOrders() {
+		h, err := r.stack.Store().OrderHold(ctx, id)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && h.Status != chargeonce.HoldAuthorized) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("chaos: hold of order %d: %w", id, err)
+		}
+		r.count(r.behave, BehaviourVoidAtEnd)
+		r.move(ctx, rand.New(rand.NewPCG(r.cfg.Seed, uint64(id))), id, chargeonce.MoveVoid, nil, true)
+	}
+	return nil
+}
+
+// manualOrders are the run's orders whose checkouts ask for a manual
+// capture.
+func (r *run) manualOrders() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []int64
+	for _, id := range r.orders {
+		if r.manual[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // unsettledHolds counts the moves still pending of the run's manual
 // orders, and their holds still authorized whose deadline comes within
 // the settle timeout: the deadline's move starts then and must settle
@@ -149,17 +188,9 @@ func (r *run) move(ctx context.Context, rng *rand.Rand, id int64, kind chargeonc
 // between a move and its end. A hold further from its deadline stays
 // authorized through the check.
 func (r *run) unsettledHolds(ctx context.Context) (int, error) {
-	r.mu.Lock()
-	var ids []int64
-	for _, id := range r.orders {
-		if r.manual[id] {
-			ids = append(ids, id)
-		}
-	}
-	r.mu.Unlock()
 	soon := time.Now().Add(r.cfg.SettleTimeout)
 	unsettled := 0
-	for _, id := range ids {
+	for _, id := range r.manualOrders() {
 		moves, err := r.stack.Store().OrderMoves(ctx, id)
 		if err != nil {
 			return 0, err
