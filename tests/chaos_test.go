@@ -53,9 +53,16 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	require.Positive(t, sum.Faults[chaos.FaultKeysExpired])
 	for _, b := range []string{chaos.BehaviourDoubleClick, chaos.BehaviourRetry, chaos.BehaviourSwitchWhile,
 		chaos.BehaviourSwitchAfter, chaos.BehaviourDeclineToken, chaos.BehaviourLateExpired,
-		chaos.BehaviourRefundPartial, chaos.BehaviourRefundWhole, chaos.BehaviourRefundRetry} {
+		chaos.BehaviourRefundPartial, chaos.BehaviourRefundWhole, chaos.BehaviourRefundRetry,
+		chaos.BehaviourManual, chaos.BehaviourCaptureWhole, chaos.BehaviourCapturePartial, chaos.BehaviourVoid,
+		chaos.BehaviourMoveRace, chaos.BehaviourHoldLeft} {
 		require.Positive(t, sum.Behaviours[b], b)
 	}
+	// Customers captured and voided their holds under the faults, and the
+	// deadlines ended the rest within the run.
+	require.Positive(t, sum.Report.Holds[chargeonce.HoldCaptured], "some holds were captured")
+	require.Positive(t, sum.Report.Holds[chargeonce.HoldVoided], "some holds were voided")
+	require.Zero(t, sum.Report.Holds[chargeonce.HoldAuthorized], "every hold ended by its deadline")
 	require.Positive(t, sum.Report.RefundsByStatus[chargeonce.RefundSucceeded], "some refunds succeeded under the faults")
 	require.Positive(t, sum.Answers[http.StatusAccepted], "some outcomes were unknown")
 	require.Positive(t, sum.Answers[http.StatusConflict], "another card was refused while pending")

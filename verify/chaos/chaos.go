@@ -24,7 +24,11 @@
 //
 // Customers retry after a pending answer, double-click, switch cards while a
 // payment is pending (which must be refused) and after a decline (which must
-// be allowed). Everything runs on loopback and is bounded in count and time.
+// be allowed). Some check out with a manual capture and then capture the
+// hold (all or part), void it, do both at once, or leave it to its
+// deadline, retrying each with its own Idempotency-Key; the provider's
+// short hold window brings the deadlines and expiries within the run.
+// Everything runs on loopback and is bounded in count and time.
 package chaos
 
 import (
@@ -75,6 +79,10 @@ func Timing() workflows.Timing {
 		MinAge:         2 * time.Second,
 		Interval:       time.Second,
 		AbandonAfter:   8 * time.Second,
+		// A deadline a quarter of holdWindow before the expiry leaves its
+		// void the send budget and several lookups under the faults.
+		HoldMargin:  holdWindow / 4,
+		HoldWarning: 5 * time.Second,
 	}
 }
 
@@ -276,7 +284,9 @@ type Summary struct {
 	Answers    map[int]int
 	Behaviours map[string]int
 	Faults     map[string]int
-	// Provider's view at the end.
+	// Provider's view at the end: its charges that took money (captured at
+	// once or captured holds) and the failed ones; Report.Holds counts the
+	// holds.
 	ChargesSucceeded, ChargesFailed, ChargeRequests int
 	// LateRequests counts charge and refund requests that reached the
 	// provider with a key first seen longer than the retention before:
@@ -312,6 +322,10 @@ func (s Summary) String() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	holds := 0
+	for _, n := range s.Report.Holds {
+		holds += n
+	}
 	row("checkouts (orders)", s.Checkouts)
 	row("checkout requests", s.CheckoutRequests)
 	for _, code := range sortedInts(s.Answers) {
@@ -336,6 +350,12 @@ func (s Summary) String() string {
 	row("refunds left pending that could settle", s.RefundsUnsettled)
 	row("orders paid / placed / pending", fmt.Sprintf("%d / %d / %d",
 		s.Orders[chargeonce.OrderPaid], s.Orders[chargeonce.OrderPlaced], s.Orders[chargeonce.OrderPaymentPending]))
+	row("holds authorized / captured / voided / expired / still authorized", fmt.Sprintf("%d / %d / %d / %d / %d",
+		holds, s.Report.Holds[chargeonce.HoldCaptured], s.Report.Holds[chargeonce.HoldVoided],
+		s.Report.Holds[chargeonce.HoldExpired], s.Report.Holds[chargeonce.HoldAuthorized]))
+	for _, k := range sortedStrings(s.Report.Moves) {
+		row("  "+k, s.Report.Moves[k])
+	}
 	row("late charges adopted / refunded", fmt.Sprintf("%d / %d",
 		s.Report.LateCharges[chargeonce.LateChargeAdopted], s.Report.LateCharges[chargeonce.LateChargeRefunded]))
 	row("attempts succeeded / declined / abandoned / not processed / failed / open", fmt.Sprintf("%d / %d / %d / %d / %d / %d",
@@ -413,7 +433,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		Host:            "127.0.0.1",
 		UIPort:          -1,
 		CheckoutBudget:  cfg.CheckoutBudget,
-		Provider:        fakeprovider.Config{Retention: cfg.Retention, Webhooks: fakeprovider.WebhookConfig{Schedule: webhookSchedule}},
+		Provider:        fakeprovider.Config{Retention: cfg.Retention, HoldWindow: holdWindow, Webhooks: fakeprovider.WebhookConfig{Schedule: webhookSchedule}},
 		ProviderEvents:  true,
 		ExternalWorkers: true,
 		CodecKeys:       keys,
@@ -606,9 +626,11 @@ type run struct {
 	previousWorkers []string
 	deployed        []Deployed
 
-	mu         sync.Mutex
-	orders     []int64
-	cards      map[int64]string
+	mu     sync.Mutex
+	orders []int64
+	cards  map[int64]string
+	// manual marks the orders whose checkouts ask for a manual capture.
+	manual     map[int64]bool
 	requests   int
 	answers    map[int]int
 	behave     map[string]int
@@ -628,6 +650,7 @@ func newRun(cfg Config, t target, lost *checkout.Service) *run {
 		http:     &http.Client{Timeout: cfg.CheckoutBudget + 30*time.Second},
 		answers:  map[int]int{},
 		cards:    map[int64]string{},
+		manual:   map[int64]bool{},
 		behave:   map[string]int{},
 		faults:   map[string]int{},
 		progress: make(chan struct{}, 1),
@@ -649,7 +672,8 @@ func (r *run) unexpectedf(format string, args ...any) {
 }
 
 // execute drives the customers and the faults, then the late retries and
-// the late charges, and waits for every attempt and refund to settle.
+// the late charges, voids the holds still open, and waits for every
+// attempt, refund and move to settle.
 func (r *run) execute(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -704,6 +728,9 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.plantLateCharges(ctx); err != nil {
 		return err
 	}
+	if err := r.voidOpenHolds(ctx); err != nil {
+		return err
+	}
 	return r.settle(ctx, true)
 }
 
@@ -730,8 +757,8 @@ func (r *run) expireKeys(ctx context.Context) {
 	}
 }
 
-// settle waits until no attempt, and with refunds no refund either, is
-// open, or the settle timeout passes.
+// settle waits until no attempt, and with refunds no refund and no hold
+// either, is open, or the settle timeout passes.
 func (r *run) settle(ctx context.Context, refunds bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SettleTimeout)
 	defer cancel()
@@ -746,6 +773,9 @@ func (r *run) settle(ctx context.Context, refunds bool) error {
 			open, oldest, err = r.stack.Store().OpenRefundStats(ctx)
 			if err == nil && open > 0 {
 				open, err = r.settleableRefunds(ctx)
+			}
+			if err == nil && open == 0 {
+				open, err = r.unsettledHolds(ctx)
 			}
 		}
 		if err == nil && open == 0 {

@@ -12,6 +12,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/api/wire"
+	"chargeonce/checkout"
 	"chargeonce/client"
 	"chargeonce/store"
 )
@@ -98,7 +99,11 @@ func (r *run) customer(ctx context.Context, i int) {
 		card = []string{cardDeclined, cardNoFunds}[rng.IntN(2)]
 		r.count(r.behave, BehaviourDeclineToken)
 	}
-	r.addOrder(id, card)
+	manual := rng.Float64() < manualShare
+	if manual {
+		r.count(r.behave, BehaviourManual)
+	}
+	r.addOrder(id, card, manual)
 
 	var res answer
 	switch {
@@ -109,7 +114,7 @@ func (r *run) customer(ctx context.Context, i int) {
 		// database was down, when the customer's retry or the sweep
 		// recovers whatever was stored.
 		sent := time.Now()
-		if _, err := r.lost.Checkout(ctx, id, card); err != nil && !r.duringOutage(sent, time.Now()) {
+		if _, err := r.lost.CheckoutWith(ctx, id, card, checkout.Capture{Mode: r.captureMode(id)}); err != nil && !r.duringOutage(sent, time.Now()) {
 			r.unexpectedf("order %d: checkout with a lost start: %v", id, err)
 			return
 		}
@@ -128,6 +133,9 @@ func (r *run) customer(ctx context.Context, i int) {
 		res = r.checkout(ctx, id, card)
 	}
 	r.follow(ctx, rng, id, card, res)
+	if manual {
+		r.maybeMoveHold(ctx, rng, id, money)
+	}
 	r.maybeRefund(ctx, rng, id, money)
 }
 
@@ -296,11 +304,12 @@ func pause(ctx context.Context, rng *rand.Rand, lo, hi time.Duration) bool {
 	}
 }
 
-func (r *run) addOrder(id int64, card string) {
+func (r *run) addOrder(id int64, card string, manual bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.orders = append(r.orders, id)
 	r.cards[id] = card
+	r.manual[id] = manual
 }
 
 func (r *run) setCard(id int64, card string) {
@@ -335,13 +344,18 @@ func (r *run) api() *client.Client {
 	return client.New(r.stack.APIURL(), r.stack.APIKey(), client.WithHTTPClient(r.http))
 }
 
-// checkout sends one checkout through the API and counts its answer.
+// checkout sends one checkout, in the order's capture mode, through the
+// API and counts its answer.
 func (r *run) checkout(ctx context.Context, id int64, card string) answer {
+	req := wire.CheckoutRequest{CardToken: card}
+	if mode := r.captureMode(id); mode != "" {
+		req.Capture = (*string)(&mode)
+	}
 	r.mu.Lock()
 	r.requests++
 	r.mu.Unlock()
 	sent := time.Now()
-	res, err := r.api().Checkout(ctx, id, card)
+	res, err := r.api().CheckoutWith(ctx, id, req)
 	a := newAnswer(res.HTTPStatus, err, sent)
 	a.key = res.IdempotencyKey
 	r.mu.Lock()

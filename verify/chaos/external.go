@@ -92,6 +92,7 @@ func Env(cfg Config) map[string]map[string]string {
 		cluster.ServiceAPI:    {cli.EnvName("checkout-budget"): cfg.CheckoutBudget.String()},
 		cluster.ServiceProvider: {
 			cli.FakeProviderEnvName("retention"):        cfg.Retention.String(),
+			cli.FakeProviderEnvName("hold-window"):      holdWindow.String(),
 			cli.FakeProviderEnvName("webhook-schedule"): webhookSchedule.String(),
 		},
 	}

@@ -29,17 +29,26 @@ const (
 	BehaviourRefundRetry   = "refund again at once with the same Idempotency-Key"
 )
 
-// maybeRefund has some customers whose order is paid refund part of it or
-// all of it, under the chaos of the moment, and some send the same request
-// twice at once under one Idempotency-Key, as a client that timed out
-// would. Every answer must be one the refund API promises.
+// maybeRefund has some customers whose order is paid, or whose hold was
+// captured, refund part of it or all of it, under the chaos of the moment,
+// and some send the same request twice at once under one Idempotency-Key,
+// as a client that timed out would. Every answer must be one the refund API
+// promises.
 func (r *run) maybeRefund(ctx context.Context, rng *rand.Rand, id int64, paid chargeonce.Money) {
 	if rng.Float64() >= refundShare {
 		return
 	}
-	status, err := r.orderStatus(ctx, id)
-	if err != nil || !status.Paid() {
+	o, err := r.api().GetOrder(ctx, id)
+	if err != nil || !chargeonce.OrderStatus(o.Status).Paid() {
 		return
+	}
+	if o.Hold != nil {
+		// A captured hold took only what its capture took, which may be
+		// less than the order, and only that is refundable.
+		if paid, err = chargeonce.ParseMoney(o.Hold.Captured, o.Hold.Currency); err != nil {
+			r.unexpectedf("order %d: the hold's captured amount %q %s: %v", id, o.Hold.Captured, o.Hold.Currency, err)
+			return
+		}
 	}
 	body := wire.RefundRequest{Reason: "chaos customer"}
 	if paid.Minor > 1 && rng.Float64() < partialShare {

@@ -55,9 +55,10 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		return s, err
 	}
 	for _, c := range ps.Charges {
-		if c.Status == fakeprovider.ChargeSucceeded {
+		switch c.Status {
+		case fakeprovider.ChargeSucceeded:
 			s.ChargesSucceeded++
-		} else {
+		case fakeprovider.ChargeFailed:
 			s.ChargesFailed++
 		}
 	}
@@ -91,6 +92,7 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		SettlementDates: settled,
 		// The workers sweep as often as they look up (workerSettings).
 		RepairWindow: invariant.RepairDeadline(r.cfg.Timing.AbandonAfter, r.cfg.Timing.Interval, r.cfg.Timing.Interval),
+		HoldMargin:   r.cfg.Timing.HoldMargin,
 	}, ids)
 	return s, err
 }

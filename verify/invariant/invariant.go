@@ -4,8 +4,11 @@
 // attempts one to one, one key per attempt, no attempt left open, amounts
 // that agree, workflows that neither failed nor diverged from their
 // history, no charge for an attempt that processed nothing, a settlement of
-// the day without exceptions, no charge refunded beyond its amount, and
-// refunds and refund intents one to one.
+// the day without exceptions, no charge refunded beyond its amount,
+// refunds and refund intents one to one, and the holds of manual captures:
+// captured within what they authorized, refunded within what they
+// captured, never moved after they ended, ended exactly once, and never
+// left authorized past their deadline.
 //
 // The checker reads; it never changes anything. It is what the end-to-end
 // tests, the fault-injection runs and the benchmark end with, so a run
@@ -27,13 +30,14 @@ import (
 	"chargeonce"
 	"chargeonce/fakeprovider"
 	"chargeonce/store"
+	"chargeonce/workflows"
 )
 
 // Invariant numbers a promise as docs/design.md numbers it. The first five
 // are about charges; the sixth covers the workflows that carry them out; the
 // seventh holds the customer's answer to "nothing was charged"; the eighth
 // holds the provider's books to the merchant's; the ninth and tenth are
-// about refunds.
+// about refunds; the eleventh to fifteenth about holds.
 type Invariant int
 
 // The invariants.
@@ -90,6 +94,16 @@ func (i Invariant) String() string {
 		return "no charge refunded beyond its amount"
 	case RefundsMatchIntents:
 		return "refunds match refund intents"
+	case CaptureWithinHold:
+		return "captured within the hold"
+	case RefundsWithinCapture:
+		return "refunds within the capture"
+	case NoMoveAfterEnd:
+		return "no move after a hold ended"
+	case HoldEndsOnce:
+		return "every hold ends once"
+	case NoOverdueHold:
+		return "no hold past its deadline"
 	}
 	return "invariant " + strconv.Itoa(int(i))
 }
@@ -124,6 +138,10 @@ type Report struct {
 	Refunds, RefundRequests int
 	RefundsByStatus         map[chargeonce.RefundStatus]int
 	LateCharges             map[chargeonce.LateChargeDecision]int
+	// Holds counts our holds by status, Moves their captures and voids by
+	// kind and status, such as "capture succeeded".
+	Holds map[chargeonce.HoldStatus]int
+	Moves map[string]int
 }
 
 // OK reports whether no invariant is broken.
@@ -144,8 +162,9 @@ func (r Report) Of(i Invariant) []Violation {
 // violation.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "checked %d orders, %d attempts, %d charges, %d charge requests, %d refunds (ours: %s), %d refund requests, late charges %s, %d workflows (%d histories read, %d skipped): %d violations\n",
+	fmt.Fprintf(&b, "checked %d orders, %d attempts, %d charges, %d charge requests, %d refunds (ours: %s), %d refund requests, late charges %s, holds %s (moves: %s), %d workflows (%d histories read, %d skipped): %d violations\n",
 		r.Orders, r.Attempts, r.Charges, r.ChargeRequests, r.Refunds, counts(r.RefundsByStatus), r.RefundRequests, counts(r.LateCharges),
+		counts(r.Holds), counts(r.Moves),
 		r.Workflows, r.Histories, r.HistoriesSkipped, len(r.Violations))
 	if r.OK() {
 		return b.String()
@@ -203,6 +222,10 @@ type Config struct {
 	// RepairWindow is how long a late or second charge may stay unrefunded
 	// (invariant 1): RepairDeadline of the run's timing. Zero gives none.
 	RepairWindow time.Duration
+	// HoldMargin is the workers' hold margin, how long before the
+	// provider's expiry a hold's deadline comes (invariant 15); zero
+	// means the default the workers take, DefaultTiming's.
+	HoldMargin time.Duration
 }
 
 // RepairDeadline is how long after a late or second charge is found its
@@ -240,6 +263,9 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	if cfg.VisibilityWait <= 0 {
 		cfg.VisibilityWait = DefaultVisibilityWait
 	}
+	if cfg.HoldMargin <= 0 {
+		cfg.HoldMargin = workflows.DefaultTiming().HoldMargin
+	}
 	ps, err := cfg.Provider.ProviderState(ctx)
 	if err != nil {
 		return Report{}, err
@@ -258,7 +284,7 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 		return Report{}, err
 	}
 	w.laterCharges = later.Charges
-	c := &checker{world: w, now: now, interval: cfg.Interval, repairWindow: cfg.RepairWindow}
+	c := &checker{world: w, now: now, interval: cfg.Interval, repairWindow: cfg.RepairWindow, holdMargin: cfg.HoldMargin}
 	c.report.Orders, c.report.Attempts = len(w.orders), len(w.attempts)
 	c.report.Charges, c.report.ChargeRequests = len(ps.Charges), len(w.requests)
 	c.report.Refunds, c.report.RefundRequests = len(ps.Refunds), len(w.refundRequests)
@@ -269,14 +295,27 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	for _, lc := range w.late {
 		c.report.LateCharges[lc.Decision]++
 	}
+	c.report.Holds, c.report.Moves = map[chargeonce.HoldStatus]int{}, map[string]int{}
+	for id, h := range w.holds {
+		c.report.Holds[h.Status]++
+		for _, m := range w.moves[id] {
+			c.report.Moves[string(m.Kind)+" "+string(m.Status)]++
+		}
+	}
 	c.noDoubleCharge()
 	c.chargesMatchAttempts()
 	c.oneKeyPerAttempt()
 	c.noOverdueAttempt()
 	c.amountsAgree()
+	c.holdAmountsAgree()
 	c.nothingChargedWhenNotProcessed()
 	c.noOverRefund()
 	c.refundsMatchIntents()
+	c.captureWithinHold()
+	c.refundsWithinCapture()
+	c.noMoveAfterEnd()
+	c.holdEndsOnce()
+	c.noOverdueHold()
 	if err := c.booksBalance(ctx, cfg.Store, cfg.SettlementDates); err != nil {
 		return Report{}, err
 	}
@@ -318,6 +357,10 @@ type world struct {
 	// late is what the repair decided, by charge id, for the provider's
 	// successful charges.
 	late map[string]store.RecordedLateCharge
+	// holds are the holds of the orders read, by order, and moves their
+	// captures and voids, oldest first.
+	holds map[int64]store.Hold
+	moves map[int64][]store.Move
 }
 
 // load reads the orders asked for and those the provider's charges and
@@ -331,6 +374,8 @@ func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderStat
 		refunds:  ps.Refunds,
 		ours:     map[string]store.Refund{},
 		late:     map[string]store.RecordedLateCharge{},
+		holds:    map[int64]store.Hold{},
+		moves:    map[int64][]store.Move{},
 	}
 	for _, r := range ps.Requests {
 		switch {
@@ -391,6 +436,9 @@ func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderStat
 		for _, r := range refunds {
 			w.ours[r.Key] = r
 		}
+		if err := w.loadHolds(ctx, st, id, attempts); err != nil {
+			return nil, err
+		}
 	}
 	if err := w.loadRepairs(ctx, st); err != nil {
 		return nil, err
@@ -403,6 +451,7 @@ type checker struct {
 	now          time.Time
 	interval     time.Duration
 	repairWindow time.Duration
+	holdMargin   time.Duration
 	report       Report
 }
 
@@ -438,7 +487,7 @@ func (c *checker) noDoubleCharge() {
 	refunded := c.refundedAtProvider()
 	byOrder := map[int64][]fakeprovider.Charge{}
 	for _, ch := range c.succeeded() {
-		if id := orderOf(ch); id != 0 && refunded[ch.ID] < ch.Amount {
+		if id := orderOf(ch); id != 0 && refunded[ch.ID] < taken(ch) {
 			byOrder[id] = append(byOrder[id], ch)
 		}
 	}
@@ -517,9 +566,14 @@ func (c *checker) chargesMatchAttempts() {
 		}
 		c.add(v)
 	}
+	// A succeeded attempt of a manual capture has its hold, which may
+	// have been voided or may have expired since: every charge but a
+	// failed one counts.
 	byReference := map[string][]fakeprovider.Charge{}
-	for _, ch := range succeededOf(c.laterCharges) {
-		byReference[ch.MerchantReference] = append(byReference[ch.MerchantReference], ch)
+	for _, ch := range c.laterCharges {
+		if ch.Status != fakeprovider.ChargeFailed {
+			byReference[ch.MerchantReference] = append(byReference[ch.MerchantReference], ch)
+		}
 	}
 	for _, a := range c.sortedAttempts() {
 		if a.Status != chargeonce.AttemptSucceeded {
@@ -536,7 +590,7 @@ func (c *checker) chargesMatchAttempts() {
 			v.Message = fmt.Sprintf("attempt records charge %q, the provider holds %q", a.ProviderPaymentID, chs[0].ID)
 		default:
 			o := c.orders[a.OrderID]
-			if o.Status.Paid() && o.ProviderPaymentID == a.ProviderPaymentID {
+			if c.pays(o, a.ProviderPaymentID) {
 				continue
 			}
 			if _, repaired := c.late[a.ProviderPaymentID]; repaired && o.Status.Paid() {

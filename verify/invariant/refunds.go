@@ -102,8 +102,17 @@ func (c *checker) repairing(ch fakeprovider.Charge) (bool, string) {
 	return false, fmt.Sprintf("its repair's refund %s is %s (%s)", r.Key, r.Status, r.FailureReason)
 }
 
-// Invariant 9.
-func (c *checker) noOverRefund() {
+// Invariant 9, over the charges that were no hold.
+func (c *checker) noOverRefund() { c.refundsWithin(NoOverRefund, false) }
+
+// Invariant 12, over the holds.
+func (c *checker) refundsWithinCapture() { c.refundsWithin(RefundsWithinCapture, true) }
+
+// refundsWithin reports, as inv, the charges (holds, or charges captured at
+// once) whose refunds sum to more than the charge took. A refund of a
+// charge the provider does not hold is invariant 9's, since nothing tells
+// whether it was a hold.
+func (c *checker) refundsWithin(inv Invariant, holds bool) {
 	charged := map[string]fakeprovider.Charge{}
 	for _, ch := range c.charges {
 		charged[ch.ID] = ch
@@ -120,6 +129,10 @@ func (c *checker) noOverRefund() {
 			ours[r.ChargeID] += r.Amount.Minor
 		}
 	}
+	what := "charge of"
+	if holds {
+		what = "hold that captured"
+	}
 	for _, side := range []struct {
 		name string
 		sums map[string]int64
@@ -127,12 +140,17 @@ func (c *checker) noOverRefund() {
 		for _, id := range slices.Sorted(maps.Keys(side.sums)) {
 			ch, ok := charged[id]
 			switch {
-			case !ok:
-				c.add(Violation{Invariant: NoOverRefund, ChargeID: id,
+			case !ok && !holds:
+				c.add(Violation{Invariant: inv, ChargeID: id,
 					Message: fmt.Sprintf("%s return %d from a charge the provider does not hold", side.name, side.sums[id])})
-			case ch.Status != fakeprovider.ChargeSucceeded || side.sums[id] > ch.Amount:
-				c.add(Violation{Invariant: NoOverRefund, Order: orderOf(ch), ChargeID: id,
-					Message: fmt.Sprintf("%s sum to %d %s, of a %s charge of %d", side.name, side.sums[id], ch.Currency, ch.Status, ch.Amount)})
+			case !ok || isHold(ch) != holds:
+			case ch.Status != fakeprovider.ChargeSucceeded || side.sums[id] > taken(ch):
+				amount := ch.Amount
+				if holds {
+					amount = *ch.AmountCaptured
+				}
+				c.add(Violation{Invariant: inv, Order: orderOf(ch), ChargeID: id,
+					Message: fmt.Sprintf("%s sum to %d %s, of a %s %s %d", side.name, side.sums[id], ch.Currency, ch.Status, what, amount)})
 			}
 		}
 	}
