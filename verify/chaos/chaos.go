@@ -501,7 +501,10 @@ func newKeyring() (string, error) {
 // ends a dropped request well within the run.
 func workerSettings(cfg Config) map[string]string {
 	settings := map[string]string{"sweep-every": cfg.Timing.Interval.String(), "provider-timeout": "10s"}
-	for _, f := range cfg.Timing.Fields() {
+	// A timing that leaves fields zero means their defaults, which a
+	// process's flag must then spell: a zero flag is refused.
+	timing := cfg.Timing.WithDefaults()
+	for _, f := range timing.Fields() {
 		settings[f.Flag] = f.Value.String()
 	}
 	return settings
