@@ -45,13 +45,22 @@ type Settings struct {
 	Capture chargeonce.CaptureMode
 }
 
+// Services are the services behind the API's routes, for the programs
+// that call them in-process as the routes do.
+type Services struct {
+	Checkout *checkout.Service
+	Refunds  *refund.Service
+	// Holds captures and voids the holds of manual captures.
+	Holds *hold.Service
+}
+
 // Build builds the API that s describes on the connected backend b: the
 // refund service, the service of holds' captures and voids, the checkout
 // service, and the handler of every route
 // (New), which serves b's registry at /metrics. The api command and the dev stack build their API
 // with it, so that the two serve the same API. Given a registry that does
 // not hold the API's metrics yet, each of its errors is a bad setting.
-func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *checkout.Service, *refund.Service, error) {
+func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Services, error) {
 	// The deployment's one provider, by its name: the secrets of its
 	// events and the port that confirms them.
 	name := cmp.Or(s.Provider, chargeonce.DefaultProvider)
@@ -68,13 +77,13 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *che
 		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, Services{}, err
 	}
 	holds, err := hold.New(hold.Config{
 		Store: b.Store, Temporal: b.Temporal, Budget: s.CheckoutBudget, ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, Services{}, err
 	}
 	svc, err := checkout.New(checkout.Config{
 		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, Provider: s.Provider,
@@ -82,7 +91,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *che
 		Refunds: refunds, Capture: s.Capture,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, Services{}, err
 	}
 	if _, err := svc.Timing(ctx); err != nil {
 		b.Logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
@@ -92,7 +101,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, *che
 		WebhookSecrets: secrets, DefaultProvider: name, Registerer: b.Registry, EventNetworks: s.EventNetworks,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, Services{}, err
 	}
-	return h, svc, refunds, nil
+	return h, Services{Checkout: svc, Refunds: refunds, Holds: holds}, nil
 }

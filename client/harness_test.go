@@ -70,7 +70,7 @@ func startAPI(t tb, published bool) *testAPI {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	// The tests register endpoints on loopback, which a deployment allows
 	// only by name.
-	h, _, _, err := api.Build(ctx, conn, api.Settings{EventNetworks: notify.LoopbackNetworks})
+	h, _, err := api.Build(ctx, conn, api.Settings{EventNetworks: notify.LoopbackNetworks})
 	must(err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -249,11 +249,16 @@ func (e *Env) CreateIntent(ctx context.Context, token string, amount chargeonce.
 	return e.createIntent(ctx, token, amount, createdAt, "", "")
 }
 
-// NewHeldIntent is NewIntent for a checkout of a manual capture, whose
-// deadline makes the move of onDeadline (empty: a void).
+// CreateHeldIntent is CreateIntent for a checkout of a manual capture,
+// whose deadline makes the move of onDeadline (empty: a void).
+func (e *Env) CreateHeldIntent(ctx context.Context, token string, amount chargeonce.Money, createdAt time.Time, onDeadline chargeonce.DeadlineAction) (chargeonce.PaymentIntent, error) {
+	return e.createIntent(ctx, token, amount, createdAt, chargeonce.CaptureManual, onDeadline)
+}
+
+// NewHeldIntent is CreateHeldIntent for tests.
 func (e *Env) NewHeldIntent(t testing.TB, token string, amount chargeonce.Money, createdAt time.Time, onDeadline chargeonce.DeadlineAction) chargeonce.PaymentIntent {
 	t.Helper()
-	intent, err := e.createIntent(context.Background(), token, amount, createdAt, chargeonce.CaptureManual, onDeadline)
+	intent, err := e.CreateHeldIntent(context.Background(), token, amount, createdAt, onDeadline)
 	require.NoError(t, err)
 	return intent
 }
@@ -325,6 +330,14 @@ func (e *Env) ChargeBehindTheBack(ctx context.Context, intent chargeonce.Payment
 func (e *Env) RefundBehindTheBack(ctx context.Context, intent chargeonce.RefundIntent) error {
 	return e.answerLost(func() provider.Outcome {
 		return e.Client.Refund(ctx, provider.RefundRequestOf(intent)).Outcome
+	})
+}
+
+// CaptureBehindTheBack makes the provider process the capture of the move
+// whose answer never arrives, as ChargeBehindTheBack does for a charge.
+func (e *Env) CaptureBehindTheBack(ctx context.Context, m chargeonce.MoveIntent) error {
+	return e.answerLost(func() provider.Outcome {
+		return e.Client.Capture(ctx, provider.CaptureRequest{Key: m.Key, ChargeID: m.ChargeID, Amount: m.Amount.Minor, Currency: m.Amount.Currency}).Outcome
 	})
 }
 

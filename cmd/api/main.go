@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	handler, _, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, Capture: *capture, EventNetworks: *eventNetworks})
+	handler, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, Capture: *capture, EventNetworks: *eventNetworks})
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

@@ -34,6 +34,7 @@ import (
 	"chargeonce/dev/receiver"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/fakeprovider"
+	"chargeonce/hold"
 	"chargeonce/internal/alert"
 	"chargeonce/internal/apikey"
 	"chargeonce/internal/backend"
@@ -192,7 +193,9 @@ type Stack struct {
 	checkout *checkout.Service
 	// refunds is the API's refund service.
 	refunds *refund.Service
-	apiS    *serve.Server
+	// holds is the API's service of captures and voids.
+	holds *hold.Service
+	apiS  *serve.Server
 	// receiverS serves the dev receiver, registered as receiverEndpoint;
 	// nil when there is none.
 	receiverS        *serve.Server
@@ -310,12 +313,12 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	handler, svc, refunds, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerName(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
+	handler, services, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerName(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
 		EventNetworks: cfg.EventNetworks, Capture: cfg.Capture})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	s.checkout, s.refunds = svc, refunds
+	s.checkout, s.refunds, s.holds = services.Checkout, services.Refunds, services.Holds
 	// The browser calls the codec from the UI's origin, under whichever
 	// name the user typed for the loopback address.
 	ui := s.UIURL()
@@ -797,3 +800,6 @@ func (s *Stack) Checkout() *checkout.Service { return s.checkout }
 
 // Refunds is the refund service behind the API.
 func (s *Stack) Refunds() *refund.Service { return s.refunds }
+
+// Holds is the service of captures and voids behind the API.
+func (s *Stack) Holds() *hold.Service { return s.holds }

@@ -160,6 +160,31 @@ func TestReport_AddAfterPutsTheRowBesideItsReference(t *testing.T) {
 	require.Regexp(t, `(?m)^\s*`+checkoutEventsMetric+`\s.*\n\s*events per succeeded refund\s+9\.00\s+events\s+paid checkout 6\.00 \(1\.50x\)`, out.String())
 }
 
+// The refund's and the capture's rows stand after the checkout's, in the
+// order they were measured, in every section.
+func TestReport_RowsAddedAfterOneMetricKeepTheirOrder(t *testing.T) {
+	var r Report
+	for _, m := range []string{checkoutEventsMetric, serialCPUMetric, lastLatencyMetric, "last"} {
+		r.add(Row{Metric: m})
+	}
+	for _, name := range []string{"refund", "capture"} {
+		r.addAfter(lastLatencyMetric, Row{Metric: "p50 " + name + " c=1"})
+		r.addAfter(serialCPUMetric, Row{Metric: "CPU per " + name + " c=1"})
+	}
+	r.addAfter(checkoutEventsMetric, Row{Metric: "events per succeeded refund"})
+	r.addAfter(checkoutEventsMetric, Row{Metric: "events per captured hold"})
+	var metrics []string
+	for _, row := range r.Rows {
+		metrics = append(metrics, row.Metric)
+	}
+	require.Equal(t, []string{
+		checkoutEventsMetric, "events per succeeded refund", "events per captured hold",
+		serialCPUMetric, "CPU per refund c=1", "CPU per capture c=1",
+		lastLatencyMetric, "p50 refund c=1", "p50 capture c=1",
+		"last",
+	}, metrics)
+}
+
 func TestGate_HoldsUntilReleased(t *testing.T) {
 	var g gate
 	g.hold()

@@ -59,6 +59,9 @@ type Report struct {
 	Rows           []Row    `json:"rows"`
 	Targets        []Target `json:"targets"`
 	InvariantsHeld bool     `json:"invariantsHeld"`
+	// beside is, by the metric that addAfter put rows after, the last of
+	// those rows.
+	beside map[string]string
 }
 
 func (r *Report) add(row Row) {
@@ -70,11 +73,20 @@ func (r *Report) add(row Row) {
 	r.Rows = append(r.Rows, row)
 }
 
-// addAfter adds row right after the row whose metric is after, so that a
-// figure stands beside the one it compares with; at the end when there is
-// no such row.
+// addAfter adds row after the row whose metric is after, so that a figure
+// stands beside the one it compares with, and after the rows added after
+// it before, so that the figures beside one keep the order they were
+// measured in; at the end when there is no such row.
 func (r *Report) addAfter(after string, row Row) {
-	i := slices.IndexFunc(r.Rows, func(x Row) bool { return x.Metric == after })
+	anchor := after
+	if last, ok := r.beside[after]; ok {
+		anchor = last
+	}
+	if r.beside == nil {
+		r.beside = map[string]string{}
+	}
+	r.beside[after] = row.Metric
+	i := slices.IndexFunc(r.Rows, func(x Row) bool { return x.Metric == anchor })
 	if i < 0 {
 		r.add(row)
 		return

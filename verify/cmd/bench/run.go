@@ -83,10 +83,10 @@ type bench struct {
 	// warm is each system's throughput in the warm-up.
 	warm []float64
 	// serialCheckout is the checkouts' closed-loop phase at concurrency 1,
-	// the reference of the refunds' latency.
+	// the reference of the follow-ups' latency and CPU (followUp).
 	serialCheckout phase
 	// eventsPerCheckout and eventsPerBare are the mean history lengths,
-	// the references of a refund's.
+	// the references of a follow-up's.
 	eventsPerCheckout, eventsPerBare float64
 	// orders are the orders paid (or to be paid) since the last invariant
 	// check.
@@ -139,6 +139,7 @@ func runBench(ctx context.Context, o options, log, progress *slog.Logger) (*Repo
 		// Before the unknown outcomes, whose attempts that never reached
 		// the provider go on reconciling in the background until the end.
 		b.refunds,
+		b.captures,
 		b.fakeProvider,
 		b.unknownOutcomes,
 	}

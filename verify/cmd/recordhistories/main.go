@@ -1,13 +1,17 @@
 // Command recordhistories records the histories that the replay tests of the
-// payment and refund workflows run over. It starts an in-process Temporal
-// server, runs each scenario against the fake provider with short timings,
-// and writes every history as JSON to workflows/testdata, plus one
-// deliberately broken history that replay must refuse.
+// payment, refund, capture and void workflows run over. It starts an
+// in-process Temporal server, runs each scenario against the fake provider
+// with short timings, and writes every history as JSON to workflows/testdata,
+// plus one deliberately broken history that replay must refuse.
 //
 // Run it from the repository root after a change that is meant to alter the
 // workflow's commands (behind workflow.GetVersion), and check in the result:
 //
 //	go run ./verify/cmd/recordhistories
+//
+// It records every scenario each time. To add a scenario alone, record into
+// another directory with -out and copy in only the new files, so that the
+// histories of older code stay as they were recorded.
 package main
 
 import (
@@ -197,14 +201,26 @@ func record(ctx context.Context, out string, logger *slog.Logger) error {
 			return fmt.Errorf("scenario %s: %w", sc.name, err)
 		}
 	}
+	for _, sc := range holdScenarios() {
+		logger.Info("recording", "scenario", sc.name)
+		if err := runScenario(ctx, ts, c, sc.name, sc.opts, out, sc.run); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+	}
 	return breakHistory(filepath.Join(out, "approved.json"), filepath.Join(out, "broken-activity-type.json"))
 }
 
+// recording is a run whose history a scenario records, in <file>.json.
+type recording struct {
+	file string
+	run  client.WorkflowRun
+}
+
 // runScenario runs one scenario with its own fake provider and store:
-// start starts its workflow and waits for it to end as the scenario wants,
-// and the history of the run is written to out.
+// start starts its workflows and waits for them to end as the scenario
+// wants, and the history of each run it returns is written to out.
 func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Client, name string, opts activitiestest.Options, out string,
-	start func(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) (client.WorkflowRun, error)) (err error) {
+	start func(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) ([]recording, error)) (err error) {
 	dir, err := os.MkdirTemp("", "recordhistories-")
 	if err != nil {
 		return err
@@ -229,19 +245,24 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 	lw := ts.NewWorker(chargeonce.LookupTaskQueue, func(r worker.Registry) { workflows.RegisterLookups(r, env.Activities) })
 	defer lw.Stop()
 
-	run, err := start(ctx, c, env, taskQueue)
+	recs, err := start(ctx, c, env, taskQueue)
 	if err != nil {
 		return err
 	}
-	history, err := fetchHistory(ctx, c, run.GetID(), run.GetRunID())
-	if err != nil {
-		return err
+	for _, rec := range recs {
+		history, err := fetchHistory(ctx, c, rec.run.GetID(), rec.run.GetRunID())
+		if err != nil {
+			return err
+		}
+		if err := writeHistory(filepath.Join(out, rec.file+".json"), history); err != nil {
+			return err
+		}
 	}
-	return writeHistory(filepath.Join(out, name+".json"), history)
+	return nil
 }
 
 // run starts the payment and waits for the outcome the scenario wants.
-func (sc scenario) run(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) (client.WorkflowRun, error) {
+func (sc scenario) run(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) ([]recording, error) {
 	intent, err := env.CreateIntent(ctx, sc.token, amount, time.Now())
 	if err != nil {
 		return nil, err
@@ -249,14 +270,7 @@ func (sc scenario) run(ctx context.Context, c client.Client, env *activitiestest
 	if sc.swept {
 		intent.CardToken = ""
 	}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    workflows.WorkflowID(intent.Key),
-		TaskQueue:             taskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		// As the checkout starts it, so that the histories cover the
-		// production path.
-		TypedSearchAttributes: workflows.StartSearchAttributes(intent),
-	}, workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: sc.timing})
+	run, err := startPayment(ctx, c, taskQueue, intent, sc.timing)
 	if err != nil {
 		return nil, err
 	}
@@ -265,18 +279,59 @@ func (sc scenario) run(ctx context.Context, c client.Client, env *activitiestest
 			return nil, err
 		}
 	}
-	var res workflows.PaymentResult
-	if err := run.Get(ctx, &res); err != nil {
+	if _, err := paymentResult(ctx, run, sc.want); err != nil {
 		return nil, err
 	}
-	if res.Status != sc.want {
-		return nil, fmt.Errorf("payment ended %s (%s), want %s", res.Status, res.Message, sc.want)
+	return []recording{{file: sc.name, run: run}}, nil
+}
+
+// startPayment starts the payment of intent as the checkout starts it, so
+// that the histories cover the production path.
+func startPayment(ctx context.Context, c client.Client, taskQueue string, intent chargeonce.PaymentIntent, timing workflows.Timing) (client.WorkflowRun, error) {
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    workflows.WorkflowID(intent.Key),
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: workflows.StartSearchAttributes(intent),
+	}, workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: timing})
+}
+
+// paymentResult waits for the payment to end, and returns its result if
+// its attempt ended as want.
+func paymentResult(ctx context.Context, run client.WorkflowRun, want chargeonce.AttemptStatus) (workflows.PaymentResult, error) {
+	var res workflows.PaymentResult
+	if err := run.Get(ctx, &res); err != nil {
+		return res, err
 	}
-	return run, nil
+	if res.Status != want {
+		return res, fmt.Errorf("payment ended %s (%s), want %s", res.Status, res.Message, want)
+	}
+	return res, nil
+}
+
+// updateWithStart starts a money movement's workflow as the API does,
+// with Update-With-Start, waits for the update's answer into answer, and
+// returns the run.
+func updateWithStart(ctx context.Context, c client.Client, start client.WithStartWorkflowOperation, update client.UpdateWorkflowOptions, answer any) (client.WorkflowRun, error) {
+	update.WaitForStage = client.WorkflowUpdateStageCompleted
+	handle, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start, UpdateOptions: update})
+	if err != nil {
+		return nil, err
+	}
+	if err := handle.Get(ctx, answer); err != nil {
+		return nil, err
+	}
+	return c.GetWorkflow(ctx, handle.WorkflowID(), handle.RunID()), nil
 }
 
 // waitReconciling waits until the payment has given up its charge phase.
 func waitReconciling(ctx context.Context, c client.Client, workflowID string) error {
+	return waitPhase(ctx, c, workflowID, "reconciliation", func(phase string) bool { return phase != workflows.PhaseCharging })
+}
+
+// waitPhase waits until the status query of the workflow shows a phase
+// that reached says is what, named in the error, was waited for.
+func waitPhase(ctx context.Context, c client.Client, workflowID, what string, reached func(phase string) bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -288,12 +343,12 @@ func waitReconciling(ctx context.Context, c client.Client, workflowID string) er
 		if err := val.Get(&st); err != nil {
 			return err
 		}
-		if st.Phase != workflows.PhaseCharging {
+		if reached(st.Phase) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for reconciliation: %w", ctx.Err())
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-tick.C:
 		}
 	}

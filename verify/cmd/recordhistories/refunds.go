@@ -87,7 +87,7 @@ func setMode(m fakeprovider.Mode) func(context.Context, *activitiestest.Env, cha
 
 // run pays an order, stores its refund, starts the refund and waits for the
 // outcome the scenario wants.
-func (sc refundScenario) run(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) (client.WorkflowRun, error) {
+func (sc refundScenario) run(ctx context.Context, c client.Client, env *activitiestest.Env, taskQueue string) ([]recording, error) {
 	intent, _, err := env.CreatePaidIntent(ctx, "tok_visa", amount, time.Now())
 	if err != nil {
 		return nil, err
@@ -108,19 +108,12 @@ func (sc refundScenario) run(ctx context.Context, c client.Client, env *activiti
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes:    workflows.RefundStartSearchAttributes(r),
 	}, workflows.RefundWorkflow, workflows.RefundInput{Intent: r, Timing: sc.timing})
-	handle, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName:   chargeonce.UpdateRefund,
-			Args:         []any{workflows.RefundUpdate{Key: r.Key}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
 	var answered workflows.RefundResult
-	if err := handle.Get(ctx, &answered); err != nil {
+	run, err := updateWithStart(ctx, c, start, client.UpdateWorkflowOptions{
+		UpdateName: chargeonce.UpdateRefund,
+		Args:       []any{workflows.RefundUpdate{Key: r.Key}},
+	}, &answered)
+	if err != nil {
 		return nil, err
 	}
 	if sc.during != nil {
@@ -128,7 +121,6 @@ func (sc refundScenario) run(ctx context.Context, c client.Client, env *activiti
 			return nil, err
 		}
 	}
-	run := c.GetWorkflow(ctx, handle.WorkflowID(), handle.RunID())
 	var res workflows.RefundResult
 	if err := run.Get(ctx, &res); err != nil {
 		return nil, err
@@ -136,5 +128,5 @@ func (sc refundScenario) run(ctx context.Context, c client.Client, env *activiti
 	if res.Status != sc.want {
 		return nil, fmt.Errorf("refund ended %s (%s), want %s", res.Status, res.Message, sc.want)
 	}
-	return run, nil
+	return []recording{{file: sc.name, run: run}}, nil
 }
