@@ -97,7 +97,9 @@ func (r *run) lateCandidates(ctx context.Context) (unpaid, paid []lateCandidate,
 		}
 		var lost *store.Attempt
 		for i, a := range attempts {
-			if a.Status == chargeonce.AttemptAbandoned {
+			// A manual capture's late answer is a hold, not the
+			// succeeded charge planted here: its orders are left out.
+			if a.Status == chargeonce.AttemptAbandoned && !a.Capture.Manual() {
 				lost = &attempts[i]
 			}
 		}
