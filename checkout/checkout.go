@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/singleflight"
 
@@ -584,15 +583,8 @@ func manualOnly[T ~string](mode chargeonce.CaptureMode, v T) T {
 	return v
 }
 
-// startOptions are the options of every start of a payment workflow. The ID
-// is the key: USE_EXISTING joins a running workflow, and REJECT_DUPLICATE
-// never runs a closed key again.
+// startOptions are the options of every start of a payment workflow
+// (StartOptions).
 func (s *Service) startOptions(intent chargeonce.PaymentIntent) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                       workflows.WorkflowID(intent.Key),
-		TaskQueue:                chargeonce.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    workflows.StartSearchAttributes(intent),
-	}
+	return StartOptions(workflows.WorkflowID(intent.Key), workflows.StartSearchAttributes(intent))
 }

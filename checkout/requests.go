@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/singleflight"
+
+	"chargeonce"
 )
 
 // The requests that carry the API's own Idempotency-Key (refunds, and the
@@ -155,4 +159,18 @@ func ReadAnswered[Row, Answer any](ctx context.Context, read func(context.Contex
 		over(&row, *answer)
 	}
 	return row, err
+}
+
+// StartOptions are the options of every start of a money movement's
+// workflow, whose ID is its key: USE_EXISTING joins a running workflow,
+// REJECT_DUPLICATE never runs a closed key again, and the search
+// attributes make it findable before its first task.
+func StartOptions(id string, attrs temporal.SearchAttributes) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                chargeonce.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes:    attrs,
+	}
 }

@@ -28,7 +28,6 @@ import (
 	"strconv"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/singleflight"
 
@@ -294,16 +293,8 @@ func (s *Service) marker(key string) func(context.Context) error {
 	return func(ctx context.Context) error { return s.store.MarkMoveWorkflowStarted(ctx, key) }
 }
 
-// startOptions are the options of every start of a move's workflow: the
-// ID is the move's key, USE_EXISTING joins a running workflow, and
-// REJECT_DUPLICATE never runs a closed key again. It starts with its
-// search attributes, so that the move is findable before its first task.
+// startOptions are the options of every start of a move's workflow
+// (checkout.StartOptions).
 func startOptions(intent chargeonce.MoveIntent) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                       workflows.MoveWorkflowID(intent.Key),
-		TaskQueue:                chargeonce.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    workflows.MoveStartSearchAttributes(intent),
-	}
+	return checkout.StartOptions(workflows.MoveWorkflowID(intent.Key), workflows.MoveStartSearchAttributes(intent))
 }

@@ -29,7 +29,6 @@ import (
 	"strconv"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/singleflight"
 
@@ -333,18 +332,10 @@ func (s *Service) marker(key string) func(context.Context) error {
 	return func(ctx context.Context) error { return s.store.MarkRefundWorkflowStarted(ctx, key) }
 }
 
-// startOptions are the options of every start of a refund workflow: the ID
-// is the refund's key, USE_EXISTING joins a running workflow, and
-// REJECT_DUPLICATE never runs a closed key again. It starts with its search
-// attributes, so that the refund is findable before its first task.
+// startOptions are the options of every start of a refund workflow
+// (checkout.StartOptions).
 func startOptions(intent chargeonce.RefundIntent) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                       workflows.RefundWorkflowID(intent.Key),
-		TaskQueue:                chargeonce.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    workflows.RefundStartSearchAttributes(intent),
-	}
+	return checkout.StartOptions(workflows.RefundWorkflowID(intent.Key), workflows.RefundStartSearchAttributes(intent))
 }
 
 // start starts the refund's workflow without waiting for its send phase,

@@ -374,16 +374,7 @@ func (s *db) GetMove(ctx context.Context, key string) (Move, error) {
 }
 
 func (s *db) OrderMoves(ctx context.Context, orderID int64) ([]Move, error) {
-	var moves []Move
-	err := s.txs.inTx(ctx, false, func(q querier) error {
-		if _, err := queryOne(ctx, q, scanInt64, `SELECT 1 FROM orders WHERE id = $1`, orderID); err != nil {
-			return err
-		}
-		var err error
-		moves, err = queryAll(ctx, q, scanMove,
-			`SELECT `+moveColumns+` FROM hold_moves WHERE order_id = $1 ORDER BY created_at, idempotency_key`, orderID)
-		return err
-	})
+	moves, err := ofOrder(ctx, s, "hold_moves", moveColumns, scanMove, orderID)
 	if err != nil {
 		return nil, fmt.Errorf("store: moves of order %d: %w", orderID, err)
 	}

@@ -382,20 +382,27 @@ func (s *db) RefundByReference(ctx context.Context, merchantReference string) (R
 }
 
 func (s *db) OrderRefunds(ctx context.Context, orderID int64) ([]Refund, error) {
-	var refunds []Refund
+	refunds, err := ofOrder(ctx, s, "refunds", refundColumns, scanRefund, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("store: refunds of order %d: %w", orderID, err)
+	}
+	return refunds, nil
+}
+
+// ofOrder reads the rows of table (refunds or hold_moves) that belong to
+// the order, oldest first; ErrNotFound when there is no such order.
+func ofOrder[T any](ctx context.Context, s *db, table, columns string, scan func(rows) (T, error), orderID int64) ([]T, error) {
+	var out []T
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		if _, err := queryOne(ctx, q, scanInt64, `SELECT 1 FROM orders WHERE id = $1`, orderID); err != nil {
 			return err
 		}
 		var err error
-		refunds, err = queryAll(ctx, q, scanRefund,
-			`SELECT `+refundColumns+` FROM refunds WHERE order_id = $1 ORDER BY created_at, idempotency_key`, orderID)
+		out, err = queryAll(ctx, q, scan,
+			`SELECT `+columns+` FROM `+table+` WHERE order_id = $1 ORDER BY created_at, idempotency_key`, orderID)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("store: refunds of order %d: %w", orderID, err)
-	}
-	return refunds, nil
+	return out, err
 }
 
 func (s *db) MarkRefundWorkflowStarted(ctx context.Context, key string) error {

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"chargeonce"
 	"chargeonce/activities/activitiestest"
+	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
 	"chargeonce/hold"
 	"chargeonce/provider"
@@ -149,13 +149,7 @@ func merchantMove(ctx context.Context, c client.Client, env *activitiestest.Env,
 	if decision != store.MoveCreated {
 		return chargeonce.MoveIntent{}, fmt.Errorf("merchant's %s: %s, want %s", kind, decision, store.MoveCreated)
 	}
-	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       workflows.MoveWorkflowID(m.Key),
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    workflows.MoveStartSearchAttributes(m.MoveIntent),
-	}, workflows.MoveWorkflow(kind), workflows.MoveInput{Intent: m.MoveIntent, Timing: timing})
+	start := c.NewWithStartWorkflowOperation(onQueue(checkout.StartOptions(workflows.MoveWorkflowID(m.Key), workflows.MoveStartSearchAttributes(m.MoveIntent)), taskQueue), workflows.MoveWorkflow(kind), workflows.MoveInput{Intent: m.MoveIntent, Timing: timing})
 	var answered workflows.MoveResult
 	if _, err := updateWithStart(ctx, c, start, client.UpdateWorkflowOptions{
 		UpdateName: chargeonce.UpdateMove,

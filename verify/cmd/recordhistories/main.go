@@ -36,6 +36,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/activities/activitiestest"
+	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/envflag"
 	"chargeonce/internal/temporalclient"
@@ -288,12 +289,14 @@ func (sc scenario) run(ctx context.Context, c client.Client, env *activitiestest
 // startPayment starts the payment of intent as the checkout starts it, so
 // that the histories cover the production path.
 func startPayment(ctx context.Context, c client.Client, taskQueue string, intent chargeonce.PaymentIntent, timing workflows.Timing) (client.WorkflowRun, error) {
-	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    workflows.WorkflowID(intent.Key),
-		TaskQueue:             taskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: workflows.StartSearchAttributes(intent),
-	}, workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: timing})
+	return c.ExecuteWorkflow(ctx, onQueue(checkout.StartOptions(workflows.WorkflowID(intent.Key), workflows.StartSearchAttributes(intent)), taskQueue),
+		workflows.PaymentWorkflow, workflows.PaymentInput{Intent: intent, Timing: timing})
+}
+
+// onQueue is the start options o on the scenario's own task queue.
+func onQueue(o client.StartWorkflowOptions, taskQueue string) client.StartWorkflowOptions {
+	o.TaskQueue = taskQueue
+	return o
 }
 
 // paymentResult waits for the payment to end, and returns its result if

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"chargeonce"
 	"chargeonce/activities/activitiestest"
+	"chargeonce/checkout"
 	"chargeonce/fakeprovider"
 	"chargeonce/provider"
 	"chargeonce/workflows"
@@ -101,13 +101,7 @@ func (sc refundScenario) run(ctx context.Context, c client.Client, env *activiti
 			return nil, err
 		}
 	}
-	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       workflows.RefundWorkflowID(r.Key),
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    workflows.RefundStartSearchAttributes(r),
-	}, workflows.RefundWorkflow, workflows.RefundInput{Intent: r, Timing: sc.timing})
+	start := c.NewWithStartWorkflowOperation(onQueue(checkout.StartOptions(workflows.RefundWorkflowID(r.Key), workflows.RefundStartSearchAttributes(r)), taskQueue), workflows.RefundWorkflow, workflows.RefundInput{Intent: r, Timing: sc.timing})
 	var answered workflows.RefundResult
 	run, err := updateWithStart(ctx, c, start, client.UpdateWorkflowOptions{
 		UpdateName: chargeonce.UpdateRefund,
