@@ -99,3 +99,23 @@ func RunSweeps(ctx context.Context, log *slog.Logger, name string, interval time
 		}
 	}
 }
+
+// StartEach starts the workflow of every outbox row with start, logging
+// each under what (such as "refund") with the row's attrs, and returns how
+// many it started and the errors of the others joined: the body of the
+// refunds' and the moves' outbox sweeps, whose workflows need nothing
+// that only the customer has.
+func StartEach[T any](log *slog.Logger, what string, rows []T, start func(T) error, attrs func(T) []any) (int, error) {
+	started := 0
+	var errs []error
+	for _, r := range rows {
+		if err := start(r); err != nil {
+			log.Warn(what+" sweep could not start the workflow; next pass retries", append(attrs(r), "error", err)...)
+			errs = append(errs, fmt.Errorf("%s: sweep: %w", what, err))
+			continue
+		}
+		log.Info(what+" sweep started the workflow of a "+what+" that nothing had started", attrs(r)...)
+		started++
+	}
+	return started, errors.Join(errs...)
+}

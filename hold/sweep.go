@@ -2,11 +2,11 @@ package hold
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"chargeonce/checkout"
+	"chargeonce/store"
 	"chargeonce/workflows"
 )
 
@@ -32,19 +32,10 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("hold: sweep: %w", err)
 	}
-	started := 0
-	var errs []error
-	for _, m := range moves {
-		if err := checkout.StartOutbox(ctx, s.temporal, startOptions(m.MoveIntent), workflows.MoveWorkflow(m.Kind),
-			workflows.MoveInput{Intent: m.MoveIntent, Timing: timing}, s.marker(m.Key)); err != nil {
-			s.log.Warn("move sweep could not start the move's workflow; next pass retries", "move", m.Key, "kind", m.Kind, "error", err)
-			errs = append(errs, fmt.Errorf("hold: sweep: %s %s: %w", m.Kind, m.Key, err))
-			continue
-		}
-		s.log.Info("move sweep started the workflow of a move whose start was lost", "move", m.Key, "kind", m.Kind, "origin", m.Origin)
-		started++
-	}
-	return started, errors.Join(errs...)
+	return checkout.StartEach(s.log, "move", moves, func(m store.Move) error {
+		return checkout.StartOutbox(ctx, s.temporal, startOptions(m.MoveIntent), workflows.MoveWorkflow(m.Kind),
+			workflows.MoveInput{Intent: m.MoveIntent, Timing: timing}, s.marker(m.Key))
+	}, func(m store.Move) []any { return []any{"move", m.Key, "kind", m.Kind, "origin", m.Origin} })
 }
 
 // RunSweeper runs Sweep every interval until ctx ends; the worker runs it

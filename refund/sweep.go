@@ -2,11 +2,11 @@ package refund
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"chargeonce/checkout"
+	"chargeonce/store"
 	"chargeonce/workflows"
 )
 
@@ -33,18 +33,8 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("refund: sweep: %w", err)
 	}
-	started := 0
-	var errs []error
-	for _, r := range refunds {
-		if err := s.start(ctx, timing, r); err != nil {
-			s.log.Warn("refund sweep could not start the refund workflow; next pass retries", "refund", r.Key, "error", err)
-			errs = append(errs, fmt.Errorf("refund: sweep: %w", err))
-			continue
-		}
-		s.log.Info("refund sweep started the workflow of a refund that nothing had started: a lost start, or a repair's refund", "refund", r.Key, "origin", r.Origin)
-		started++
-	}
-	return started, errors.Join(errs...)
+	return checkout.StartEach(s.log, "refund", refunds, func(r store.Refund) error { return s.start(ctx, timing, r) },
+		func(r store.Refund) []any { return []any{"refund", r.Key, "origin", r.Origin} })
 }
 
 // SweepReach is how long after its creation a refund that nothing started
