@@ -489,8 +489,9 @@ func TestProviderEvent_AboutAnotherProvidersRefundIsUnconfirmedAndChangesNothing
 }
 
 // The event of a hold's end reaches the payment workflow that keeps the
-// hold, which reads the hold at once; the event of an authorization is a
-// charge's, for an open attempt.
+// hold, which reads the hold at once, and the workflow of a move of it
+// still pending; the event of an authorization is a charge's, for an open
+// attempt.
 func TestProviderEvent_AHoldsEndReachesThePaymentThatKeepsIt(t *testing.T) {
 	a := startEventsAPI(t)
 	ctx := context.Background()
@@ -509,6 +510,13 @@ func TestProviderEvent_AHoldsEndReachesThePaymentThatKeepsIt(t *testing.T) {
 	_, err = a.store.SettleAuthorization(ctx, held.Key, store.NewHold{ChargeID: "ch_hold", Deadline: time.Now().Add(time.Hour), At: time.Now()})
 	require.NoError(t, err)
 
+	// A void of the merchant's is pending: its workflow hears of the event
+	// too.
+	pending, _, err := a.store.StartMove(ctx, store.NewMove{OrderID: order.ID, Kind: chargeonce.MoveVoid, Origin: chargeonce.MoveByDeadline,
+		Key: uuid.Must(uuid.NewV7()).String(), ReferencePrefix: "chargeonce", Now: time.Now()})
+	require.NoError(t, err)
+	a.temporal.On("SignalWorkflow", mock.Anything, workflows.MoveWorkflowID(pending.Key), "", chargeonce.SignalMoveEvent,
+		workflows.ProviderEvent{ChargeID: "ch_hold"}).Return(nil).Once()
 	a.expectSignal(held, "ch_hold", nil)
 	status, result = a.deliver(t, "msg_voided", eventJSON("charge.voided", "ch_hold", held.MerchantReference))
 	require.Equal(t, http.StatusOK, status)

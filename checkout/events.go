@@ -208,8 +208,31 @@ func (s *Service) signalAttempt(ctx context.Context, sender string, ev store.Pro
 	case err != nil:
 		return "", fmt.Errorf("checkout: provider event %s: tell the payment workflow: %w", ev.ID, err)
 	}
+	if holdEvent(a, ev) {
+		s.tellPendingMoves(sctx, log, a, ev)
+	}
 	log.Info("provider event: the payment workflow looks the charge up at once")
 	return EventSignaled, nil
+}
+
+// tellPendingMoves tells the workflow of every pending move of a's hold
+// that the provider reported the hold's end, so that it looks the hold up
+// at once rather than at its next lookup. A failure is only logged: the
+// move's timed lookups find the end all the same.
+func (s *Service) tellPendingMoves(ctx context.Context, log *slog.Logger, a store.Attempt, ev store.ProviderEvent) {
+	moves, err := s.store.OrderMoves(ctx, a.OrderID)
+	if err != nil {
+		log.Warn("could not read the hold's moves to tell them of the event; their lookups find the end", "error", err)
+		return
+	}
+	for _, m := range moves {
+		if m.Status != chargeonce.MovePending {
+			continue
+		}
+		if err := s.temporal.SignalWorkflow(ctx, workflows.MoveWorkflowID(m.Key), "", chargeonce.SignalMoveEvent, workflows.ProviderEvent{ChargeID: ev.ChargeID}); err != nil {
+			log.Warn("could not tell a pending move of the event; its lookups find the end", "move", m.Key, "error", err)
+		}
+	}
 }
 
 // holdEvent reports whether ev says that the hold of a's manual capture
