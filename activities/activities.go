@@ -195,6 +195,9 @@ type Activities struct {
 	Logger *slog.Logger
 	// Metrics counts outcomes; nil counts nothing.
 	Metrics *Metrics
+	// Temporal tells the payment workflow that keeps a hold when a move of
+	// it settled (RecordMove); nil tells nothing.
+	Temporal Signaler
 }
 
 // port returns the port of the provider named name, "" for the default.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 
 	"chargeonce"
@@ -226,10 +227,34 @@ func (a *Activities) readHold(ctx context.Context, port provider.Port, id string
 	return FindHoldResult{}, nonRetryable(ErrTypeContractViolation, fmt.Sprintf("the provider shows hold %s as %q, which no hold is", id, c.Status))
 }
 
+// Signaler is the part of the Temporal client that RecordMove needs:
+// client.Client is one.
+type Signaler interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// HoldMoved is the payload of the hold-moved signal, which RecordMove
+// sends to the payment workflow that keeps a hold once a move of it
+// settled.
+type HoldMoved struct {
+	// Key is the move's key.
+	Key string `json:"key"`
+	// Status is the move's settled status.
+	Status chargeonce.MoveStatus `json:"status"`
+	// Hold is the status the move proved the hold is in; empty when it
+	// proved none.
+	Hold chargeonce.HoldStatus `json:"hold,omitempty"`
+	// Captured is what a capture took, for a captured hold.
+	Captured int64 `json:"captured,omitempty"`
+}
+
 // RecordMoveInput is the input of RecordMove.
 type RecordMoveInput struct {
 	// Key is the move's idempotency key.
 	Key string `json:"Key"`
+	// AttemptKey is the key of the attempt that authorized the hold: the
+	// ID of the payment workflow that keeps it, which RecordMove tells.
+	AttemptKey string `json:"AttemptKey"`
 	// Status is the settled status to record.
 	Status chargeonce.MoveStatus `json:"Status"`
 	// DeclineCode is the provider's code of a declined move.
@@ -243,8 +268,13 @@ type RecordMoveInput struct {
 }
 
 // RecordMove settles the move, and the hold it ended, in the merchant's
-// database. The update is conditional on the move being pending, so
-// running it twice changes nothing.
+// database, and tells the payment workflow that keeps the hold (the
+// hold-moved signal), which then stops waiting for the deadline. The
+// update is conditional on the move being pending, so running it twice
+// changes nothing, and a second signal ends nothing twice. The signal is
+// the activity's rather than the move workflow's, which spares the move's
+// history the signal's events and a workflow task: a capture costs what a
+// refund does. A payment workflow that has closed needs no telling.
 func (a *Activities) RecordMove(ctx context.Context, in RecordMoveInput) (RecordOutcomeResult, error) {
 	if !in.Status.Settled() {
 		return RecordOutcomeResult{}, nonRetryable(ErrTypeInvalidRequest, fmt.Sprintf("record move: %q is not a settled move status", in.Status))
@@ -260,7 +290,31 @@ func (a *Activities) RecordMove(ctx context.Context, in RecordMoveInput) (Record
 	if changed {
 		log.Info("move settled")
 	}
+	if err := a.tellPayment(ctx, log, in); err != nil {
+		return RecordOutcomeResult{}, err
+	}
 	return RecordOutcomeResult{Changed: changed}, nil
+}
+
+// tellPayment sends the hold-moved signal of a settled move to the payment
+// workflow of its hold. Without a Temporal client (tests of the workflows
+// alone) it tells nothing; the payment then learns of the hold's end at
+// its deadline, from the store.
+func (a *Activities) tellPayment(ctx context.Context, log *slog.Logger, in RecordMoveInput) error {
+	if a.Temporal == nil || in.AttemptKey == "" {
+		return nil
+	}
+	err := a.Temporal.SignalWorkflow(ctx, in.AttemptKey, "", chargeonce.SignalHoldMoved,
+		HoldMoved{Key: in.Key, Status: in.Status, Hold: in.Hold, Captured: in.Captured})
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		log.Info("the payment workflow of the hold has closed; nothing to tell", "attempt", in.AttemptKey)
+		return nil
+	case err != nil:
+		return fmt.Errorf("tell the payment workflow %s of move %s: %w", in.AttemptKey, in.Key, err)
+	}
+	return nil
 }
 
 // EndHoldInput is the input of EndHold.

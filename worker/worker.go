@@ -190,7 +190,7 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	acts := &activities.Activities{Providers: d.Providers, Store: d.Store, Logger: d.Logger, Metrics: actMetrics}
+	acts := &activities.Activities{Providers: d.Providers, Store: d.Store, Logger: d.Logger, Metrics: actMetrics, Temporal: d.Client}
 	events, err := notify.New(notify.Config{Store: d.Store, Logger: d.Logger, Registerer: d.Registerer,
 		Schedule: d.EventRetries, Poll: d.EventPoll, AllowedNetworks: d.EventNetworks})
 	if err != nil {

@@ -55,7 +55,7 @@ func holdTerms(r PaymentResult) *activities.HoldTerms {
 
 // holdMoved takes the news of a move of the payment's hold: a move that
 // ended the hold ends the payment's wait.
-func (p *payment) holdMoved(ev HoldMoved) {
+func (p *payment) holdMoved(ev activities.HoldMoved) {
 	p.log.Info("a move of the hold settled", "move", ev.Key, "status", string(ev.Status), "hold", string(ev.Hold))
 	if ev.Hold.Ended() && p.ended == nil {
 		p.ended = &ev
@@ -147,7 +147,7 @@ func (p *payment) deadlineMove(ctx workflow.Context) error {
 	}
 	if dm.Move == nil {
 		p.log.Info("the hold had ended by its deadline", "hold", string(dm.Hold))
-		p.ended = &HoldMoved{Hold: dm.Hold, Captured: dm.Captured}
+		p.ended = &activities.HoldMoved{Hold: dm.Hold, Captured: dm.Captured}
 		return nil
 	}
 	if dm.Created {
@@ -180,7 +180,7 @@ func (p *payment) deadlineMove(ctx workflow.Context) error {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		var res MoveResult
 		if err := child.Get(ctx, &res); err == nil {
-			p.holdMoved(HoldMoved{Key: dm.Move.Key, Status: res.Status, Hold: res.Hold, Captured: res.Captured})
+			p.holdMoved(activities.HoldMoved{Key: dm.Move.Key, Status: res.Status, Hold: res.Hold, Captured: res.Captured})
 		}
 	})
 	return workflow.ExecuteActivity(actx, acts.MarkMoveStarted, dm.Move.Key).Get(ctx, nil)
@@ -226,7 +226,7 @@ func (p *payment) readHold(ctx workflow.Context) (chargeonce.HoldStatus, error) 
 	if _, err := record(ctx, p.log, acts.EndHold, activities.EndHoldInput{AttemptKey: p.intent.Key, Hold: res.Hold, Captured: res.Captured}); err != nil {
 		return "", err
 	}
-	p.ended = &HoldMoved{Hold: res.Hold, Captured: res.Captured}
+	p.ended = &activities.HoldMoved{Hold: res.Hold, Captured: res.Captured}
 	return res.Hold, nil
 }
 

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
 	"chargeonce"
+	"chargeonce/activities"
 	"chargeonce/activities/activitiestest"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/alert"
@@ -43,21 +43,37 @@ func newHoldEnv(t *testing.T, opts activitiestest.Options) (*activitiestest.Env,
 	return env, wenv, logs
 }
 
-// toldPayments records what the workflows of moves tell the payment
-// workflows of their holds, which the test environment does not run
-// beside them.
-func toldPayments(wenv *testsuite.TestWorkflowEnvironment) func() []workflows.HoldMoved {
-	var mu sync.Mutex
-	var told []workflows.HoldMoved
-	wenv.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", chargeonce.SignalHoldMoved, mock.Anything).Return(nil).Run(func(args mock.Arguments) {
-		mu.Lock()
-		defer mu.Unlock()
-		told = append(told, args.Get(4).(workflows.HoldMoved))
-	})
-	return func() []workflows.HoldMoved {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(told)
+// told is one hold-moved signal that RecordMove sent.
+type told struct {
+	workflowID string
+	moved      activities.HoldMoved
+}
+
+// signals records the signals that the activities send, in place of the
+// Temporal client, which a test environment has none of.
+type signals struct {
+	mu   sync.Mutex
+	sent []told
+}
+
+func (s *signals) SignalWorkflow(_ context.Context, workflowID, _, name string, arg any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if name == chargeonce.SignalHoldMoved {
+		s.sent = append(s.sent, told{workflowID, arg.(activities.HoldMoved)})
+	}
+	return nil
+}
+
+// toldPayments records what the moves' records tell the payment workflows
+// of their holds.
+func toldPayments(env *activitiestest.Env) func() []told {
+	s := &signals{}
+	env.Activities.Temporal = s
+	return func() []told {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Clone(s.sent)
 	}
 }
 
@@ -88,7 +104,7 @@ func fakeCharge(t *testing.T, env *activitiestest.Env) provider.Charge {
 func TestPaymentWorkflow_AManualCaptureIsAuthorizedAndItsDeadlineVoidsTheHold(t *testing.T) {
 	env, wenv, logs := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
-	told := toldPayments(wenv)
+	sent := toldPayments(env)
 	var authorized workflows.Status
 	wenv.RegisterDelayedCallback(func() { authorized = queryStatus(t, wenv) }, time.Hour)
 
@@ -121,15 +137,14 @@ func TestPaymentWorkflow_AManualCaptureIsAuthorizedAndItsDeadlineVoidsTheHold(t 
 
 	// A person was told a day before the deadline, once.
 	requireOneError(t, logs.String(), alert.AuthorizationExpiring)
-	// The void told the payment, which is the test's root here and takes
-	// the child's result instead.
-	require.Equal(t, []workflows.HoldMoved{{Key: moves[0].Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldVoided}}, told())
+	// The void's record told the payment, which is the test's root here
+	// and takes the child's result instead.
+	require.Equal(t, []told{{intent.Key, activities.HoldMoved{Key: moves[0].Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldVoided}}}, sent())
 }
 
 func TestPaymentWorkflow_TheDeadlineCapturesTheHoldWhenTheCheckoutAskedForIt(t *testing.T) {
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, chargeonce.DeadlineCapture)
-	toldPayments(wenv)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
@@ -145,7 +160,7 @@ func TestPaymentWorkflow_AMoveThatEndsTheHoldEndsTheWaitBeforeTheDeadline(t *tes
 	env, wenv, logs := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	wenv.RegisterDelayedCallback(func() {
-		wenv.SignalWorkflow(chargeonce.SignalHoldMoved, workflows.HoldMoved{Key: "capture", Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldCaptured, Captured: 100})
+		wenv.SignalWorkflow(chargeonce.SignalHoldMoved, activities.HoldMoved{Key: "capture", Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldCaptured, Captured: 100})
 	}, 2*time.Hour)
 
 	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
@@ -196,7 +211,7 @@ func TestCaptureWorkflow_APartialCaptureTakesItsAmountAndReleasesTheRest(t *test
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveCapture, 10000)
-	told := toldPayments(wenv)
+	sent := toldPayments(env)
 
 	res := runMove(t, wenv, m)
 
@@ -212,7 +227,7 @@ func TestCaptureWorkflow_APartialCaptureTakesItsAmountAndReleasesTheRest(t *test
 	require.Equal(t, chargeonce.MoveSucceeded, stored.Status)
 	require.Len(t, stored.Requests, 1)
 	require.Equal(t, m.Key, stored.Requests[0].Key)
-	require.Equal(t, []workflows.HoldMoved{{Key: m.Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldCaptured, Captured: 10000}}, told())
+	require.Equal(t, []told{{intent.Key, activities.HoldMoved{Key: m.Key, Status: chargeonce.MoveSucceeded, Hold: chargeonce.HoldCaptured, Captured: 10000}}}, sent())
 }
 
 // captureAnswerLost is a provider that captures but loses the answer of
@@ -241,7 +256,6 @@ func TestCaptureWorkflow_ACaptureWhoseAnswerWasLostIsFoundByALookupOfTheHold(t *
 	env, wenv, _ := newHoldEnv(t, captureAnswerLost())
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveCapture, 0)
-	toldPayments(wenv)
 
 	res := runMove(t, wenv, m)
 
@@ -257,7 +271,6 @@ func TestVoidWorkflow_AHoldThatExpiredIsDeclinedAndTheHoldRecordedExpired(t *tes
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveVoid, 0)
-	toldPayments(wenv)
 	// The void is sent past the provider's window.
 	wenv.SetStartTime(createdAt.Add(holdWindow + time.Minute))
 
@@ -273,7 +286,6 @@ func TestVoidWorkflow_AVoidTheProviderNeverProcessedIsNotProcessedAndTheHoldStay
 	env, wenv, _ := newHoldEnv(t, activitiestest.Options{Breaker: patientBreaker})
 	intent := env.NewHeldIntent(t, "tok_visa", amount, createdAt, "")
 	m := authorize(t, env, intent, chargeonce.MoveVoid, 0)
-	toldPayments(wenv)
 	require.NoError(t, env.Fake.SetMode(failing.Mode))
 
 	res := runMove(t, wenv, m)

@@ -79,21 +79,6 @@ type MoveResult struct {
 	Message string `json:"message,omitempty"`
 }
 
-// HoldMoved is the payload of the hold-moved signal, which a move's
-// workflow sends to the payment workflow that keeps its hold once the move
-// settled.
-type HoldMoved struct {
-	// Key is the move's key.
-	Key string `json:"key"`
-	// Status is the move's settled status.
-	Status chargeonce.MoveStatus `json:"status"`
-	// Hold is the status the move proved the hold is in; empty when it
-	// proved none.
-	Hold chargeonce.HoldStatus `json:"hold,omitempty"`
-	// Captured is what a capture took, for a captured hold.
-	Captured int64 `json:"captured,omitempty"`
-}
-
 // MoveWorkflowID is the ID of the workflow of the move with this key: the
 // key itself, as for payments and refunds.
 func MoveWorkflowID(key string) string {
@@ -296,29 +281,17 @@ func (m *move) check(ctx workflow.Context) error {
 	return nil
 }
 
-// settle records the settled move, and the hold it ended, and tells the
-// payment workflow that keeps the hold, which then stops waiting for the
-// deadline if the hold has ended. A payment workflow that has closed
-// needs no telling. Its error is only cancellation.
+// settle records the settled move, and the hold it ended; the record
+// tells the payment workflow that keeps the hold (activities.RecordMove),
+// which then stops waiting for the deadline if the hold has ended. Its
+// error is only cancellation.
 func (m *move) settle(ctx workflow.Context, res MoveResult) error {
-	err := m.operation.settle(ctx, res, func(ctx workflow.Context) (bool, error) {
+	return m.operation.settle(ctx, res, func(ctx workflow.Context) (bool, error) {
 		out, err := record(ctx, m.log, acts.RecordMove, activities.RecordMoveInput{
-			Key: m.intent.Key, Status: res.Status, DeclineCode: res.DeclineCode, Hold: res.Hold, Captured: res.Captured,
+			Key: m.intent.Key, AttemptKey: m.intent.AttemptKey, Status: res.Status, DeclineCode: res.DeclineCode, Hold: res.Hold, Captured: res.Captured,
 		})
 		return out.Changed, err
 	})
-	if err != nil {
-		return err
-	}
-	moved := HoldMoved{Key: m.intent.Key, Status: res.Status, Hold: res.Hold, Captured: res.Captured}
-	err = workflow.SignalExternalWorkflow(ctx, WorkflowID(m.intent.AttemptKey), "", chargeonce.SignalHoldMoved, moved).Get(ctx, nil)
-	if temporal.IsCanceledError(err) {
-		return err
-	}
-	if err != nil {
-		m.log.Info("the payment workflow of the hold was not told of the move; it has closed", "attempt", m.intent.AttemptKey, "error", err)
-	}
-	return nil
 }
 
 func (res MoveResult) completion() string {

@@ -224,7 +224,7 @@ type payment struct {
 	resend *resendCall
 	// ended is the move, or the lookup, that ended the payment's hold;
 	// nil while the hold is authorized, or when there is none.
-	ended *HoldMoved
+	ended *activities.HoldMoved
 }
 
 type resendCall struct {

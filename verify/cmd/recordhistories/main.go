@@ -241,6 +241,8 @@ func runScenario(ctx context.Context, ts *temporaltest.TestServer, c client.Clie
 	// the default one here, whose queue is chargeonce.LookupTaskQueue; the
 	// scenarios run one after another, each with its own lookup worker.
 	taskQueue := chargeonce.TaskQueue + "-" + name
+	// As a worker's, the moves' records tell the payment of its hold.
+	env.Activities.Temporal = c
 	w := ts.NewWorker(taskQueue, func(r worker.Registry) { workflows.Register(r, env.Activities) })
 	defer w.Stop()
 	lw := ts.NewWorker(chargeonce.LookupTaskQueue, func(r worker.Registry) { workflows.RegisterLookups(r, env.Activities) })
