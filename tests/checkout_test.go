@@ -44,7 +44,7 @@ func articleTiming() workflows.Timing {
 		MinAge:       2 * time.Minute,
 		Interval:     time.Minute,
 		AbandonAfter: 30 * time.Minute,
-	}
+	}.WithDefaults()
 }
 
 // articleBudget is the checkout's wait, a bit over the charge budget, as in

@@ -56,7 +56,8 @@ func TestInvariant_CleanRunReportsNothing(t *testing.T) {
 	report := checkInvariants(t, s, s.store, time.Now(), paid, declinedThenPaid, untouched)
 	require.True(t, report.OK(), "%s", report)
 	require.Equal(t, invariant.Report{Orders: 3, Attempts: 3, Charges: 3, ChargeRequests: 3, Workflows: 3, Histories: 3,
-		RefundsByStatus: map[chargeonce.RefundStatus]int{}, LateCharges: map[chargeonce.LateChargeDecision]int{}}, report,
+		RefundsByStatus: map[chargeonce.RefundStatus]int{}, LateCharges: map[chargeonce.LateChargeDecision]int{},
+		Holds: map[chargeonce.HoldStatus]int{}, Moves: map[string]int{}}, report,
 		"everything was looked at")
 	require.Contains(t, report.String(), "0 violations")
 
