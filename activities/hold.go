@@ -171,6 +171,10 @@ type FindHoldInput struct {
 	ChargeID string `json:"ChargeID"`
 	// Provider names the provider that holds it.
 	Provider string `json:"Provider"`
+	// Operation is what the lookup is for, as the lookup metrics count
+	// it: the capture's or the void's outcome, or the payment's own hold
+	// (chargeonce.OperationCharge).
+	Operation chargeonce.Operation `json:"Operation"`
 }
 
 // FindHoldResult is the hold as the provider holds it.
@@ -194,7 +198,7 @@ func (a *Activities) FindHold(ctx context.Context, in FindHoldInput) (FindHoldRe
 	}
 	res, err := a.readHold(ctx, port, in.ChargeID)
 	if err != nil {
-		a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCapture, reconcileError)
+		a.Metrics.lookup(a.providerName(in.Provider), in.Operation, reconcileError)
 		log.Warn("could not read the hold at the provider", "error", err)
 		return FindHoldResult{}, err
 	}
@@ -203,7 +207,7 @@ func (a *Activities) FindHold(ctx context.Context, in FindHoldInput) (FindHoldRe
 			log.Warn("could not record the time of the check", "error", err)
 		}
 	}
-	a.Metrics.lookup(a.providerName(in.Provider), chargeonce.OperationCapture, string(res.Hold))
+	a.Metrics.lookup(a.providerName(in.Provider), in.Operation, string(res.Hold))
 	log.Info("read the hold at the provider", "hold", string(res.Hold), "captured", res.Captured)
 	return res, nil
 }

@@ -213,7 +213,7 @@ func (p *payment) readExpiredHold(ctx workflow.Context) error {
 func (p *payment) readHold(ctx workflow.Context) (chargeonce.HoldStatus, error) {
 	actx := withLookupOptions(ctx, p.timing, p.intent.Provider, activities.ErrTypeContractViolation)
 	var res activities.FindHoldResult
-	err := workflow.ExecuteActivity(actx, acts.FindHold, activities.FindHoldInput{ChargeID: p.final.ProviderPaymentID, Provider: p.intent.Provider}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(actx, acts.FindHold, activities.FindHoldInput{ChargeID: p.final.ProviderPaymentID, Provider: p.intent.Provider, Operation: chargeonce.OperationCharge}).Get(ctx, &res)
 	switch {
 	case temporal.IsCanceledError(err):
 		return "", err

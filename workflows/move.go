@@ -253,9 +253,10 @@ func (m *move) check(ctx workflow.Context) error {
 	m.status.Checks++
 	var res activities.FindHoldResult
 	err := workflow.ExecuteActivity(withLookupOptions(ctx, m.timing, m.intent.Provider, activities.ErrTypeContractViolation), acts.FindHold, activities.FindHoldInput{
-		Key:      m.intent.Key,
-		ChargeID: m.intent.ChargeID,
-		Provider: m.intent.Provider,
+		Key:       m.intent.Key,
+		ChargeID:  m.intent.ChargeID,
+		Provider:  m.intent.Provider,
+		Operation: m.intent.Kind.Operation(),
 	}).Get(ctx, &res)
 	if temporal.IsCanceledError(err) {
 		return err
