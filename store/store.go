@@ -283,6 +283,9 @@ type Store interface {
 	HoldStore
 	// EventStore keeps the merchant's endpoints and the event outbox.
 	EventStore
+	// ConsoleStore keeps the operator console's sessions, the audit log
+	// and the resolutions of settlement exceptions.
+	ConsoleStore
 	// Store keeps the checkout API's keys.
 	apikey.Store
 	// AttemptByReference returns the attempt with this merchant reference,
