@@ -88,6 +88,12 @@ type Config struct {
 	// EventNetworks are the internal networks that event endpoints may
 	// point at; none by default (notify.AllowedNetworks).
 	EventNetworks notify.AllowedNetworks
+	// WebUI is the base URL of the Temporal Web UI, which the console
+	// links each workflow to; empty shows no link.
+	WebUI string
+	// Namespace is the Temporal namespace of the workflows, for those
+	// links.
+	Namespace string
 }
 
 // healthTimeout bounds the database check of /healthz.
@@ -154,6 +160,9 @@ func New(cfg Config) (http.Handler, error) {
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
 	s.mux.HandleFunc("GET /metrics", s.require(apikey.ScopeOperator, metrics.Handler(cfg.Metrics).ServeHTTP))
+	if err := s.mountConsole(cfg); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	if len(cfg.WebhookSecrets) > 0 {
 		if cfg.Registerer == nil {
 			return nil, errors.New("api: config: Registerer is required with WebhookSecrets")

@@ -19,10 +19,11 @@ import (
 var publicPaths = map[string]bool{"/healthz": true, OpenAPIPath: true, WebhookPath: true}
 
 // isPublic reports whether path answers without an API key: one of
-// publicPaths, or a path under WebhookPath, where each provider's signed
-// events arrive; the route answers a name of no provider 404.
+// publicPaths, a path under WebhookPath, where each provider's signed
+// events arrive (the route answers a name of no provider 404), or the
+// operator's console, which signs its visitors in itself.
 func isPublic(path string) bool {
-	return publicPaths[path] || strings.HasPrefix(path, WebhookPath+"/")
+	return publicPaths[path] || strings.HasPrefix(path, WebhookPath+"/") || isConsole(path)
 }
 
 // authTimeout bounds the key lookup of one request.

@@ -43,6 +43,9 @@ type Settings struct {
 	// Capture is the merchant's capture mode, for the checkouts that do
 	// not choose one (checkout.Config.Capture); empty means automatic.
 	Capture chargeonce.CaptureMode
+	// WebUI is the Temporal Web UI's base URL, which the operator's
+	// console links workflows to (Config.WebUI); empty links none.
+	WebUI string
 }
 
 // Services are the services behind the API's routes, for the programs
@@ -99,6 +102,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 	h, err := New(Config{
 		Checkout: svc, Refunds: refunds, Holds: holds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
 		WebhookSecrets: secrets, DefaultProvider: name, Registerer: b.Registry, EventNetworks: s.EventNetworks,
+		WebUI: s.WebUI, Namespace: b.Namespace,
 	})
 	if err != nil {
 		return nil, Services{}, err

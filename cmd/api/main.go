@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	var secretList envflag.List
 	fs.Var(&secretList, "webhook-secret", "whsec_ `secret` that signs the provider's events at POST /webhooks/provider/<provider-name>, and at the legacy\nPOST /webhooks/provider, which stays that provider's; repeat it, or give a comma-separated list,\nto keep an old secret valid while the provider rotates to a new one (default: no webhook endpoint)")
 	eventNetworks := cli.EventNetworks(fs, nil)
+	webUI := fs.String("temporal-ui-url", "", "base `URL` of the Temporal Web UI, which the operator's console at /console links each workflow to (default: no links)")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	handler, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, Capture: *capture, EventNetworks: *eventNetworks})
+	handler, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, Capture: *capture, EventNetworks: *eventNetworks, WebUI: *webUI})
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

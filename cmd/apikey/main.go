@@ -34,7 +34,7 @@ func main() {
 const usage = `apikey: create, list and revoke the checkout API's keys.
 
 Usage:
-  apikey create --name NAME [--scopes checkout,refund,operator] [--out FILE]
+  apikey create --name NAME [--scopes checkout,refund,operator,viewer] [--out FILE]
   apikey list
   apikey revoke --id ID [--after 24h]
 

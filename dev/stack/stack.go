@@ -314,7 +314,7 @@ func (s *Stack) start(ctx context.Context) error {
 		return fmt.Errorf("stack: %w", err)
 	}
 	handler, services, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerName(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
-		EventNetworks: cfg.EventNetworks, Capture: cfg.Capture})
+		EventNetworks: cfg.EventNetworks, Capture: cfg.Capture, WebUI: s.UIURL()})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}

@@ -36,10 +36,13 @@ const (
 	// ScopeOperator runs and reads settlements and reads /metrics: the
 	// books and the operations, which no shop front needs.
 	ScopeOperator Scope = "operator"
+	// ScopeViewer signs in to the operator's console to read it: it can
+	// see what an operator sees and change nothing.
+	ScopeViewer Scope = "viewer"
 )
 
 // scopes lists every scope in the order in which they are written.
-var scopes = []Scope{ScopeCheckout, ScopeRefund, ScopeOperator}
+var scopes = []Scope{ScopeCheckout, ScopeRefund, ScopeOperator, ScopeViewer}
 
 // AllScopes returns every scope, as a key that may do everything holds them.
 func AllScopes() []Scope { return append([]Scope(nil), scopes...) }

@@ -34,7 +34,7 @@ func TestParseScopes_IsCanonicalAndRefusesUnknownAndRepeated(t *testing.T) {
 	got, err := apikey.ParseScopes("operator, checkout")
 	require.NoError(t, err)
 	require.Equal(t, []apikey.Scope{apikey.ScopeCheckout, apikey.ScopeOperator}, got)
-	require.Equal(t, "checkout,refund,operator", apikey.FormatScopes(apikey.AllScopes()))
+	require.Equal(t, "checkout,refund,operator,viewer", apikey.FormatScopes(apikey.AllScopes()))
 	for _, bad := range []string{"", "admin", "checkout,", "Checkout", "checkout,checkout"} {
 		_, err := apikey.ParseScopes(bad)
 		require.Error(t, err, "%q", bad)
