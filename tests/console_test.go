@@ -131,7 +131,7 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	form := `#exception-` + exceptionID + ` form[action$="/resolve"]`
 	var result string
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.SendKeys(form+` textarea[name=note]`, note, chromedp.ByQuery),
+		chromedp.SendKeys(form+` input[name=note]`, note, chromedp.ByQuery),
 		chromedp.Click(form+` button`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#result`, chromedp.ByQuery),
 		chromedp.Text(`#result`, &result, chromedp.ByQuery),
