@@ -2,7 +2,8 @@
 // orders, checking them out, capturing or voiding their holds, refunding
 // them, reading them with their
 // payment attempts, refunds, provider request log and events, managing the
-// merchant's event endpoints, the operational endpoints /healthz and
+// merchant's event endpoints, resolving settlement exceptions, the audit
+// log of every operator action, the operational endpoints /healthz and
 // /metrics, and its OpenAPI document at /openapi.json (docs/openapi.json,
 // the one owner of its wire format).
 //
@@ -128,35 +129,39 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	s := &server{checkout: cfg.Checkout, refunds: cfg.Refunds, holds: cfg.Holds, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux(),
 		eventNetworks: cfg.EventNetworks}
-	// Every route but the publicPaths needs the scope it names here.
+	// Every route but the publicPaths needs the scope it names here; the
+	// state-changing operator routes are audited as the action they name,
+	// once the scope is checked.
 	s.mux.HandleFunc("POST /api/orders", s.require(apikey.ScopeCheckout, s.createOrder))
 	s.mux.HandleFunc("POST /api/orders/{id}/checkout", s.require(apikey.ScopeCheckout, s.checkoutOrder))
 	s.mux.HandleFunc("GET /api/orders/{id}", s.require(apikey.ScopeCheckout, s.getOrder))
 	s.mux.HandleFunc("GET /api/orders/{id}/events", s.require(apikey.ScopeCheckout, s.orderEvents))
 	if cfg.Refunds != nil {
-		s.mux.HandleFunc("POST /api/orders/{id}/refunds", s.require(apikey.ScopeRefund, s.refundOrder))
-		s.mux.HandleFunc("POST /api/charges/{id}/refunds", s.require(apikey.ScopeOperator, s.refundCharge))
+		s.mux.HandleFunc("POST /api/orders/{id}/refunds", s.require(apikey.ScopeRefund, s.audited("refund_order", s.refundOrder)))
+		s.mux.HandleFunc("POST /api/charges/{id}/refunds", s.require(apikey.ScopeOperator, s.audited("refund_charge", s.refundCharge)))
 	}
 	s.mux.HandleFunc("GET /api/refunds/{id}", s.require(apikey.ScopeRefund, s.getRefund))
 	// A capture takes the money, as a checkout does; a void gives the
 	// customer's money up, as a refund does, so a key that may only take
 	// money cannot release it.
 	if cfg.Holds != nil {
-		s.mux.HandleFunc("POST /api/orders/{id}/capture", s.require(apikey.ScopeCheckout, s.moveOrder(chargeonce.MoveCapture)))
-		s.mux.HandleFunc("POST /api/orders/{id}/void", s.require(apikey.ScopeRefund, s.moveOrder(chargeonce.MoveVoid)))
+		s.mux.HandleFunc("POST /api/orders/{id}/capture", s.require(apikey.ScopeCheckout, s.audited("capture_order", s.moveOrder(chargeonce.MoveCapture))))
+		s.mux.HandleFunc("POST /api/orders/{id}/void", s.require(apikey.ScopeRefund, s.audited("void_order", s.moveOrder(chargeonce.MoveVoid))))
 	}
 	s.mux.HandleFunc("GET /api/captures/{id}", s.require(apikey.ScopeCheckout, s.getMove(chargeonce.MoveCapture)))
 	s.mux.HandleFunc("GET /api/voids/{id}", s.require(apikey.ScopeRefund, s.getMove(chargeonce.MoveVoid)))
 	s.mux.HandleFunc("GET /api/settlements/{date}", s.require(apikey.ScopeOperator, s.getSettlement))
-	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.require(apikey.ScopeOperator, s.runSettlement))
-	s.mux.HandleFunc("POST /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.createEndpoint))
+	s.mux.HandleFunc("POST /api/settlements/{date}/run", s.require(apikey.ScopeOperator, s.audited("run_settlement", s.runSettlement)))
+	s.mux.HandleFunc("POST /api/settlements/{date}/exceptions/{id}/resolve", s.require(apikey.ScopeOperator, s.audited("resolve_exception", s.resolveException)))
+	s.mux.HandleFunc("POST /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.audited("create_endpoint", s.createEndpoint)))
 	s.mux.HandleFunc("GET /api/webhook-endpoints", s.require(apikey.ScopeOperator, s.listEndpoints))
 	s.mux.HandleFunc("GET /api/webhook-endpoints/{id}", s.require(apikey.ScopeOperator, s.getEndpoint))
-	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/disable", s.require(apikey.ScopeOperator, s.setEndpointDisabled(true)))
-	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/enable", s.require(apikey.ScopeOperator, s.setEndpointDisabled(false)))
-	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/rotate-secret", s.require(apikey.ScopeOperator, s.rotateEndpointSecret))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/disable", s.require(apikey.ScopeOperator, s.audited("disable_endpoint", s.setEndpointDisabled(true))))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/enable", s.require(apikey.ScopeOperator, s.audited("enable_endpoint", s.setEndpointDisabled(false))))
+	s.mux.HandleFunc("POST /api/webhook-endpoints/{id}/rotate-secret", s.require(apikey.ScopeOperator, s.audited("rotate_endpoint_secret", s.rotateEndpointSecret)))
 	s.mux.HandleFunc("GET /api/webhook-endpoints/{id}/deliveries", s.require(apikey.ScopeOperator, s.listDeliveries))
-	s.mux.HandleFunc("POST /api/events/{id}/replay", s.require(apikey.ScopeOperator, s.replayEvent))
+	s.mux.HandleFunc("POST /api/events/{id}/replay", s.require(apikey.ScopeOperator, s.audited("replay_event", s.replayEvent)))
+	s.mux.HandleFunc("GET /api/audit-log", s.require(apikey.ScopeOperator, s.auditLog))
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
 	s.mux.HandleFunc("GET /metrics", s.require(apikey.ScopeOperator, metrics.Handler(cfg.Metrics).ServeHTTP))

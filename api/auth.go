@@ -35,6 +35,10 @@ type requestInfo struct {
 	keyID string
 	// key is the authenticated key's record.
 	key apikey.Record
+	// via says where an audited action comes from, as the audit log
+	// records it (store.AuditViaAPI or store.AuditViaConsole); empty is
+	// the API.
+	via string
 }
 
 type requestInfoKey struct{}

@@ -25,23 +25,43 @@ func amountOf(minor int64, currency string) *wire.Amount {
 	return &wire.Amount{Amount: chargeonce.Money{Minor: minor, Currency: currency}.Decimal(), Currency: currency}
 }
 
-func newSettlement(run store.SettlementRun, exceptions []store.SettlementException) wire.Settlement {
+// newSettlement shows a run with its first exceptions, each with its
+// resolution when resolutions holds one (by store.ExceptionID).
+func newSettlement(run store.SettlementRun, exceptions []store.SettlementException, resolutions map[string]store.ExceptionResolution) wire.Settlement {
 	b := wire.Settlement{Date: run.Date, Status: string(run.Status), FinishedAt: run.FinishedAt, GraceDays: run.GraceDays,
 		Lines: run.Lines, Matched: run.Matched, Awaiting: run.Awaiting, ExceptionCounts: make(map[string]int, len(run.ByKind)),
 		Totals: []wire.SettlementTotal{}, Exceptions: []wire.SettlementException{}}
 	for kind, n := range run.ByKind {
 		b.ExceptionCounts[string(kind)] = n
+		b.OpenExceptions += n
 	}
 	for _, t := range run.Totals {
 		money := func(minor int64) string { return chargeonce.Money{Minor: minor, Currency: t.Currency}.Decimal() }
 		b.Totals = append(b.Totals, wire.SettlementTotal{Currency: t.Currency, Lines: t.Lines, Gross: money(t.Gross), Fee: money(t.Fee), Net: money(t.Net)})
 	}
 	for _, e := range exceptions {
-		b.Exceptions = append(b.Exceptions, wire.SettlementException{Kind: string(e.Kind), ChargeID: e.ChargeID, MerchantReference: e.MerchantReference,
+		id := store.ExceptionID(run.Date, e)
+		x := wire.SettlementException{Kind: string(e.Kind), ChargeID: e.ChargeID, MerchantReference: e.MerchantReference,
 			OrderID: e.OrderID, IdempotencyKey: e.AttemptKey, Line: e.LineNo,
-			Reported: amountOf(e.ReportedMinor, e.ReportedCurrency), Expected: amountOf(e.ExpectedMinor, e.ExpectedCurrency), Detail: e.Detail})
+			Reported: amountOf(e.ReportedMinor, e.ReportedCurrency), Expected: amountOf(e.ExpectedMinor, e.ExpectedCurrency), Detail: e.Detail,
+			ID: id}
+		// Only the exceptions listed can be resolved through the API, which
+		// finds them by their id in this list.
+		if res, ok := resolutions[id]; ok {
+			body := newResolution(res)
+			x.Resolution = &body
+			b.OpenExceptions--
+		}
+		b.Exceptions = append(b.Exceptions, x)
 	}
+	b.OpenExceptions = max(b.OpenExceptions, 0)
 	return b
+}
+
+// newResolution shows the resolution of an exception.
+func newResolution(r store.ExceptionResolution) wire.ExceptionResolution {
+	return wire.ExceptionResolution{ExceptionID: r.ExceptionID, Date: r.Date, Note: r.Note,
+		ResolvedBy: wire.KeyRef{KeyID: r.KeyID, KeyName: r.KeyName}, ResolvedAt: r.At.UTC()}
 }
 
 // reportDate reads the {date} of a settlement path, by the rule of
@@ -65,20 +85,35 @@ func (s *server) getSettlement(w http.ResponseWriter, r *http.Request) {
 
 // writeSettlement answers with the recorded settlement of date.
 func (s *server) writeSettlement(w http.ResponseWriter, r *http.Request, date string, status int) {
-	run, err := s.store.SettlementRun(r.Context(), date)
+	run, exceptions, err := s.settlementOf(r.Context(), date)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resolutions, err := s.store.ExceptionResolutions(r.Context(), date)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("settlement %s: resolutions: %w", date, err))
+		return
+	}
+	writeJSON(w, s.log, status, "application/json", newSettlement(run, exceptions, resolutions))
+}
+
+// settlementOf reads the recorded settlement of date and its first
+// exceptions, the ones the API shows; a date never settled is a 404.
+func (s *server) settlementOf(ctx context.Context, date string) (store.SettlementRun, []store.SettlementException, error) {
+	run, err := s.store.SettlementRun(ctx, date)
 	if errors.Is(err, store.ErrNotFound) {
-		err = &problemError{typ: wire.ProblemNotFound, detail: fmt.Sprintf("%s has not been settled yet: POST /api/settlements/%s/run settles it now", date, date)}
+		return store.SettlementRun{}, nil, &problemError{typ: wire.ProblemNotFound,
+			detail: fmt.Sprintf("%s has not been settled yet: POST /api/settlements/%s/run settles it now", date, date)}
 	}
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return store.SettlementRun{}, nil, err
 	}
-	exceptions, err := s.store.SettlementExceptions(r.Context(), date, store.MaxSettlementBatch)
+	exceptions, err := s.store.SettlementExceptions(ctx, date, store.MaxSettlementBatch)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return store.SettlementRun{}, nil, err
 	}
-	writeJSON(w, s.log, status, "application/json", newSettlement(run, exceptions))
+	return run, exceptions, nil
 }
 
 // runSettlement serves POST /api/settlements/{date}/run: it starts the

@@ -50,11 +50,12 @@ func TestAPI_SettlementShowsTheRecordedRun(t *testing.T) {
 	a := startTestAPI(t)
 	ctx := context.Background()
 	finished := time.Date(2026, 3, 15, 0, 30, 0, 0, time.UTC)
-	require.NoError(t, a.store.AddSettlementExceptions(ctx, "2026-03-14", "r1", []store.SettlementException{{
+	exception := store.SettlementException{
 		Seq: 1, Kind: chargeonce.ExceptionUnknownCharge, ChargeID: "ch_000007", MerchantReference: "shop-1001-x", OrderID: 1001,
 		AttemptKey: "0190a0a0-0000-7000-8000-000000000001", LineNo: 4, ReportedMinor: 12000, ReportedCurrency: "TRY",
 		ExpectedMinor: 54890, ExpectedCurrency: "TRY", Detail: "Refund charge ch_000007.",
-	}}))
+	}
+	require.NoError(t, a.store.AddSettlementExceptions(ctx, "2026-03-14", "r1", []store.SettlementException{exception}))
 	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Date: "2026-03-14", RunID: "r1", Status: store.SettlementFinal,
 		Lines: 3, Matched: 2, Exceptions: 1, GraceDays: 2, FinishedAt: finished,
 		Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 67890, Fee: 1900, Net: 65990}}}))
@@ -70,6 +71,7 @@ func TestAPI_SettlementShowsTheRecordedRun(t *testing.T) {
 		"exceptions": [{"kind": "unknown_charge", "chargeId": "ch_000007", "merchantReference": "shop-1001-x", "orderId": 1001,
 			"idempotencyKey": "0190a0a0-0000-7000-8000-000000000001", "line": 4,
 			"reported": {"amount": "120.00", "currency": "TRY"}, "expected": {"amount": "548.90", "currency": "TRY"},
-			"detail": "Refund charge ch_000007."}]
+			"detail": "Refund charge ch_000007.", "id": "`+store.ExceptionID("2026-03-14", exception)+`", "resolution": null}],
+		"openExceptions": 1
 	}`, string(body))
 }

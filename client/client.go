@@ -81,8 +81,8 @@ func WithHTTPClient(hc *http.Client) Option {
 //
 // The key's scopes decide which calls it may make (docs/checkout-api.md,
 // "Authentication"): checkout for orders, checkouts and their events,
-// refund for refunds, operator for charges, settlements and webhook
-// endpoints. A call outside them is a *Problem of type
+// refund for refunds, operator for charges, settlements and their
+// exceptions, webhook endpoints and the audit log. A call outside them is a *Problem of type
 // wire.ProblemForbidden.
 func New(baseURL, apiKey string, opts ...Option) *Client {
 	c := &Client{base: strings.TrimRight(baseURL, "/"), key: apiKey}

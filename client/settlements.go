@@ -48,3 +48,29 @@ func (c *Client) RunSettlement(ctx context.Context, date string) (SettlementRun,
 func settlementPath(date string) string {
 	return "/api/settlements/" + url.PathEscape(date)
 }
+
+// ResolveResult is the answer of ResolveException.
+type ResolveResult struct {
+	// Created is set when this call resolved the exception (201); unset
+	// when it was resolved before with the same note (200), which makes
+	// a retry safe.
+	Created bool
+	wire.ExceptionResolution
+}
+
+// ResolveException records what was decided about one exception of a
+// report date's settlement: exceptionID is the exception's ID as
+// GetSettlement shows it, note says what was done and why (free text of 1
+// to 1000 characters, not blank). Scope operator. The first resolution is
+// kept: sending the same note again answers it, another note is a *Problem
+// of type wire.ProblemAlreadyResolved (409) whose Detail names the key
+// that resolved it and when. A date never settled, or an exception its
+// settlement does not list, is a *Problem of type wire.ProblemNotFound; a
+// bad note, of type wire.ProblemInvalidRequest.
+func (c *Client) ResolveException(ctx context.Context, date, exceptionID, note string) (ResolveResult, error) {
+	var res ResolveResult
+	a, err := c.call(ctx, http.MethodPost, settlementPath(date)+"/exceptions/"+url.PathEscape(exceptionID)+"/resolve",
+		wire.ResolveExceptionRequest{Note: note}, nil, &res.ExceptionResolution)
+	res.Created = err == nil && a.status == http.StatusCreated
+	return res, err
+}

@@ -64,6 +64,11 @@ var bodySchemas = []struct {
 	{DeliveryList{}, "DeliveryList", true},
 	{ReplayRequest{}, "ReplayRequest", false},
 	{ReplayAnswer{}, "ReplayAnswer", true},
+	{ResolveExceptionRequest{}, "ResolveExceptionRequest", false},
+	{ExceptionResolution{}, "ExceptionResolution", true},
+	{KeyRef{}, "KeyRef", true},
+	{AuditEntry{}, "AuditEntry", true},
+	{AuditLog{}, "AuditLog", true},
 }
 
 // notBodies are the schemas of the document that no struct here declares,

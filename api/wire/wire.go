@@ -116,6 +116,9 @@ type Settlement struct {
 	// first of them, up to the API's batch.
 	ExceptionCounts map[string]int        `json:"exceptionCounts"`
 	Exceptions      []SettlementException `json:"exceptions"`
+	// OpenExceptions counts the exceptions that no one has resolved yet:
+	// every exception but the resolved ones of Exceptions.
+	OpenExceptions int `json:"openExceptions"`
 }
 
 // SettlementTotal sums the report's lines of one currency.
@@ -141,6 +144,75 @@ type SettlementException struct {
 	Expected *Amount `json:"expected,omitempty"`
 	// Detail is a sentence a person can act on.
 	Detail string `json:"detail"`
+	// ID names the exception by what it is about (16 hex digits), the same
+	// across reruns of the date: the resolve route takes it.
+	ID string `json:"id"`
+	// Resolution is what a person decided about the exception; null while
+	// it is open.
+	Resolution *ExceptionResolution `json:"resolution"`
+}
+
+// ResolveExceptionRequest is the body of POST
+// /api/settlements/{date}/exceptions/{id}/resolve.
+type ResolveExceptionRequest struct {
+	// Note says what was done about the exception and why: free text of 1
+	// to 1000 characters, not blank.
+	Note string `json:"note"`
+}
+
+// ExceptionResolution is the resolution of one settlement exception, as
+// the resolve route answers it and a settlement's exception shows it.
+type ExceptionResolution struct {
+	ExceptionID string `json:"exceptionId"`
+	// Date is the report date of the exception.
+	Date       string    `json:"date"`
+	Note       string    `json:"note"`
+	ResolvedBy KeyRef    `json:"resolvedBy"`
+	ResolvedAt time.Time `json:"resolvedAt"`
+}
+
+// KeyRef names the API key that did something: its public id and its
+// name, never the key.
+type KeyRef struct {
+	KeyID   string `json:"keyId"`
+	KeyName string `json:"keyName"`
+}
+
+// AuditEntry is one operator action as GET /api/audit-log shows it: who,
+// what, when, the request and the result.
+type AuditEntry struct {
+	// ID orders the entries: a later entry has a larger one.
+	ID int64     `json:"id"`
+	At time.Time `json:"at"`
+	// KeyID and KeyName name the API key that acted.
+	KeyID   string `json:"keyId"`
+	KeyName string `json:"keyName"`
+	// Via is "api", or "console" for an action of the operator console.
+	Via string `json:"via"`
+	// Action names what was done, such as "refund_order".
+	Action string `json:"action"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Request is the request's body, its first 8 KiB when longer, with
+	// "…(cut)" at the end.
+	Request string `json:"request"`
+	// IdempotencyKey is the request's Idempotency-Key; null when it had
+	// none.
+	IdempotencyKey *string `json:"idempotencyKey"`
+	// Status is the HTTP status of the answer.
+	Status int `json:"status"`
+	// Result says in one line what the answer was: the Location of what
+	// it created, "ok", or the problem's detail. It never holds a secret.
+	Result string `json:"result"`
+}
+
+// AuditLog is the body of GET /api/audit-log: a page of the audit log,
+// newest first.
+type AuditLog struct {
+	Entries []AuditEntry `json:"entries"`
+	// NextBefore is the before of the next page when this one is full;
+	// null when it is the last.
+	NextBefore *int64 `json:"nextBefore"`
 }
 
 // Amount is a decimal amount beside its currency.
@@ -229,6 +301,9 @@ const (
 	// ProblemEndpointDisabled: an event cannot be replayed to a disabled
 	// endpoint; enable it first.
 	ProblemEndpointDisabled ProblemType = "urn:chargeonce:problem:endpoint-disabled"
+	// ProblemAlreadyResolved: the settlement exception was resolved
+	// before with another note; the first resolution is kept.
+	ProblemAlreadyResolved ProblemType = "urn:chargeonce:problem:already-resolved"
 )
 
 // problemTypes is the one map from each problem type to its HTTP status and
@@ -258,6 +333,7 @@ var problemTypes = map[ProblemType]struct {
 	ProblemRefundExceedsCharge:    {http.StatusUnprocessableEntity, "The refund exceeds what the charge can still refund."},
 	ProblemNothingRefunded:        {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was refunded."},
 	ProblemEndpointDisabled:       {http.StatusConflict, "The endpoint is disabled."},
+	ProblemAlreadyResolved:        {http.StatusConflict, "The exception is resolved already."},
 	ProblemNotHeld:                {http.StatusConflict, "The order holds no authorization."},
 	ProblemHoldMoving:             {http.StatusConflict, "Another capture or void of the hold is pending."},
 	ProblemCaptureExceedsHold:     {http.StatusUnprocessableEntity, "The capture exceeds the authorized amount."},

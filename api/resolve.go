@@ -1,0 +1,130 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"chargeonce"
+	"chargeonce/api/wire"
+	"chargeonce/store"
+)
+
+// exceptionIDPattern is the one spelling of a settlement exception's id
+// (store.ExceptionID).
+var exceptionIDPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// exceptionID reads the {id} path value of an exception's route.
+func exceptionID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !exceptionIDPattern.MatchString(id) {
+		return "", badRequest("exception id %q must be 16 lower-case hex digits, the id that the settlement shows", id)
+	}
+	return id, nil
+}
+
+// validateNote checks the note of a resolution: free text (ValidateText)
+// of 1 to store.MaxResolutionNote characters that is not blank.
+func validateNote(note string) error {
+	if err := chargeonce.ValidateText(note); err != nil {
+		return badRequest(`field "note" %v`, err)
+	}
+	if strings.TrimFunc(note, unicode.IsSpace) == "" {
+		return badRequest(`field "note" is blank: say what was done about the exception and why`)
+	}
+	if n := utf8.RuneCountInString(note); n > store.MaxResolutionNote {
+		return badRequest(`field "note" has %d characters; at most %d are allowed`, n, store.MaxResolutionNote)
+	}
+	return nil
+}
+
+// resolveException serves POST /api/settlements/{date}/exceptions/{id}/resolve:
+// it records what a person decided about one exception that the date's
+// settlement lists. The first resolution is kept: the same note again is
+// answered 200 with it, another note 409.
+func (s *server) resolveException(w http.ResponseWriter, r *http.Request) {
+	date, err := reportDate(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, err := exceptionID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req wire.ResolveExceptionRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := validateNote(req.Note); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	_, exceptions, err := s.settlementOf(r.Context(), date)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	found := false
+	for _, e := range exceptions {
+		if store.ExceptionID(date, e) == id {
+			found = true
+			break
+		}
+	}
+	if !found {
+		s.fail(w, r, &problemError{typ: wire.ProblemNotFound,
+			detail: fmt.Sprintf("the settlement of %s has no exception %s: GET /api/settlements/%s lists its exceptions with their ids", date, id, date)})
+		return
+	}
+	key := infoOf(r).key
+	stored, created, err := s.store.ResolveException(r.Context(), store.ExceptionResolution{
+		Date: date, ExceptionID: id, Note: req.Note, KeyID: key.ID, KeyName: key.Name, At: time.Now().UTC(),
+	})
+	switch {
+	case errors.Is(err, store.ErrAlreadyResolved):
+		// The store may or may not return the resolution it keeps.
+		if stored.ExceptionID == "" {
+			all, rerr := s.store.ExceptionResolutions(r.Context(), date)
+			if rerr != nil {
+				s.fail(w, r, fmt.Errorf("exception %s of %s: resolutions: %w", id, date, rerr))
+				return
+			}
+			stored = all[id]
+		}
+		s.fail(w, r, alreadyResolved(date, id, stored))
+		return
+	case err != nil:
+		s.fail(w, r, fmt.Errorf("resolve exception %s of %s: %w", id, date, err))
+		return
+	case created:
+		s.log.Info("settlement exception resolved", "date", date, "exception", id, "key_id", key.ID)
+		writeJSON(w, s.log, http.StatusCreated, "application/json", newResolution(stored))
+	case stored.Note == req.Note:
+		writeJSON(w, s.log, http.StatusOK, "application/json", newResolution(stored))
+	default:
+		s.fail(w, r, alreadyResolved(date, id, stored))
+	}
+}
+
+// alreadyResolved is the conflict of a resolution sent with another note
+// than the one kept: it says who resolved the exception, and when.
+func alreadyResolved(date, id string, kept store.ExceptionResolution) error {
+	who := "another key"
+	if kept.KeyID != "" {
+		who = fmt.Sprintf("the key %s (%s)", kept.KeyID, kept.KeyName)
+	}
+	when := ""
+	if !kept.At.IsZero() {
+		when = " at " + kept.At.UTC().Format(time.RFC3339)
+	}
+	return &problemError{typ: wire.ProblemAlreadyResolved,
+		detail: fmt.Sprintf("the exception %s of %s was resolved by %s%s with another note; the first resolution is kept", id, date, who, when)}
+}

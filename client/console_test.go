@@ -1,0 +1,92 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/api/wire"
+	"chargeonce/internal/apikey"
+	"chargeonce/store"
+)
+
+func TestClient_ResolvesASettlementExceptionOnce(t *testing.T) {
+	ctx := context.Background()
+	a := startAPI(t, true)
+	api := a.client(t, apikey.ScopeOperator)
+	exception := store.SettlementException{Seq: 1, Kind: chargeonce.ExceptionUnknownCharge, ChargeID: "ch_000007", LineNo: 4,
+		ReportedMinor: 12000, ReportedCurrency: "TRY", Detail: "Refund charge ch_000007."}
+	require.NoError(t, a.store.AddSettlementExceptions(ctx, "2026-03-14", "r1", []store.SettlementException{exception}))
+	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Date: "2026-03-14", RunID: "r1", Status: store.SettlementFinal,
+		Lines: 1, Exceptions: 1, FinishedAt: time.Now()}))
+
+	s, err := api.GetSettlement(ctx, "2026-03-14")
+	require.NoError(t, err)
+	require.Len(t, s.Exceptions, 1)
+	require.Equal(t, 1, s.OpenExceptions)
+	id := s.Exceptions[0].ID
+	require.Equal(t, store.ExceptionID("2026-03-14", exception), id)
+
+	res, err := api.ResolveException(ctx, "2026-03-14", id, "Refunded; ticket OPS-812.")
+	require.NoError(t, err)
+	require.True(t, res.Created)
+	require.Equal(t, id, res.ExceptionID)
+	require.Equal(t, "Refunded; ticket OPS-812.", res.Note)
+	again, err := api.ResolveException(ctx, "2026-03-14", id, "Refunded; ticket OPS-812.")
+	require.NoError(t, err)
+	require.False(t, again.Created, "a retry answers the resolution kept")
+	require.Equal(t, res.ExceptionResolution, again.ExceptionResolution)
+
+	_, err = api.ResolveException(ctx, "2026-03-14", id, "Written off.")
+	p := requireProblem(t, err, http.StatusConflict, wire.ProblemAlreadyResolved)
+	require.Contains(t, p.Detail, res.ResolvedBy.KeyID)
+	_, err = api.ResolveException(ctx, "2026-03-14", "0123456789abcdef", "done")
+	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
+	_, err = a.badInputClient(t, apikey.ScopeOperator).ResolveException(ctx, "2026-03-14", id, "")
+	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
+
+	s, err = api.GetSettlement(ctx, "2026-03-14")
+	require.NoError(t, err)
+	require.Equal(t, 0, s.OpenExceptions)
+	require.Equal(t, &res.ExceptionResolution, s.Exceptions[0].Resolution)
+}
+
+func TestClient_ReadsTheAuditLogPageByPage(t *testing.T) {
+	ctx := context.Background()
+	a := startAPI(t, true)
+	api := a.client(t, apikey.ScopeOperator)
+	var created []string
+	for range 3 {
+		e, err := api.CreateEndpoint(ctx, wire.CreateEndpointRequest{URL: "https://shop.example/events"})
+		require.NoError(t, err)
+		created = append(created, "/api/webhook-endpoints/"+e.ID)
+	}
+
+	var results []string
+	pages := 0
+	for before := int64(0); ; {
+		page, err := api.AuditLog(ctx, before, 2)
+		require.NoError(t, err)
+		pages++
+		for _, e := range page.Entries {
+			require.Equal(t, "create_endpoint", e.Action)
+			require.Equal(t, http.StatusCreated, e.Status)
+			results = append(results, e.Result)
+		}
+		if page.NextBefore == nil {
+			break
+		}
+		before = *page.NextBefore
+	}
+	require.Equal(t, 2, pages)
+	require.Equal(t, []string{created[2], created[1], created[0]}, results, "newest first")
+
+	_, err := a.badInputClient(t, apikey.ScopeOperator).AuditLog(ctx, 0, 201)
+	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
+	_, err = a.client(t, apikey.ScopeRefund).AuditLog(ctx, 0, 0)
+	requireProblem(t, err, http.StatusForbidden, wire.ProblemForbidden)
+}
