@@ -17,8 +17,8 @@ func (s *server) mountConsole(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	s.mux.Handle(console.Path, c)
 	s.mux.Handle(console.Path+"/", c)
-	s.mux.Handle("GET "+console.Path, c)
 	return nil
 }
 

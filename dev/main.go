@@ -151,7 +151,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 	}
 	rows := [][2]string{
 		{"checkout API", s.APIURL()},
-		{"console", s.APIURL() + console.Path + "/ (sign in with the API key below)"},
+		{"console", s.APIURL() + console.Path + " (sign in with the API key below)"},
 		{"Temporal Web UI", fmt.Sprintf("%s/namespaces/%s/workflows", s.UIURL(), temporalserver.DefaultNamespace)},
 		{"Temporal", fmt.Sprintf("%s (namespace %s)", s.TemporalAddress(), temporalserver.DefaultNamespace)},
 		{"fake provider", fmt.Sprintf("%s (mode %s, %s)", s.ProviderURL(), s.Provider().Mode().Name, books)},

@@ -13,11 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +36,7 @@ const hostile = `<script>document.title="pwned"</script><img src=x onerror=alert
 // browser starts a headless Chromium driven over the DevTools protocol, and
 // stops it when the test ends. CI installs Chromium; elsewhere, without it,
 // the test is skipped.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T) *page {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -54,11 +54,52 @@ func browser(t *testing.T) context.Context {
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
-	ctx, cancelRun := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(cancelRun)
-	require.NoError(t, chromedp.Run(ctx), "start chromium")
-	return ctx
+	// The first call starts the browser, which lives as long as its
+	// context: it takes no timeout of its own.
+	require.NoError(t, chromedp.Do(ctx), "start chromium")
+	return &page{t: t, ctx: ctx}
 }
+
+// page drives the browser's one tab; each step fails the test on an error,
+// or after pageTimeout.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// pageTimeout bounds one step in the browser: a page to load, an element to
+// show.
+const pageTimeout = 30 * time.Second
+
+func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, pageTimeout)
+	defer cancel()
+	require.NoError(p.t, chromedp.Do(ctx, steps...))
+}
+
+// text is the text content of the first element that matches the CSS
+// selector: what was written into it, exactly.
+func (p *page) text(selector string) string {
+	p.t.Helper()
+	return run(p, chromedp.TextContent(chromedp.CSS(selector)))
+}
+
+func (p *page) location() string {
+	p.t.Helper()
+	return run(p, chromedp.Location())
+}
+
+func run[T any](p *page, a chromedp.Action[T]) T {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, pageTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	require.NoError(p.t, err)
+	return v
+}
+
+func css(selector string) chromedp.CSS { return chromedp.CSS(selector) }
 
 // An operator signs in, finds a planted settlement exception on the
 // overview and resolves it with a note, refunds an order from its page, and
@@ -66,7 +107,7 @@ func browser(t *testing.T) context.Context {
 // what customers and operators wrote is shown, never run.
 func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{})
-	ctx := browser(t)
+	b := browser(t)
 	base := s.apiURL + console.Path
 
 	// An order whose description is hostile, paid; and a charge at the
@@ -84,138 +125,111 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	s.runSettlement(t, today)
 
 	// A signed-out visitor reaches no page: every one sends it to sign in.
-	var loc string
-	for _, page := range []string{"/", "/orders", fmt.Sprintf("/orders/%d", id), "/settlements/" + today, "/audit", "/endpoints", "/refunds"} {
-		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+page), chromedp.Location(&loc)))
-		require.Equal(t, base+"/sign-in", loc, "signed out, %s goes to sign-in", page)
+	for _, path := range []string{"", "/orders", fmt.Sprintf("/orders/%d", id), "/settlements/" + today, "/audit", "/endpoints", "/refunds"} {
+		b.do(chromedp.Navigate(base + path))
+		require.Equal(t, base+"/sign-in", b.location(), "signed out, %s goes to sign-in: %s", path, b.text("body"))
 	}
 
-	// A wrong key and a revoked one get the same refusal.
-	revoked := revokedKey(t, s.store)
-	for _, key := range []string{"ck_0123456789abcdef_" + strings.Repeat("0", 64), revoked, "not a key"} {
-		var notice string
-		require.NoError(t, chromedp.Run(ctx,
-			chromedp.Navigate(base+"/sign-in"),
-			chromedp.SendKeys(`input[name=key]`, key, chromedp.ByQuery),
-			chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
-			chromedp.WaitVisible(`p.notice`, chromedp.ByQuery),
-			chromedp.Text(`p.notice`, &notice, chromedp.ByQuery),
-			chromedp.Location(&loc),
-		))
-		require.Equal(t, "That key cannot sign in to the console.", notice)
-		require.Equal(t, base+"/sign-in", loc)
+	// A wrong key, a revoked one and a malformed one get the same refusal.
+	for _, key := range []string{"ck_0123456789abcdef_" + strings.Repeat("0", 64), revokedKey(t, s.store), "not a key"} {
+		b.do(chromedp.Navigate(base+"/sign-in"),
+			chromedp.SendKeys(css(`input[name=key]`), key),
+			chromedp.Click(css(`button[type=submit]`)),
+			chromedp.WaitVisible(css(`p.notice`)))
+		require.Equal(t, "That key cannot sign in to the console.", b.text(`p.notice`))
+		require.Equal(t, base+"/sign-in", b.location())
 	}
 
 	// The operator signs in and finds the planted charge on the overview.
-	var overview string
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Navigate(base+"/sign-in"),
-		chromedp.SendKeys(`input[name=key]`, s.apiKey, chromedp.ByQuery),
-		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#open-exceptions`, chromedp.ByQuery),
-		chromedp.Text(`main`, &overview, chromedp.ByQuery),
-	))
+	b.do(chromedp.Navigate(base+"/sign-in"),
+		chromedp.SendKeys(css(`input[name=key]`), s.apiKey),
+		chromedp.Click(css(`button[type=submit]`)),
+		chromedp.WaitVisible(css(`#open-exceptions`)))
+	overview := b.text(`main`)
 	require.Contains(t, overview, planted.ID)
 	require.Contains(t, overview, "250.00 TRY", "today's paid volume")
-	screenshot(t, ctx, "console-overview.png")
+	b.screenshot("console-overview.png")
 
 	// It opens the exception and resolves it with a note.
-	note := "Refunded by hand; " + hostile
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Click(`tr.open-exception a`, chromedp.ByQuery),
-		chromedp.WaitVisible(`div.exception`, chromedp.ByQuery),
-		chromedp.Location(&loc),
-	))
-	_, exceptionID, found := strings.Cut(loc, "#exception-")
-	require.True(t, found, "the overview links the exception itself: %s", loc)
+	b.do(chromedp.Click(css(`tr.open-exception a`)), chromedp.WaitVisible(css(`div.exception`)))
+	_, exceptionID, found := strings.Cut(b.location(), "#exception-")
+	require.True(t, found, "the overview links the exception itself")
 	form := `#exception-` + exceptionID + ` form[action$="/resolve"]`
-	var result string
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.SendKeys(form+` input[name=note]`, note, chromedp.ByQuery),
-		chromedp.Click(form+` button`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#result`, chromedp.ByQuery),
-		chromedp.Text(`#result`, &result, chromedp.ByQuery),
-	))
-	require.Equal(t, "Resolution: the API answered 201.", result)
-	var shown string
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Navigate(base+"/settlements/"+today),
-		chromedp.Text(`#exception-`+exceptionID+` .resolution`, &shown, chromedp.ByQuery),
-	))
-	require.Contains(t, shown, "Resolved by dev stack")
-	require.Contains(t, shown, note, "the note is shown as it was written")
+	note := "Refunded by hand; " + hostile
+	b.do(chromedp.SendKeys(css(form+` input[name=note]`), note),
+		chromedp.Click(css(form+` button`)),
+		chromedp.WaitVisible(css(`#result`)))
+	require.Equal(t, "Resolution: the API answered 201.", b.text(`#result`))
+	b.do(chromedp.Navigate(base + "/settlements/" + today))
+	require.Contains(t, b.text(`#exception-`+exceptionID+` .resolution`), "Resolved by dev stack")
+	require.Equal(t, note, b.text(`#exception-`+exceptionID+` .note`), "the note is shown as it was written")
 	resolutions, err := s.store.ExceptionResolutions(t.Context(), today)
 	require.NoError(t, err)
 	require.Equal(t, note, resolutions[exceptionID].Note)
 
 	// It refunds part of the order from the order's page.
-	var description string
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Navigate(fmt.Sprintf("%s/orders/%d", base, id)),
-		chromedp.Text(`#description`, &description, chromedp.ByQuery),
-	))
-	require.Equal(t, hostile, description, "the description is shown as text")
-	screenshot(t, ctx, "console-order.png")
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.SendKeys(`#refund-form input[name=amount]`, "40.00", chromedp.ByQuery),
-		chromedp.SendKeys(`#refund-form input[name=reason]`, hostile, chromedp.ByQuery),
-		chromedp.Click(`#refund-form button`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#result`, chromedp.ByQuery),
-		chromedp.Text(`#result`, &result, chromedp.ByQuery),
-	))
-	require.Equal(t, "Refund: the API answered 201, status succeeded.", result)
-	var reason string
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Navigate(fmt.Sprintf("%s/orders/%d", base, id)),
-		chromedp.Text(`#refunds tr.refund td.reason`, &reason, chromedp.ByQuery),
-	))
-	require.Equal(t, hostile, reason)
+	b.do(chromedp.Navigate(fmt.Sprintf("%s/orders/%d", base, id)))
+	require.Equal(t, hostile, b.text(`#description`), "the description is shown as text")
+	b.screenshot("console-order.png")
+	b.do(chromedp.SendKeys(css(`#refund-form input[name=amount]`), "40.00"),
+		chromedp.SendKeys(css(`#refund-form input[name=reason]`), hostile),
+		chromedp.Click(css(`#refund-form button`)),
+		chromedp.WaitVisible(css(`#result`)))
+	require.Equal(t, "Refund: the API answered 200, status succeeded.", b.text(`#result`))
+	b.do(chromedp.Navigate(fmt.Sprintf("%s/orders/%d", base, id)))
+	require.Equal(t, hostile, b.text(`#refunds tr.refund td.reason`))
 	require.Equal(t, "partially_refunded", s.order(t, id).Status)
 
 	// Both actions are in the audit log, as the console's, under the key.
-	var actions []string
-	var audit string
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Navigate(base+"/audit"),
-		chromedp.Evaluate(`[...document.querySelectorAll("tr.audit-entry td.action")].map(e => e.textContent)`, &actions),
-		chromedp.Text(`main`, &audit, chromedp.ByQuery),
-	))
+	b.do(chromedp.Navigate(base + "/audit"))
+	actions := run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr.audit-entry td.action")].map(e => e.textContent)`))
 	require.Equal(t, []string{"refund_order", "resolve_exception", "console_sign_in", "run_settlement"}, actions)
+	audit := b.text(`main`)
 	require.Contains(t, audit, fmt.Sprintf("POST /api/orders/%d/refunds", id))
 	require.Contains(t, audit, "POST /api/settlements/"+today+"/exceptions/"+exceptionID+"/resolve")
 
-	// The hostile text was shown as text on every page, never parsed: the
-	// pages hold no script and no image.
-	for _, page := range []string{fmt.Sprintf("/orders/%d", id), "/settlements/" + today, "/audit", "/orders"} {
-		var elements int
-		require.NoError(t, chromedp.Run(ctx,
-			chromedp.Navigate(base+page),
-			chromedp.Evaluate(`document.querySelectorAll("script, img").length`, &elements),
-		))
-		require.Zero(t, elements, "%s parsed what someone wrote", page)
+	// What someone wrote was shown as text on every page, never parsed:
+	// the pages hold no script and no image.
+	for _, path := range []string{fmt.Sprintf("/orders/%d", id), "/settlements/" + today, "/audit", "/orders"} {
+		b.do(chromedp.Navigate(base + path))
+		require.Zero(t, run(b, chromedp.Evaluate[int](`document.querySelectorAll("script, img").length`)), "%s parsed what someone wrote", path)
 	}
+
+	// Signing out in the browser sends it to sign in.
+	b.do(chromedp.Click(css(`header form button`)), chromedp.WaitVisible(css(`input[name=key]`)))
+	require.Equal(t, base+"/sign-in?why=signed-out", b.location())
+	b.do(chromedp.Navigate(base))
+	require.Equal(t, base+"/sign-in", b.location())
+
+	// The same over plain HTTP: the session cookie is HttpOnly,
+	// SameSite=Strict and the console's only.
+	h := signIn(t, base, s.apiKey)
+	require.True(t, h.cookie.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, h.cookie.SameSite)
+	require.Equal(t, console.Path, h.cookie.Path)
 
 	// A form sent without the session's CSRF token, or with a stale one,
 	// is refused and changes nothing.
-	session := sessionCookie(t, ctx)
 	refundsBefore, err := s.store.OrderRefunds(t.Context(), id)
+	require.NoError(t, err)
+	auditBefore, err := s.store.AuditLog(t.Context(), 0, store.MaxAuditPage)
 	require.NoError(t, err)
 	for _, csrf := range []string{"", "stale-" + strings.Repeat("x", 40)} {
 		form := url.Values{"amount": {"1.00"}, "reason": {"forged"}, "idempotency_key": {"0b9b6c38-2b1e-4d8e-9c55-5d6a0f3c1e11"}}
 		if csrf != "" {
 			form.Set("csrf", csrf)
 		}
-		status, _ := postForm(t, fmt.Sprintf("%s/orders/%d/refund", base, id), session, form)
+		status, _ := h.post(t, fmt.Sprintf("%s/orders/%d/refund", base, id), form)
 		require.Equal(t, http.StatusForbidden, status, "csrf %q", csrf)
 	}
 	refundsAfter, err := s.store.OrderRefunds(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, refundsBefore, refundsAfter, "a forged form refunds nothing")
-	entries, err := s.store.AuditLog(t.Context(), 0, store.MaxAuditPage)
+	auditAfter, err := s.store.AuditLog(t.Context(), 0, store.MaxAuditPage)
 	require.NoError(t, err)
-	require.Len(t, entries, 4, "a forged form is not an action")
+	require.Equal(t, auditBefore, auditAfter, "a forged form is not an action")
 
-	// An expired session goes back to sign-in, and ends.
+	// A session that expired goes back to sign-in, and ends.
 	expired := "expired-session-token"
 	hash := sha256.Sum256([]byte(expired))
 	now := time.Now().UTC()
@@ -227,16 +241,77 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	_, err = s.store.Session(t.Context(), hex.EncodeToString(hash[:]))
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	// Signing out ends the session: its cookie reaches no page again.
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Click(`header form button`, chromedp.ByQuery),
-		chromedp.WaitVisible(`input[name=key]`, chromedp.ByQuery),
-		chromedp.Location(&loc),
-	))
-	require.Equal(t, base+"/sign-in?why=signed-out", loc)
-	status, where = get(t, base+"/", session)
+	// A session signed out reaches no page again.
+	status, where = h.post(t, base+"/sign-out", url.Values{"csrf": {h.csrf}})
 	require.Equal(t, http.StatusSeeOther, status)
-	require.Equal(t, console.Path+"/sign-in?why=expired", where)
+	require.Equal(t, console.Path+"/sign-in?why=signed-out", where)
+	for _, path := range []string{"", fmt.Sprintf("/orders/%d", id), "/audit"} {
+		status, where := get(t, base+path, h.cookie)
+		require.Equal(t, http.StatusSeeOther, status, path)
+		require.Equal(t, console.Path+"/sign-in?why=expired", where, path)
+	}
+}
+
+// httpSession is a console session signed in over plain HTTP.
+type httpSession struct {
+	cookie *http.Cookie
+	csrf   string
+}
+
+// csrfField finds a form's CSRF token in a page.
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// signIn signs in with key as the sign-in page's form does.
+func signIn(t *testing.T, base, key string) httpSession {
+	t.Helper()
+	resp, err := noRedirects.Get(base + "/sign-in")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	m := csrfField.FindStringSubmatch(string(body))
+	require.NotNil(t, m, "the sign-in form carries a CSRF token")
+	req, err := http.NewRequest(http.MethodPost, base+"/sign-in", strings.NewReader(url.Values{"csrf": {m[1]}, "key": {key}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range resp.Cookies() {
+		req.AddCookie(c)
+	}
+	resp, err = noRedirects.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var h httpSession
+	for _, c := range resp.Cookies() {
+		if c.Name == console.SessionCookie && c.Value != "" {
+			h.cookie = c
+		}
+	}
+	require.NotNil(t, h.cookie, "signing in sets the session cookie")
+	req, err = http.NewRequest(http.MethodGet, base, nil)
+	require.NoError(t, err)
+	req.AddCookie(h.cookie)
+	resp, err = noRedirects.Do(req)
+	require.NoError(t, err)
+	body, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	m = csrfField.FindStringSubmatch(string(body))
+	require.NotNil(t, m, "every page's forms carry the session's CSRF token")
+	h.csrf = m[1]
+	return h
+}
+
+func (h httpSession) post(t *testing.T, target string, form url.Values) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(h.cookie)
+	resp, err := noRedirects.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location")
 }
 
 // revokedKey stores a key with every scope that was revoked a minute ago,
@@ -251,39 +326,9 @@ func revokedKey(t *testing.T, st store.Store) string {
 	return k.String()
 }
 
-// sessionCookie is the browser's console session cookie.
-func sessionCookie(t *testing.T, ctx context.Context) *http.Cookie {
-	t.Helper()
-	var cookies []*network.Cookie
-	require.NoError(t, chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
-		var err error
-		cookies, err = network.GetCookies().Do(ctx)
-		return err
-	})))
-	for _, c := range cookies {
-		if c.Name == console.SessionCookie {
-			require.True(t, c.HTTPOnly, "the session cookie is HttpOnly")
-			require.Equal(t, network.CookieSameSiteStrict, c.SameSite)
-			require.Equal(t, console.Path, c.Path)
-			return &http.Cookie{Name: c.Name, Value: c.Value}
-		}
-	}
-	t.Fatal("the browser holds no console session cookie")
-	return nil
-}
-
 // noRedirects is an HTTP client that shows redirects instead of following
 // them.
 var noRedirects = &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-func postForm(t *testing.T, target string, cookie *http.Cookie, form url.Values) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(cookie)
-	return do(t, req)
-}
 
 func get(t *testing.T, target string, cookie *http.Cookie) (int, string) {
 	t.Helper()
@@ -296,24 +341,13 @@ func get(t *testing.T, target string, cookie *http.Cookie) (int, string) {
 	return resp.StatusCode, resp.Header.Get("Location")
 }
 
-func do(t *testing.T, req *http.Request) (int, string) {
-	t.Helper()
-	resp, err := noRedirects.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body)
-}
-
 // screenshot writes the page to the -console-screenshots directory, when
 // the flag names one.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
+func (p *page) screenshot(name string) {
+	p.t.Helper()
 	if *consoleScreenshots == "" {
 		return
 	}
-	var png []byte
-	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)))
-	require.NoError(t, os.WriteFile(filepath.Join(*consoleScreenshots, name), png, 0o644))
+	png := run(p, chromedp.FullScreenshot(100))
+	require.NoError(p.t, os.WriteFile(filepath.Join(*consoleScreenshots, name), png, 0o644))
 }

@@ -310,7 +310,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	clearCookie(w, r, signInCookie)
 	setCookie(w, r, SessionCookie, token, SessionLength)
 	c.audit(ctx, r, key, "console_sign_in", http.StatusSeeOther, "session until "+s.ExpiresAt.Format(time.RFC3339))
-	http.Redirect(w, r, Path+"/", http.StatusSeeOther)
+	http.Redirect(w, r, Path, http.StatusSeeOther)
 }
 
 // refusal says in the log, not to the visitor, why a sign-in was refused.

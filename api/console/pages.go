@@ -20,10 +20,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Path+"/sign-in", c.signInPage)
 	m.HandleFunc("POST "+Path+"/sign-in", c.signIn)
 	m.HandleFunc("POST "+Path+"/sign-out", c.signedIn(c.signOut))
-	m.HandleFunc("GET "+Path+"", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, Path+"/", http.StatusMovedPermanently)
-	})
-	m.HandleFunc("GET "+Path+"/{$}", c.signedIn(c.overview))
+	m.HandleFunc("GET "+Path, c.signedIn(c.overview))
 	m.HandleFunc("GET "+Path+"/orders", c.signedIn(c.orders))
 	m.HandleFunc("GET "+Path+"/orders/{id}", c.signedIn(c.order))
 	m.HandleFunc("GET "+Path+"/refunds", c.signedIn(c.openRefunds))

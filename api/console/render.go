@@ -61,7 +61,7 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
 	},
 	"active": func(current, prefix string) bool {
-		if prefix == Path+"/" {
+		if prefix == Path {
 			return current == prefix
 		}
 		return strings.HasPrefix(current, prefix)
