@@ -90,13 +90,17 @@ var actions = []action{
 			return "/api/settlements/" + esc(r, "date") + "/exceptions/" + esc(r, "id") + "/resolve"
 		},
 		body: func(f url.Values) any { return wire.ResolveExceptionRequest{Note: f.Get("note")} },
-		back: func(r *http.Request) string { return Path + "/settlements/" + esc(r, "date") + "#exception-" + esc(r, "id") },
+		back: func(r *http.Request) string {
+			return Path + "/settlements/" + esc(r, "date") + "#exception-" + esc(r, "id")
+		},
 	},
 	{
 		pattern: "/settlements/run", title: "Settlement run",
-		route: func(r *http.Request) string { return "/api/settlements/" + url.PathEscape(r.PostForm.Get("date")) + "/run" },
-		body:  func(url.Values) any { return wire.SettlementRunRequest{} },
-		back:  func(r *http.Request) string { return backToDay(r.PostForm) },
+		route: func(r *http.Request) string {
+			return "/api/settlements/" + url.PathEscape(r.PostForm.Get("date")) + "/run"
+		},
+		body: func(url.Values) any { return wire.SettlementRunRequest{} },
+		back: func(r *http.Request) string { return backToDay(r.PostForm) },
 	},
 	{
 		pattern: "/endpoints/{id}/disable", title: "Disabling the endpoint",

@@ -185,7 +185,7 @@ func (c *Console) signedIn(next func(http.ResponseWriter, *http.Request, *visit)
 
 // Why a request was sent back to sign in.
 const (
-	whyExpired = "expired"
+	whyExpired   = "expired"
 	whySignedOut = "signed-out"
 )
 
