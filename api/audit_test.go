@@ -97,7 +97,7 @@ func TestAudit_RefusedRequestsAndReadsAreNoEntries(t *testing.T) {
 	checkoutOnly := a.newKey(t, apikey.ScopeCheckout)
 	body := `{"url": "` + endpointURL + `"}`
 
-	status, header, data := a.sendWith(t, map[string]string{"Content-Type": "application/json"}, http.MethodPost, "/api/webhook-endpoints", body)
+	status, header, data := a.sendInvalidWith(t, map[string]string{"Content-Type": "application/json"}, http.MethodPost, "/api/webhook-endpoints", body)
 	requireProblem(t, http.StatusUnauthorized, status, header, data)
 	status, header, data = a.sendAs(t, "ck_0000000000000000_"+strings.Repeat("0", 64), http.MethodPost, "/api/webhook-endpoints", body)
 	requireProblem(t, http.StatusUnauthorized, status, header, data)
