@@ -49,7 +49,7 @@ type ConsoleStore interface {
 	SettlementRuns(ctx context.Context, limit int) ([]SettlementRun, error)
 
 	// AttemptOutcomes counts the attempts created at or after since, by
-	// UTC day, provider, status and currency.
+	// UTC day, provider, status and currency, in that order.
 	AttemptOutcomes(ctx context.Context, since time.Time) ([]AttemptOutcome, error)
 	// OldestOpenAttempt returns the open attempt created first, without
 	// its Requests, or ErrNotFound when none is open.

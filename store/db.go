@@ -40,6 +40,10 @@ type dialect struct {
 	// compares strings; a database's own collation may order "ch_B" before
 	// "ch_a" or ignore punctuation.
 	byteOrder string
+	// epochDay returns the expression of the number of whole UTC days from
+	// the Unix epoch to the time in column, so that a query can group by
+	// day.
+	epochDay func(column string) string
 }
 
 // txRunner runs transactions on one of the databases.

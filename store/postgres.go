@@ -37,6 +37,9 @@ var postgresDialect = dialect{
 	skipLocked: ` FOR UPDATE OF d SKIP LOCKED`,
 	timeArg:    func(t time.Time) any { return t },
 	byteOrder:  ` COLLATE "C"`,
+	// The epoch of a timestamptz counts seconds from 1970-01-01 UTC,
+	// whatever the session's time zone.
+	epochDay: func(column string) string { return "floor(extract(epoch FROM " + column + ") / 86400)::bigint" },
 	uniqueViolation: func(err error) bool {
 		var pgErr *pgconn.PgError
 		return errors.As(err, &pgErr) && pgErr.Code == "23505"

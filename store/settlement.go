@@ -680,29 +680,61 @@ func (s *db) SettlementRun(ctx context.Context, date string) (SettlementRun, err
 	var run SettlementRun
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		run, err = queryOne(ctx, q, scanRun, `SELECT report_date, run_id, status, lines, matched, awaiting, exceptions,
-			totals, grace_days, finished_at FROM settlement_runs WHERE report_date = $1`, date)
+		run, err = queryOne(ctx, q, scanRun, `SELECT `+runColumns+` FROM settlement_runs WHERE report_date = $1`, date)
 		if err != nil {
 			return err
 		}
-		type count struct {
-			kind string
-			n    int
-		}
-		counts, err := queryAll(ctx, q, func(r rows) (count, error) {
-			var c count
-			return c, r.Scan(&c.kind, &c.n)
-		}, `SELECT kind, count(*) FROM settlement_exceptions WHERE report_date = $1 AND run_id = $2 GROUP BY kind`, date, run.RunID)
-		run.ByKind = make(map[chargeonce.ExceptionKind]int, len(counts))
-		for _, c := range counts {
-			run.ByKind[chargeonce.ExceptionKind(c.kind)] = c.n
-		}
+		runs := []SettlementRun{run}
+		err = countByKind(ctx, q, runs)
+		run = runs[0]
 		return err
 	})
 	if err != nil {
 		return SettlementRun{}, fmt.Errorf("store: settlement run of %s: %w", date, err)
 	}
 	return run, nil
+}
+
+const runColumns = `report_date, run_id, status, lines, matched, awaiting, exceptions, totals, grace_days, finished_at`
+
+// countByKind sets the ByKind of runs, read in q's transaction, from the
+// stored exceptions of each run's RunID.
+func countByKind(ctx context.Context, q querier, runs []SettlementRun) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	var (
+		match strings.Builder
+		args  []any
+	)
+	for i, run := range runs {
+		if i > 0 {
+			match.WriteString(" OR ")
+		}
+		fmt.Fprintf(&match, "(report_date = $%d AND run_id = $%d)", 2*i+1, 2*i+2)
+		args = append(args, run.Date, run.RunID)
+	}
+	type count struct {
+		date, kind string
+		n          int
+	}
+	counts, err := queryAll(ctx, q, func(r rows) (count, error) {
+		var c count
+		return c, r.Scan(&c.date, &c.kind, &c.n)
+	}, `SELECT report_date, kind, count(*) FROM settlement_exceptions WHERE `+match.String()+`
+		GROUP BY report_date, kind`, args...)
+	if err != nil {
+		return err
+	}
+	byDate := make(map[string]map[chargeonce.ExceptionKind]int, len(runs))
+	for i := range runs {
+		runs[i].ByKind = make(map[chargeonce.ExceptionKind]int)
+		byDate[runs[i].Date] = runs[i].ByKind
+	}
+	for _, c := range counts {
+		byDate[c.date][chargeonce.ExceptionKind(c.kind)] = c.n
+	}
+	return nil
 }
 
 func scanRun(r rows) (SettlementRun, error) {

@@ -41,6 +41,9 @@ var sqliteDialect = dialect{
 	timeArg:    func(t time.Time) any { return t.UnixMicro() },
 	// SQLite compares text byte by byte (BINARY) unless told otherwise.
 	byteOrder: "",
+	// Times are microseconds since the epoch; integer division truncates,
+	// which floors every time after 1970.
+	epochDay: func(column string) string { return "(" + column + " / 86400000000)" },
 	uniqueViolation: func(err error) bool {
 		var e *sqlite.Error
 		return errors.As(err, &e) && (e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
