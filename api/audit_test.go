@@ -263,3 +263,14 @@ func TestAuditLog_BadParametersAre400NamingThem(t *testing.T) {
 		})
 	}
 }
+
+// A path that holds what no text column may is kept readable, not lost.
+func TestAudit_APathWithANULIsKept(t *testing.T) {
+	a := startTestAPI(t)
+	status, header, data := a.sendInvalid(t, http.MethodPost, "/api/events/evt_%00/replay", "application/json", `{"endpointId": "we_x"}`)
+	requireProblem(t, http.StatusBadRequest, status, header, data)
+	entries := auditLog(t, a)
+	require.Len(t, entries, 1)
+	require.Equal(t, "/api/events/evt_\uFFFD/replay", entries[0].Path)
+	require.Equal(t, http.StatusBadRequest, entries[0].Status)
+}
