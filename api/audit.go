@@ -87,7 +87,7 @@ func (s *server) appendAudit(r *http.Request, action, request string, status int
 	}
 	e := store.AuditEntry{
 		At: time.Now().UTC(), KeyID: info.key.ID, KeyName: info.key.Name, Via: via, Action: action,
-		Method: r.Method, Path: r.URL.Path, Request: request, IdempotencyKey: key, Status: status, Result: result,
+		Method: r.Method, Path: storable(r.URL.Path), Request: request, IdempotencyKey: key, Status: status, Result: result,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 	defer cancel()
@@ -117,11 +117,17 @@ func bufferAuditRequest(r *http.Request) string {
 // most store.MaxAuditRequest bytes, ending with cutMark when cut (more
 // says that body is only its start).
 func auditText(body []byte, more bool) string {
-	s := strings.ReplaceAll(strings.ToValidUTF8(string(body), "\uFFFD"), "\x00", "\uFFFD")
+	s := storable(string(body))
 	if !more && len(s) <= store.MaxAuditRequest {
 		return s
 	}
 	return cutText(s, store.MaxAuditRequest-len(cutMark)) + cutMark
+}
+
+// storable is s as a text column holds it: valid UTF-8 without NUL, each
+// invalid byte and NUL shown as U+FFFD.
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // cutText cuts s to at most n bytes, between characters.
@@ -203,7 +209,7 @@ func (a *auditWriter) result() string {
 
 // oneLine is s on one line, valid UTF-8, at most maxAuditResult bytes.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+	s = strings.Join(strings.Fields(storable(s)), " ")
 	if len(s) > maxAuditResult {
 		s = cutText(s, maxAuditResult-len("…")) + "…"
 	}

@@ -97,7 +97,7 @@ func TestAudit_RefusedRequestsAndReadsAreNoEntries(t *testing.T) {
 	checkoutOnly := a.newKey(t, apikey.ScopeCheckout)
 	body := `{"url": "` + endpointURL + `"}`
 
-	status, header, data := a.sendWith(t, map[string]string{"Content-Type": "application/json"}, http.MethodPost, "/api/webhook-endpoints", body)
+	status, header, data := a.sendInvalidWith(t, map[string]string{"Content-Type": "application/json"}, http.MethodPost, "/api/webhook-endpoints", body)
 	requireProblem(t, http.StatusUnauthorized, status, header, data)
 	status, header, data = a.sendAs(t, "ck_0000000000000000_"+strings.Repeat("0", 64), http.MethodPost, "/api/webhook-endpoints", body)
 	requireProblem(t, http.StatusUnauthorized, status, header, data)
@@ -262,4 +262,15 @@ func TestAuditLog_BadParametersAre400NamingThem(t *testing.T) {
 			require.Contains(t, p.Detail, "the query parameter "+tt.parameter)
 		})
 	}
+}
+
+// A path that holds what no text column may is kept readable, not lost.
+func TestAudit_APathWithANULIsKept(t *testing.T) {
+	a := startTestAPI(t)
+	status, header, data := a.sendInvalid(t, http.MethodPost, "/api/events/evt_%00/replay", "application/json", `{"endpointId": "we_x"}`)
+	requireProblem(t, http.StatusBadRequest, status, header, data)
+	entries := auditLog(t, a)
+	require.Len(t, entries, 1)
+	require.Equal(t, "/api/events/evt_\uFFFD/replay", entries[0].Path)
+	require.Equal(t, http.StatusBadRequest, entries[0].Status)
 }

@@ -90,3 +90,29 @@ func TestClient_ReadsTheAuditLogPageByPage(t *testing.T) {
 	_, err = a.client(t, apikey.ScopeRefund).AuditLog(ctx, 0, 0)
 	requireProblem(t, err, http.StatusForbidden, wire.ProblemForbidden)
 }
+
+// The refund routes, which the API serves with a refund service, are
+// audited as the others are, under the key the client sent.
+func TestClient_ARefundRequestIsInTheAuditLog(t *testing.T) {
+	ctx := context.Background()
+	api := startAPI(t, true).client(t)
+
+	_, err := api.RefundCharge(ctx, "ch_000001", "refund-1", wire.RefundRequest{Reason: "unknown charge"})
+	p := requireProblem(t, err, http.StatusConflict, wire.ProblemNotRefundable)
+	_, err = api.RefundOrder(ctx, 999999, "refund-2", wire.RefundRequest{})
+	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
+
+	page, err := api.AuditLog(ctx, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, page.Entries, 2)
+	order, charge := page.Entries[0], page.Entries[1]
+	require.Equal(t, "refund_charge", charge.Action)
+	require.Equal(t, "/api/charges/ch_000001/refunds", charge.Path)
+	require.JSONEq(t, `{"reason": "unknown charge"}`, charge.Request)
+	require.NotNil(t, charge.IdempotencyKey)
+	require.Equal(t, "refund-1", *charge.IdempotencyKey)
+	require.Equal(t, http.StatusConflict, charge.Status)
+	require.Equal(t, p.Detail, charge.Result)
+	require.Equal(t, "refund_order", order.Action)
+	require.Equal(t, http.StatusNotFound, order.Status)
+}
