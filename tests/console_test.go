@@ -131,7 +131,7 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	}
 
 	// A wrong key, a revoked one and a malformed one get the same refusal.
-	for _, key := range []string{"ck_0123456789abcdef_" + strings.Repeat("0", 64), revokedKey(t, s.store), "not a key"} {
+	for _, key := range []string{"ck_0123456789abcdef_" + strings.Repeat("0", 64), storedKey(t, s.store, true, apikey.AllScopes()...), "not a key"} {
 		b.do(chromedp.Navigate(base+"/sign-in"),
 			chromedp.SendKeys(css(`input[name=key]`), key),
 			chromedp.Click(css(`button[type=submit]`)),
@@ -208,19 +208,40 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	require.Equal(t, http.SameSiteStrictMode, h.cookie.SameSite)
 	require.Equal(t, console.Path, h.cookie.Path)
 
-	// A form sent without the session's CSRF token, or with a stale one,
-	// is refused and changes nothing.
+	// A search field is checked before anything is read.
+	got := h.send(t, http.MethodGet, base+"/orders?status=bogus", nil)
+	require.Equal(t, http.StatusBadRequest, got.status)
+	require.Contains(t, got.body, "the status &#34;bogus&#34; is not an order status")
+
+	// A viewer reads and cannot act: its pages carry no form, and an
+	// action sent anyway is refused by the API's own scope check. That,
+	// a sign-in form without its cookie, and a form without the session's
+	// CSRF token or with a stale one change nothing.
+	viewer := signIn(t, base, storedKey(t, s.store, false, apikey.ScopeViewer))
+	got = viewer.send(t, http.MethodGet, fmt.Sprintf("%s/orders/%d", base, id), nil)
+	require.Equal(t, http.StatusOK, got.status)
+	require.Contains(t, got.body, "read only")
+	require.NotContains(t, got.body, `id="refund-form"`)
 	refundsBefore, err := s.store.OrderRefunds(t.Context(), id)
 	require.NoError(t, err)
 	auditBefore, err := s.store.AuditLog(t.Context(), 0, store.MaxAuditPage)
 	require.NoError(t, err)
+	got = viewer.send(t, http.MethodPost, fmt.Sprintf("%s/orders/%d/refund", base, id),
+		url.Values{"csrf": {viewer.csrf}, "reason": {"viewer"}, "idempotency_key": {"5f0c1a7e-9d2b-4c3e-8f6a-1b2c3d4e5f60"}})
+	require.Equal(t, http.StatusForbidden, got.status)
+	require.Contains(t, got.body, "this request needs the scope refund")
+
+	// The sign-in form is checked too: without its cookie, it is refused.
+	got = httpSession{}.send(t, http.MethodPost, base+"/sign-in", url.Values{"csrf": {"guess"}, "key": {s.apiKey}})
+	require.Equal(t, http.StatusForbidden, got.status)
+
 	for _, csrf := range []string{"", "stale-" + strings.Repeat("x", 40)} {
 		form := url.Values{"amount": {"1.00"}, "reason": {"forged"}, "idempotency_key": {"0b9b6c38-2b1e-4d8e-9c55-5d6a0f3c1e11"}}
 		if csrf != "" {
 			form.Set("csrf", csrf)
 		}
-		status, _ := h.post(t, fmt.Sprintf("%s/orders/%d/refund", base, id), form)
-		require.Equal(t, http.StatusForbidden, status, "csrf %q", csrf)
+		got := h.send(t, http.MethodPost, fmt.Sprintf("%s/orders/%d/refund", base, id), form)
+		require.Equal(t, http.StatusForbidden, got.status, "csrf %q", csrf)
 	}
 	refundsAfter, err := s.store.OrderRefunds(t.Context(), id)
 	require.NoError(t, err)
@@ -235,20 +256,20 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	now := time.Now().UTC()
 	require.NoError(t, s.store.CreateSession(t.Context(), store.Session{TokenHash: hex.EncodeToString(hash[:]), KeyID: strings.Split(s.apiKey, "_")[1],
 		CSRFToken: "t", CreatedAt: now.Add(-9 * time.Hour), ExpiresAt: now.Add(-time.Hour)}))
-	status, where := get(t, base+"/orders", &http.Cookie{Name: console.SessionCookie, Value: expired})
-	require.Equal(t, http.StatusSeeOther, status)
-	require.Equal(t, console.Path+"/sign-in?why=expired", where)
+	got = httpSession{cookie: &http.Cookie{Name: console.SessionCookie, Value: expired}}.send(t, http.MethodGet, base+"/orders", nil)
+	require.Equal(t, http.StatusSeeOther, got.status)
+	require.Equal(t, console.Path+"/sign-in?why=expired", got.location)
 	_, err = s.store.Session(t.Context(), hex.EncodeToString(hash[:]))
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// A session signed out reaches no page again.
-	status, where = h.post(t, base+"/sign-out", url.Values{"csrf": {h.csrf}})
-	require.Equal(t, http.StatusSeeOther, status)
-	require.Equal(t, console.Path+"/sign-in?why=signed-out", where)
+	got = h.send(t, http.MethodPost, base+"/sign-out", url.Values{"csrf": {h.csrf}})
+	require.Equal(t, http.StatusSeeOther, got.status)
+	require.Equal(t, console.Path+"/sign-in?why=signed-out", got.location)
 	for _, path := range []string{"", fmt.Sprintf("/orders/%d", id), "/audit"} {
-		status, where := get(t, base+path, h.cookie)
-		require.Equal(t, http.StatusSeeOther, status, path)
-		require.Equal(t, console.Path+"/sign-in?why=expired", where, path)
+		got := h.send(t, http.MethodGet, base+path, nil)
+		require.Equal(t, http.StatusSeeOther, got.status, path)
+		require.Equal(t, console.Path+"/sign-in?why=expired", got.location, path)
 	}
 }
 
@@ -302,26 +323,42 @@ func signIn(t *testing.T, base, key string) httpSession {
 	return h
 }
 
-func (h httpSession) post(t *testing.T, target string, form url.Values) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(h.cookie)
-	resp, err := noRedirects.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Location")
+// answer is a console page as plain HTTP gets it, redirects not followed.
+type answer struct {
+	status   int
+	location string
+	body     string
 }
 
-// revokedKey stores a key with every scope that was revoked a minute ago,
-// and returns it.
-func revokedKey(t *testing.T, st store.Store) string {
+// send sends the form, if any, with the session's cookie, if any.
+func (h httpSession) send(t *testing.T, method, target string, form url.Values) answer {
 	t.Helper()
-	k, rec, err := apikey.New("revoked", apikey.AllScopes(), time.Now().Add(-time.Hour))
+	req, err := http.NewRequest(method, target, strings.NewReader(form.Encode()))
 	require.NoError(t, err)
-	at := time.Now().Add(-time.Minute)
-	rec.RevokedAt = &at
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if h.cookie != nil {
+		req.AddCookie(h.cookie)
+	}
+	resp, err := noRedirects.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return answer{status: resp.StatusCode, location: resp.Header.Get("Location"), body: string(body)}
+}
+
+// storedKey stores a key with these scopes, revoked a minute ago if
+// revoked is true, and returns it.
+func storedKey(t *testing.T, st store.Store, revoked bool, scopes ...apikey.Scope) string {
+	t.Helper()
+	k, rec, err := apikey.New("console test", scopes, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	if revoked {
+		at := time.Now().Add(-time.Minute)
+		rec.RevokedAt = &at
+	}
 	require.NoError(t, st.CreateAPIKey(t.Context(), rec))
 	return k.String()
 }
@@ -329,17 +366,6 @@ func revokedKey(t *testing.T, st store.Store) string {
 // noRedirects is an HTTP client that shows redirects instead of following
 // them.
 var noRedirects = &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-func get(t *testing.T, target string, cookie *http.Cookie) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, target, nil)
-	require.NoError(t, err)
-	req.AddCookie(cookie)
-	resp, err := noRedirects.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Location")
-}
 
 // screenshot writes the page to the -console-screenshots directory, when
 // the flag names one.
