@@ -281,6 +281,9 @@ type orderData struct {
 	Hold     *store.Hold
 	Moves    []store.Move
 	Events   []eventView
+	// Workflows link the refunds', captures' and voids' workflows in the
+	// Temporal Web UI, by key; empty without a Web UI.
+	Workflows map[string]string
 	// Refundable, Capturable and Voidable say which forms the order's
 	// status allows; the API decides.
 	Refundable, Capturable bool
@@ -334,6 +337,13 @@ func (c *Console) order(w http.ResponseWriter, r *http.Request, v *visit) {
 	if d.Moves, err = c.store.OrderMoves(ctx, id); err != nil {
 		c.failRead(w, r, v, err)
 		return
+	}
+	d.Workflows = map[string]string{}
+	for _, f := range d.Refunds {
+		d.Workflows[f.Key] = c.workflowURL(workflows.RefundWorkflowID(f.Key))
+	}
+	for _, m := range d.Moves {
+		d.Workflows[m.Key] = c.workflowURL(workflows.MoveWorkflowID(m.Key))
 	}
 	if d.Events, err = c.orderEvents(r, id); err != nil {
 		c.failRead(w, r, v, err)

@@ -276,8 +276,9 @@ func Parts(p Ports, l Layout, sec Secrets) []Part {
 		{
 			Service: ServiceAPI, Replicas: 2, Package: "chargeonce/cmd/api", Binary: "api",
 			Command: []string{"api"},
-			Env:     backend(map[string]string{cli.EnvName("listen"): addr(p.APIs[0]), cli.EnvName("webhook-secret"): sec.WebhookSecret}),
-			Local:   clientTLSEnv(l, ServiceAPI),
+			Env: backend(map[string]string{cli.EnvName("listen"): addr(p.APIs[0]), cli.EnvName("webhook-secret"): sec.WebhookSecret,
+				cli.EnvName("temporal-ui-url"): httpURL(p.UI)}),
+			Local: clientTLSEnv(l, ServiceAPI),
 		},
 	}
 }
