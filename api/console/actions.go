@@ -41,6 +41,10 @@ func optionalAmount(form url.Values) *string {
 	return nil
 }
 
+func refundBody(f url.Values) any {
+	return wire.RefundRequest{Amount: optionalAmount(f), Reason: f.Get("reason")}
+}
+
 func esc(r *http.Request, name string) string { return url.PathEscape(r.PathValue(name)) }
 
 func backToOrder(r *http.Request) string { return Path + "/orders/" + esc(r, "id") }
@@ -59,10 +63,8 @@ var actions = []action{
 	{
 		pattern: "/orders/{id}/refund", title: "Refund",
 		route: func(r *http.Request) string { return "/api/orders/" + esc(r, "id") + "/refunds" },
-		body: func(f url.Values) any {
-			return wire.RefundRequest{Amount: optionalAmount(f), Reason: f.Get("reason")}
-		},
-		back: backToOrder,
+		body:  refundBody,
+		back:  backToOrder,
 	},
 	{
 		pattern: "/orders/{id}/capture", title: "Capture",
@@ -79,10 +81,8 @@ var actions = []action{
 	{
 		pattern: "/charges/{id}/refund", title: "Refund of a charge",
 		route: func(r *http.Request) string { return "/api/charges/" + esc(r, "id") + "/refunds" },
-		body: func(f url.Values) any {
-			return wire.RefundRequest{Amount: optionalAmount(f), Reason: f.Get("reason")}
-		},
-		back: func(r *http.Request) string { return backToDay(r.PostForm) },
+		body:  refundBody,
+		back:  func(r *http.Request) string { return backToDay(r.PostForm) },
 	},
 	{
 		pattern: "/settlements/{date}/exceptions/{id}/resolve", title: "Resolution",
