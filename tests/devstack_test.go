@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"chargeonce/activities/activitiestest"
+	"chargeonce/api/console"
 	"chargeonce/dev/stack"
 	"chargeonce/dev/temporalserver"
 	"chargeonce/internal/codec"
@@ -47,6 +48,7 @@ type devProcess struct {
 	cmd      *exec.Cmd
 	exited   chan error
 	api      string
+	console  string
 	temporal string
 	ui       string
 	provider string
@@ -59,7 +61,7 @@ type devProcess struct {
 }
 
 var (
-	bannerLine = regexp.MustCompile(`^\s+(checkout API|Temporal Web UI|Temporal|fake provider)\s+(\S+)`)
+	bannerLine = regexp.MustCompile(`^\s+(checkout API|console|Temporal Web UI|Temporal|fake provider)\s+(\S+)`)
 	keyLine    = regexp.MustCompile(`^\s+API key\s+every scope, (?:generated into|kept in) (\S+) `)
 )
 
@@ -90,6 +92,8 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 				switch m[1] {
 				case "checkout API":
 					d.api = m[2]
+				case "console":
+					d.console = m[2]
 				case "Temporal Web UI":
 					d.ui = strings.TrimSuffix(m[2], "/namespaces/default/workflows")
 				case "Temporal":
@@ -325,6 +329,15 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	require.Equal(t, "paid", paid["status"])
 	key := paid["idempotencyKey"].(string)
 	require.Equal(t, 30*time.Minute, abandonAfterOf(t, dev.get(t, "/api/orders/"+id)), "the default timing")
+
+	// The console the banner names signs in with the stack's key, and
+	// links the order's workflow in the stack's Web UI.
+	require.Equal(t, dev.api+console.Path, dev.console)
+	apiKey, err := os.ReadFile(dev.keyFile)
+	require.NoError(t, err)
+	orderPage := signIn(t, dev.console, strings.TrimSpace(string(apiKey))).send(t, http.MethodGet, dev.console+"/orders/"+id, nil)
+	require.Equal(t, http.StatusOK, orderPage.status)
+	require.Contains(t, orderPage.body, dev.ui+"/namespaces/"+temporalserver.DefaultNamespace+"/workflows/"+key)
 
 	query := fmt.Sprintf(`OrderId=%q AND PaymentStatus="succeeded"`, id)
 	visibility := plainClient(t, dev.temporal)
