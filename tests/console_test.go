@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce/api/console"
+	"chargeonce/api/wire"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/apikey"
 	"chargeonce/store"
@@ -123,6 +124,13 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	require.NoError(t, err)
 	today := time.Now().UTC().Format(time.DateOnly)
 	s.runSettlement(t, today)
+	// An event endpoint whose description is hostile; nothing listens at
+	// its address.
+	endpoint, err := json.Marshal(wire.CreateEndpointRequest{URL: "http://127.0.0.1:1/events", EventTypes: []string{}, Description: hostile})
+	require.NoError(t, err)
+	res, err = s.send(http.MethodPost, "/api/webhook-endpoints", string(endpoint))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, res.status, "body: %s", res.body)
 
 	// A signed-out visitor reaches no page: every one sends it to sign in.
 	for _, path := range []string{"", "/orders", fmt.Sprintf("/orders/%d", id), "/settlements/" + today, "/audit", "/endpoints", "/refunds"} {
@@ -183,14 +191,16 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	// Both actions are in the audit log, as the console's, under the key.
 	b.do(chromedp.Navigate(base + "/audit"))
 	actions := run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr.audit-entry td.action")].map(e => e.textContent)`))
-	require.Equal(t, []string{"refund_order", "resolve_exception", "console_sign_in", "run_settlement"}, actions)
+	require.Equal(t, []string{"refund_order", "resolve_exception", "console_sign_in", "create_endpoint", "run_settlement"}, actions)
 	audit := b.text(`main`)
 	require.Contains(t, audit, fmt.Sprintf("POST /api/orders/%d/refunds", id))
 	require.Contains(t, audit, "POST /api/settlements/"+today+"/exceptions/"+exceptionID+"/resolve")
 
 	// What someone wrote was shown as text on every page, never parsed:
 	// the pages hold no script and no image.
-	for _, path := range []string{fmt.Sprintf("/orders/%d", id), "/settlements/" + today, "/audit", "/orders"} {
+	b.do(chromedp.Navigate(base + "/endpoints"))
+	require.Equal(t, hostile, b.text(`td.description`))
+	for _, path := range []string{fmt.Sprintf("/orders/%d", id), "/settlements/" + today, "/audit", "/orders", "/endpoints"} {
 		b.do(chromedp.Navigate(base + path))
 		require.Zero(t, run(b, chromedp.Evaluate[int](`document.querySelectorAll("script, img").length`)), "%s parsed what someone wrote", path)
 	}

@@ -1,13 +1,20 @@
 package console
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
+	"chargeonce/internal/apikey"
 	"chargeonce/store"
 )
 
@@ -90,4 +97,62 @@ func TestScalarFields_ShowOneValueFieldsByName(t *testing.T) {
 	require.Equal(t, [][2]string{{"amount", "12.50"}, {"orderId", "1234567890"}, {"replayed", "false"}, {"status", "succeeded"}},
 		scalarFields([]byte(`{"status":"succeeded","orderId":1234567890,"amount":"12.50","replayed":false,"requests":[{"key":"k"}],"hold":{"id":"h"}}`)))
 	require.Nil(t, scalarFields([]byte(`not json`)))
+}
+
+// Over TLS, both of the console's cookies are Secure; each is HttpOnly,
+// SameSite=Strict and the console's only, and the session's lasts
+// SessionLength.
+func TestSignIn_CookiesAreSecureOverTLS(t *testing.T) {
+	st, err := store.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "console.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	key, rec, err := apikey.New("ops", []apikey.Scope{apikey.ScopeOperator}, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, st.CreateAPIKey(t.Context(), rec))
+	c, err := New(Config{Store: st, Act: func(http.ResponseWriter, *http.Request, apikey.Record) {
+		t.Error("signing in goes through no API route")
+	}})
+	require.NoError(t, err)
+	srv := httptest.NewTLSServer(c)
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	resp, err := client.Get(srv.URL + Path + "/sign-in")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	form := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
+	require.NotNil(t, form)
+	signInCookies := resp.Cookies()
+	require.Len(t, signInCookies, 1)
+	requireConsoleCookie(t, signInCookies[0], signInCookie, time.Hour)
+
+	req, err := http.NewRequest(http.MethodPost, srv.URL+Path+"/sign-in", strings.NewReader(url.Values{"csrf": {form[1]}, "key": {key.String()}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(signInCookies[0])
+	resp, err = client.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, Path, resp.Header.Get("Location"))
+	for _, ck := range resp.Cookies() {
+		if ck.Name == SessionCookie {
+			requireConsoleCookie(t, ck, SessionCookie, SessionLength)
+			return
+		}
+	}
+	t.Fatal("signing in set no session cookie")
+}
+
+func requireConsoleCookie(t *testing.T, ck *http.Cookie, name string, maxAge time.Duration) {
+	t.Helper()
+	require.Equal(t, name, ck.Name)
+	require.True(t, ck.Secure, "%s is Secure over TLS", name)
+	require.True(t, ck.HttpOnly, name)
+	require.Equal(t, http.SameSiteStrictMode, ck.SameSite, name)
+	require.Equal(t, Path, ck.Path, name)
+	require.Equal(t, int(maxAge/time.Second), ck.MaxAge, name)
 }
