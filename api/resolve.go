@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -89,18 +88,6 @@ func (s *server) resolveException(w http.ResponseWriter, r *http.Request) {
 		Date: date, ExceptionID: id, Note: req.Note, KeyID: key.ID, KeyName: key.Name, At: time.Now().UTC(),
 	})
 	switch {
-	case errors.Is(err, store.ErrAlreadyResolved):
-		// The store may or may not return the resolution it keeps.
-		if stored.ExceptionID == "" {
-			all, rerr := s.store.ExceptionResolutions(r.Context(), date)
-			if rerr != nil {
-				s.fail(w, r, fmt.Errorf("exception %s of %s: resolutions: %w", id, date, rerr))
-				return
-			}
-			stored = all[id]
-		}
-		s.fail(w, r, alreadyResolved(date, id, stored))
-		return
 	case err != nil:
 		s.fail(w, r, fmt.Errorf("resolve exception %s of %s: %w", id, date, err))
 		return
@@ -117,14 +104,7 @@ func (s *server) resolveException(w http.ResponseWriter, r *http.Request) {
 // alreadyResolved is the conflict of a resolution sent with another note
 // than the one kept: it says who resolved the exception, and when.
 func alreadyResolved(date, id string, kept store.ExceptionResolution) error {
-	who := "another key"
-	if kept.KeyID != "" {
-		who = fmt.Sprintf("the key %s (%s)", kept.KeyID, kept.KeyName)
-	}
-	when := ""
-	if !kept.At.IsZero() {
-		when = " at " + kept.At.UTC().Format(time.RFC3339)
-	}
 	return &problemError{typ: wire.ProblemAlreadyResolved,
-		detail: fmt.Sprintf("the exception %s of %s was resolved by %s%s with another note; the first resolution is kept", id, date, who, when)}
+		detail: fmt.Sprintf("the exception %s of %s was resolved by the key %s (%s) at %s with another note; the first resolution is kept",
+			id, date, kept.KeyID, kept.KeyName, kept.At.UTC().Format(time.RFC3339))}
 }

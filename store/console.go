@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"time"
 
 	"chargeonce"
@@ -139,10 +138,6 @@ type ExceptionResolution struct {
 	KeyName string
 	At      time.Time
 }
-
-// ErrAlreadyResolved is returned when an exception is resolved again with
-// another note.
-var ErrAlreadyResolved = errors.New("store: exception already resolved")
 
 // ExceptionID names a settlement exception by what it is about, so that the
 // name survives a rerun of the date, which renumbers the exceptions: 16 hex
