@@ -1,8 +1,9 @@
 package api
 
 import (
-	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"chargeonce/internal/backend"
 	"chargeonce/internal/webhook"
 	"chargeonce/notify"
+	"chargeonce/provider/dialect"
 	"chargeonce/refund"
+	"chargeonce/routing"
 )
 
 // Settings are the checkout API's settings: the api command's flags, or
@@ -23,9 +26,17 @@ type Settings struct {
 	// means the published charge budget plus two seconds
 	// (checkout.DefaultBudget).
 	CheckoutBudget time.Duration
-	// Provider names the provider that new attempts and refunds are sent
-	// to, which they store; empty means chargeonce.DefaultProvider. The
-	// workers must reach a provider of that name. Its events arrive at
+	// Routing is the routing file's providers and rules: which providers
+	// new attempts go to, and the secrets of each provider's events, which
+	// arrive at ProviderWebhookPath(name). Its first provider is the
+	// default, whose events arrive at WebhookPath too, and which a refund
+	// of a charge the books do not show goes to. The workers must reach
+	// every provider it names. Nil means the one provider of Provider and
+	// WebhookSecrets.
+	Routing *routing.Table
+	// Provider names the one provider that new attempts and refunds are
+	// sent to without a Routing, which they store; empty means
+	// chargeonce.DefaultProvider. Its events arrive at
 	// ProviderWebhookPath(Provider), and at WebhookPath.
 	Provider string
 	// Finder verifies at the provider what its events claim
@@ -34,8 +45,8 @@ type Settings struct {
 	// ReferencePrefix starts every merchant reference; empty means
 	// checkout.DefaultReferencePrefix.
 	ReferencePrefix string
-	// WebhookSecrets verify the provider's events (Config.WebhookSecrets);
-	// empty serves no webhook route.
+	// WebhookSecrets verify the events of the one provider without a
+	// Routing (Config.WebhookSecrets); empty serves no webhook route.
 	WebhookSecrets []webhook.Secret
 	// EventNetworks are the internal networks that event endpoints may
 	// point at (Config.EventNetworks); none by default.
@@ -64,19 +75,26 @@ type Services struct {
 // with it, so that the two serve the same API. Given a registry that does
 // not hold the API's metrics yet, each of its errors is a bad setting.
 func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Services, error) {
-	// The deployment's one provider, by its name: the secrets of its
-	// events and the port that confirms them.
-	name := cmp.Or(s.Provider, chargeonce.DefaultProvider)
+	table, err := s.routing()
+	if err != nil {
+		return nil, Services{}, err
+	}
+	name := table.Default()
 	var secrets map[string][]webhook.Secret
-	if len(s.WebhookSecrets) > 0 {
-		secrets = map[string][]webhook.Secret{name: s.WebhookSecrets}
+	for _, p := range table.Providers() {
+		if len(p.WebhookSecrets) > 0 {
+			if secrets == nil {
+				secrets = map[string][]webhook.Secret{}
+			}
+			secrets[p.NameOrDefault()] = p.WebhookSecrets
+		}
 	}
 	finders := map[string]refund.Finder{}
 	if s.Finder != nil {
 		finders[name] = s.Finder
 	}
 	refunds, err := refund.New(refund.Config{
-		Store: b.Store, Temporal: b.Temporal, Finders: finders, Budget: s.CheckoutBudget, Provider: s.Provider,
+		Store: b.Store, Temporal: b.Temporal, Finders: finders, Budget: s.CheckoutBudget, Provider: name,
 		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
@@ -89,8 +107,8 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 		return nil, Services{}, err
 	}
 	svc, err := checkout.New(checkout.Config{
-		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, Provider: s.Provider,
-		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
+		Store: b.Store, Temporal: b.Temporal, CardHasher: b.CardHasher, Budget: s.CheckoutBudget, Routing: table,
+		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger, Registerer: b.Registry,
 		Refunds: refunds, Capture: s.Capture,
 	})
 	if err != nil {
@@ -108,4 +126,20 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 		return nil, Services{}, err
 	}
 	return h, Services{Checkout: svc, Refunds: refunds, Holds: holds}, nil
+}
+
+// routing is the routing of s: its Routing, or the table of its one
+// provider.
+func (s Settings) routing() (*routing.Table, error) {
+	if s.Routing == nil {
+		one := routing.Provider{Settings: dialect.Settings{Name: s.Provider}, WebhookSecrets: s.WebhookSecrets}
+		if err := chargeonce.CheckProviderName(one.NameOrDefault()); err != nil {
+			return nil, fmt.Errorf("api: settings: %w", err)
+		}
+		return routing.Of(one), nil
+	}
+	if s.Provider != "" || len(s.WebhookSecrets) > 0 {
+		return nil, errors.New("api: settings: a routing file names the providers and their webhook secrets; give no provider name or webhook secret besides it")
+	}
+	return s.Routing, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"chargeonce/api/wire"
 	"chargeonce/checkout"
+	"chargeonce/routing"
 	"chargeonce/store"
 )
 
@@ -63,12 +64,17 @@ const noWorkerRetryAfter = 5 * time.Second
 // detail, so that no internal error text reaches the client.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
-		p  wire.Problem
-		pe *problemError
+		p       wire.Problem
+		pe      *problemError
+		noRoute *routing.NoRouteError
 	)
 	switch {
 	case errors.As(err, &pe):
 		p = wire.NewProblem(pe.typ, pe.detail)
+	case errors.As(err, &noRoute):
+		s.log.Warn("checkout refused: no routing rule covers the payment", "path", r.URL.Path, "currency", noRoute.Amount.Currency, "amount", noRoute.Amount.Decimal())
+		p = wire.NewProblem(wire.ProblemNoRoute, "No payment provider here takes payments of "+noRoute.Amount.Currency+" "+noRoute.Amount.Decimal()+
+			", so nothing was stored or charged.")
 	case errors.Is(err, store.ErrNotFound):
 		// Only orders are read by an id of the path; the settlement routes
 		// answer a date not settled as a problemError of their own.

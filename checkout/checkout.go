@@ -24,15 +24,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/singleflight"
 
 	"chargeonce"
 	"chargeonce/internal/alert"
+	"chargeonce/routing"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -130,9 +133,10 @@ type Config struct {
 	// answers pending. Zero means the published charge budget plus two
 	// seconds, as read at each checkout.
 	Budget time.Duration
-	// Provider names the provider that new attempts are sent to, which
-	// they store; empty means chargeonce.DefaultProvider.
-	Provider string
+	// Routing chooses the providers that a new attempt may go to, in the
+	// order they are tried; nil sends every attempt to
+	// chargeonce.DefaultProvider.
+	Routing *routing.Table
 	// ReferencePrefix starts every merchant reference; empty means
 	// DefaultReferencePrefix.
 	ReferencePrefix string
@@ -148,6 +152,8 @@ type Config struct {
 	// Refunds handles the provider's refund events and repairs late
 	// charges (HandleProviderEvent); nil keeps both for the books alone.
 	Refunds Refunds
+	// Registerer takes the checkout's metrics; nil keeps them unexported.
+	Registerer prometheus.Registerer
 }
 
 // Service runs checkouts and the outbox sweep. It is safe for concurrent use.
@@ -157,7 +163,7 @@ type Service struct {
 	hasher   chargeonce.CardHasher
 	budget   time.Duration
 	prefix   string
-	provider string
+	routes   *routing.Table
 	now      func() time.Time
 	newKey   func() (string, error)
 	log      *slog.Logger
@@ -165,6 +171,9 @@ type Service struct {
 	capture  chargeonce.CaptureMode
 	// updates joins the charges of one key: see charge.
 	updates singleflight.Group
+	// failovers counts the payments moved from a provider, by the
+	// provider and the reason.
+	failovers *prometheus.CounterVec
 }
 
 // New validates cfg and returns a Service.
@@ -187,11 +196,8 @@ func New(cfg Config) (*Service, error) {
 	if !chargeonce.ValidReferencePrefix(cfg.ReferencePrefix) {
 		return nil, fmt.Errorf("checkout: config: reference prefix %q must be a lower-case letter followed by lower-case letters, digits or underscores", cfg.ReferencePrefix)
 	}
-	if cfg.Provider == "" {
-		cfg.Provider = chargeonce.DefaultProvider
-	}
-	if err := chargeonce.CheckProviderName(cfg.Provider); err != nil {
-		return nil, fmt.Errorf("checkout: config: %w", err)
+	if cfg.Routing == nil {
+		cfg.Routing = routing.Of(routing.Provider{})
 	}
 	if !cfg.Capture.Valid() {
 		return nil, fmt.Errorf("checkout: config: capture mode %q is not %s or %s", cfg.Capture, chargeonce.CaptureAutomatic, chargeonce.CaptureManual)
@@ -208,18 +214,28 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	failovers := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chargeonce_checkout_failovers_total",
+		Help: "Payments that a checkout moved from a provider to the next of their route, by the provider they left and the reason: not_processed or provider_trouble.",
+	}, []string{"provider", "reason"})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(failovers); err != nil {
+			return nil, fmt.Errorf("checkout: %w", err)
+		}
+	}
 	return &Service{
-		store:    cfg.Store,
-		temporal: cfg.Temporal,
-		hasher:   cfg.CardHasher,
-		budget:   cfg.Budget,
-		prefix:   cfg.ReferencePrefix,
-		provider: cfg.Provider,
-		now:      cfg.Now,
-		newKey:   cfg.NewKey,
-		log:      cfg.Logger,
-		refunds:  cfg.Refunds,
-		capture:  cfg.Capture,
+		failovers: failovers,
+		store:     cfg.Store,
+		temporal:  cfg.Temporal,
+		hasher:    cfg.CardHasher,
+		budget:    cfg.Budget,
+		prefix:    cfg.ReferencePrefix,
+		routes:    cfg.Routing,
+		now:       cfg.Now,
+		newKey:    cfg.NewKey,
+		log:       cfg.Logger,
+		refunds:   cfg.Refunds,
+		capture:   cfg.Capture,
 	}, nil
 }
 
@@ -319,6 +335,15 @@ func (c Capture) resolve(merchant chargeonce.CaptureMode) (Capture, error) {
 // CheckoutWith is Checkout in the capture mode that c chooses. An open
 // attempt is reused only for the same mode and deadline action, so that
 // one key never charges in two ways.
+//
+// A new attempt goes to the first provider of the order's route
+// (Config.Routing); a payment that no rule routes is a
+// *routing.NoRouteError, and nothing is stored. When the attempt's provider
+// certainly charged nothing (mayFailOver), the payment moves on to the
+// route's next provider, as a new attempt under a new key, within this
+// call. Nothing else moves it: an unknown outcome stays with its provider
+// until that provider's lookups settle it, and a card's decline is the
+// card's everywhere.
 func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken string, c Capture) (Result, error) {
 	if cardToken == "" {
 		return Result{}, errors.New("checkout: card token is empty")
@@ -327,12 +352,101 @@ func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken str
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := s.checkout(ctx, orderID, cardToken, c)
+	route, err := s.route(ctx, orderID)
+	if err != nil {
+		return Result{}, err
+	}
+	at := hop{provider: route.Providers[0], why: route.Why}
+	var tried []string
+	for {
+		at.failOver = len(untried(route.Providers, append(tried, at.provider))) > 0
+		res, err := s.checkoutAt(ctx, orderID, cardToken, c, at)
+		reason := mayFailOver(res)
+		if err != nil || reason == "" {
+			return res, err
+		}
+		from := res.Attempt.Provider
+		tried = append(tried, at.provider, from)
+		rest := untried(route.Providers, tried)
+		if len(rest) == 0 {
+			return res, nil
+		}
+		s.log.Warn("the payment moves to the next provider of its route: the provider it went to charged nothing",
+			"order", orderID, "key", res.Attempt.Key, "from", from, "to", rest[0], "reason", reason)
+		s.failovers.WithLabelValues(from, reason).Inc()
+		at = hop{provider: rest[0], why: "failover from " + from + ": " + reason}
+	}
+}
+
+// hop is where a checkout sends a new attempt.
+type hop struct {
+	// provider is the provider's name, and why says why it was chosen:
+	// the rule, or a failover.
+	provider, why string
+	// failOver reports that the route has a provider left after this one,
+	// so that the attempt's charge phase ends at the first refusal
+	// (workflows.PaymentInput.FailOver).
+	failOver bool
+}
+
+// The reasons a payment moves to another provider, the label of the
+// failover metric.
+const (
+	// failoverNotProcessed: the provider processed none of the attempt's
+	// requests: its breaker was open, it refused them unprocessed (429,
+	// 503), or they were never sent.
+	failoverNotProcessed = "not_processed"
+)
+
+// mayFailOver returns why the outcome of res lets the payment move to
+// another provider, or "" when it does not. Only an outcome that proves
+// that nothing was charged does: a request that may have been processed
+// could still become a charge, and a second provider's charge would then
+// be a double charge that no idempotency key prevents, since each
+// provider keeps its own keys.
+func mayFailOver(res Result) string {
+	if res.Outcome == OutcomeNotProcessed {
+		return failoverNotProcessed
+	}
+	return ""
+}
+
+// untried is the providers of route that are not in tried, in order.
+func untried(route, tried []string) []string {
+	var rest []string
+	for _, p := range route {
+		if !slices.Contains(tried, p) {
+			rest = append(rest, p)
+		}
+	}
+	return rest
+}
+
+// route reads the order's amount and routes it (Config.Routing).
+func (s *Service) route(ctx context.Context, orderID int64) (routing.Route, error) {
+	order, _, err := s.store.GetOrder(ctx, orderID)
+	if errors.Is(err, store.ErrNotFound) {
+		return routing.Route{}, fmt.Errorf("%w: order %d", ErrNotFound, orderID)
+	}
+	if err != nil {
+		return routing.Route{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
+	}
+	r, err := s.routes.Route(orderID, order.Amount)
+	if err != nil {
+		return routing.Route{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
+	}
+	return r, nil
+}
+
+// checkoutAt runs one attempt's checkout at the provider of at, again
+// should the attempt it reused be abandoned meanwhile.
+func (s *Service) checkoutAt(ctx context.Context, orderID int64, cardToken string, c Capture, at hop) (Result, error) {
+	res, err := s.checkout(ctx, orderID, cardToken, c, at)
 	if errors.Is(err, errAbandonedMeanwhile) {
 		// The reused attempt was abandoned between our transaction and our
 		// update, so it never charged; the next transaction starts a new
 		// attempt with a new key.
-		res, err = s.checkout(ctx, orderID, cardToken, c)
+		res, err = s.checkout(ctx, orderID, cardToken, c, at)
 	}
 	return res, err
 }
@@ -341,7 +455,7 @@ func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken str
 // abandoned before the checkout's charge reached its workflow.
 var errAbandonedMeanwhile = errors.New("checkout: the attempt was abandoned while the checkout ran")
 
-func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string, c Capture) (Result, error) {
+func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string, c Capture, at hop) (Result, error) {
 	timing, err := s.Timing(ctx)
 	if err != nil {
 		return Result{}, err
@@ -357,7 +471,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string,
 		ReferencePrefix: s.prefix,
 		Now:             s.now(),
 		AbandonAfter:    timing.AbandonAfter,
-		Provider:        s.provider,
+		Provider:        at.provider,
 		Capture:         c.Mode,
 		OnDeadline:      c.OnDeadline,
 	})
@@ -367,7 +481,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string,
 	if err != nil {
 		return Result{}, fmt.Errorf("checkout: order %d: %w", orderID, err)
 	}
-	log := s.log.With("order", orderID, "key", attempt.Key)
+	log := s.log.With("order", orderID, "key", attempt.Key, "provider", attempt.Provider)
 	switch decision {
 	case store.DecisionAlreadyPaid:
 		log.Info("order already paid; nothing charged", "status", order.Status)
@@ -385,11 +499,11 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string,
 	case store.DecisionReused:
 		log.Info("reusing the open attempt and its key")
 	case store.DecisionCreated:
-		log.Info("new payment attempt stored", "reference", attempt.MerchantReference)
+		log.Info("new payment attempt stored", "reference", attempt.MerchantReference, "why", at.why)
 	default:
 		return Result{}, fmt.Errorf("checkout: order %d: unknown store decision %q", orderID, decision)
 	}
-	return s.charge(ctx, log, timing, Result{Order: order, Attempt: attempt}, cardToken)
+	return s.charge(ctx, log, timing, Result{Order: order, Attempt: attempt}, cardToken, at.failOver)
 }
 
 // charge asks the intent's workflow to charge, joined with every other
@@ -405,18 +519,22 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string,
 // own context ends first answers from the database, as it would had its
 // update failed. base holds the order and the attempt as the checkout's
 // transaction left them.
-func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string) (Result, error) {
+func (s *Service) charge(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string, failOver bool) (Result, error) {
 	return Join(ctx, &s.updates, log, base.Attempt.Key,
-		func(ctx context.Context) (Result, error) { return s.update(ctx, log, timing, base, cardToken) },
+		func(ctx context.Context) (Result, error) {
+			return s.update(ctx, log, timing, base, cardToken, failOver)
+		},
 		func(ctx context.Context) (Result, error) { return s.result(ctx, log, base, nil) })
 }
 
 // update runs Update-With-Start for the attempt of base under the published
-// timing, and turns its answer, or the lack of one, into a Result.
-func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string) (Result, error) {
+// timing, and turns its answer, or the lack of one, into a Result. A
+// workflow it starts ends its charge phase at the first refusal with
+// failOver (workflows.PaymentInput.FailOver).
+func (s *Service) update(ctx context.Context, log *slog.Logger, timing workflows.Timing, base Result, cardToken string, failOver bool) (Result, error) {
 	intent := s.intent(base.Order, base.Attempt, cardToken)
 	start := s.temporal.NewWithStartWorkflowOperation(s.startOptions(intent), workflows.PaymentWorkflow,
-		workflows.PaymentInput{Intent: intent, Timing: timing})
+		workflows.PaymentInput{Intent: intent, Timing: timing, FailOver: failOver})
 	// Only an attempt still open must be kept from the sweep; without an
 	// answer, the attempt stays open, and the workflow (started now or by
 	// the sweep) or a retry with the same card settles it.

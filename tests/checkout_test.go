@@ -527,6 +527,9 @@ type checkoutStackConfig struct {
 	// ReceiverOut; empty runs none.
 	Receiver    string
 	ReceiverOut io.Writer
+	// Backup runs a second fake provider, to which payments move when the
+	// first charged nothing (stack.Config.Backup).
+	Backup *fakeprovider.Config
 }
 
 // checkoutResponse is one answer of the checkout API.
@@ -555,6 +558,7 @@ type orderView struct {
 	ProviderPaymentID *string `json:"providerPaymentId"`
 	Attempts          []struct {
 		IdempotencyKey    string     `json:"idempotencyKey"`
+		Provider          string     `json:"provider"`
 		Status            string     `json:"status"`
 		MerchantReference string     `json:"merchantReference"`
 		LastCheckedAt     *time.Time `json:"lastCheckedAt"`
@@ -724,9 +728,11 @@ type checkoutStack struct {
 	apiKey      string
 	providerURL string
 	provider    *fakeprovider.Provider
-	store       store.Store
-	temporal    client.Client
-	service     *checkout.Service
+	// backup is the backup provider of checkoutStackConfig.Backup.
+	backup   *fakeprovider.Provider
+	store    store.Store
+	temporal client.Client
+	service  *checkout.Service
 }
 
 // startCheckoutStack starts the stack (embedded Temporal in memory, fake
@@ -756,6 +762,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		EventNetworks: notify.LoopbackNetworks,
 		Receiver:      cfg.Receiver,
 		ReceiverOut:   cfg.ReceiverOut,
+		Backup:        cfg.Backup,
 		Logger:        logger,
 	})
 	require.NoError(t, err)
@@ -771,6 +778,7 @@ func startCheckoutStack(t *testing.T, cfg checkoutStackConfig) *checkoutStack {
 		apiKey:      st.APIKey(),
 		providerURL: st.ProviderURL(),
 		provider:    st.Provider(),
+		backup:      st.Backup(),
 		store:       st.Store(),
 		temporal:    st.Client(),
 		service:     st.Checkout(),

@@ -19,6 +19,7 @@ import (
 	"chargeonce/provider/settlement"
 	"chargeonce/provider/stripe"
 	"chargeonce/refund"
+	"chargeonce/routing"
 	"chargeonce/workflows"
 )
 
@@ -27,9 +28,15 @@ import (
 // worker with Prepare, so that they cannot differ in how they reach the
 // provider.
 type Config struct {
-	// Provider is the card provider's settings: its name, the API it
-	// speaks and how to reach it.
+	// Provider is the settings of the one card provider of a worker
+	// without a Routing: its name, the API it speaks and how to reach it.
 	Provider dialect.Settings
+	// Routing, when set, names every provider the worker reaches, which
+	// must be every provider the API routes payments to; Provider is then
+	// unused. Its first provider is the default: the provider of the
+	// payments stored before payments named theirs, and the one whose
+	// settlement reports the worker reads.
+	Routing *routing.Table
 	// SettlementURL is the base URL of the provider's settlement reports;
 	// empty means Provider.URL, except on Stripe's own API, which publishes
 	// its reports through its Reporting API, which chargeonce does not
@@ -87,18 +94,20 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	if cfg.EventPoll <= 0 {
 		return nil, errors.New("worker: --event-poll must be positive")
 	}
-	pc := cfg.Provider
-	if pc.Timeout <= 0 {
-		return nil, errors.New("worker: --provider-timeout must be positive")
-	}
-	if err := dialect.Check(pc.API); err != nil {
-		return nil, fmt.Errorf("worker: --provider: %w", err)
-	}
-	port, err := dialect.New(dialect.Config{Settings: pc, Logger: logger})
+	settings, err := cfg.providers()
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, err
 	}
-	providers, err := provider.Single(pc.NameOrDefault(), port)
+	ports := make(map[string]provider.Port, len(settings))
+	for _, pc := range settings {
+		port, err := dialect.New(dialect.Config{Settings: pc, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("worker: provider %q: %w", pc.NameOrDefault(), err)
+		}
+		ports[pc.NameOrDefault()] = port
+	}
+	pc := settings[0]
+	providers, err := provider.NewRegistry(ports, pc.NameOrDefault())
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -107,6 +116,39 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 		return nil, err
 	}
 	return &Prepared{cfg: cfg, providers: providers, reports: reports}, nil
+}
+
+// Providers names every provider the worker reaches, in the order of their
+// names.
+func (p *Prepared) Providers() []string {
+	var names []string
+	for name := range p.providers.All() {
+		names = append(names, name)
+	}
+	return names
+}
+
+// providers are the settings of every provider the worker reaches, the
+// default first: the routing's, or the one of Provider.
+func (cfg Config) providers() ([]dialect.Settings, error) {
+	if cfg.Routing != nil {
+		if cfg.Provider != (dialect.Settings{}) {
+			return nil, errors.New("worker: a routing file names the providers; give no provider settings besides it")
+		}
+		var settings []dialect.Settings
+		for _, p := range cfg.Routing.Providers() {
+			settings = append(settings, p.Settings)
+		}
+		return settings, nil
+	}
+	pc := cfg.Provider
+	if pc.Timeout <= 0 {
+		return nil, errors.New("worker: --provider-timeout must be positive")
+	}
+	if err := dialect.Check(pc.API); err != nil {
+		return nil, fmt.Errorf("worker: --provider: %w", err)
+	}
+	return []dialect.Settings{pc}, nil
 }
 
 // settlementReports is the client of the provider's settlement reports at

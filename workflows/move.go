@@ -187,7 +187,7 @@ func (m *move) sendPhase(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Sending the %s of hold %s (%s) with key %s: waiting for the provider's answer until %s at the latest.",
 		m.intent.Kind, m.intent.ChargeID, m.intent.Amount, m.intent.Key, formatTime(workflow.Now(ctx).Add(m.timing.SendBudget))))
 	var res activities.MoveAnswer
-	end, refusal, err := sendRequests(ctx, m.timing, "next "+string(m.intent.Kind)+" request", &m.status.LastError, func(actx workflow.Context) error {
+	end, refusal, err := sendRequests(ctx, m.timing, false, "next "+string(m.intent.Kind)+" request", &m.status.LastError, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, m.send, activities.MoveInput{Intent: m.intent}).Get(ctx, &res)
 	})
 	if err != nil {

@@ -59,6 +59,13 @@ type PaymentInput struct {
 	// Carried is the state handed over by continue-as-new; nil on the first
 	// run. A run that carries state is always reconciling.
 	Carried *CarriedState `json:"carried,omitempty"`
+	// FailOver reports that another provider may take the payment should
+	// this one process nothing. The charge phase then ends, not_processed,
+	// at the first request that the provider certainly did not process,
+	// rather than retrying until the budget ends, so that the checkout
+	// moves the payment on at once. A request that may have been processed
+	// still makes the outcome unknown, and the payment stays here.
+	FailOver bool `json:"failOver,omitempty"`
 }
 
 // CarriedState is what a reconciling payment hands to its next run when it
@@ -374,7 +381,7 @@ func (p *payment) charge(ctx workflow.Context) (r PaymentResult, recorded bool, 
 	intent := p.intent
 	intent.CardToken = p.token
 	var res activities.ChargeResult
-	end, refusal, err := sendRequests(ctx, p.timing, "next charge request", &p.status.LastError, func(actx workflow.Context) error {
+	end, refusal, err := sendRequests(ctx, p.timing, p.in.FailOver, "next charge request", &p.status.LastError, func(actx workflow.Context) error {
 		if local {
 			return workflow.ExecuteLocalActivity(actx, acts.Charge, activities.ChargeInput{Intent: intent, Settle: true, HoldMargin: p.holdMargin()}).Get(ctx, &res)
 		}

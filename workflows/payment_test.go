@@ -520,6 +520,37 @@ func TestPaymentWorkflow_NothingProcessedSettlesNotProcessedAtOnce(t *testing.T)
 	}
 }
 
+// TestPaymentWorkflow_FailOverEndsAtTheFirstRefusal: a payment that
+// another provider may take ends not_processed at the first request its
+// provider certainly did not process, with no retry, so that the checkout
+// moves it on at once.
+func TestPaymentWorkflow_FailOverEndsAtTheFirstRefusal(t *testing.T) {
+	tests := []struct {
+		name string
+		opts activitiestest.Options
+	}{
+		{"a 503", activitiestest.Options{Fake: failing, Breaker: patientBreaker}},
+		{"a 429", firstThen500s(rateLimited)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := activitiestest.New(t, tt.opts)
+			intent := env.NewIntent(t, "tok_visa", amount, createdAt)
+			wenv := newWorkflowEnv(t, env, createdAt)
+			started := activitiesStarted(wenv)
+
+			res := run(t, wenv, workflows.PaymentInput{Intent: intent, Timing: workflows.Timing{AttemptTimeout: 2500 * time.Millisecond}, FailOver: true})
+
+			require.Equal(t, chargeonce.AttemptNotProcessed, res.Status, res.Message)
+			require.Equal(t, 1, countOf(env.ChargeKeys(), activitiestest.Quoted(intent.Key)))
+			require.Equal(t, []string{"Charge"}, started(), "one request, and no lookup")
+			require.Equal(t, createdAt, wenv.Now().UTC(), "settled at once")
+			require.Empty(t, env.Fake.Charges())
+			requireSettled(t, env, intent, chargeonce.AttemptNotProcessed, "")
+		})
+	}
+}
+
 func TestPaymentWorkflow_DroppedRequestsAreAbandonedAtTheDeadline(t *testing.T) {
 	env := activitiestest.New(t, dropping)
 	intent := env.NewIntent(t, "tok_visa", amount, createdAt)

@@ -286,7 +286,7 @@ func (r *refund) send(ctx workflow.Context) error {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Refunding %s of charge %s with key %s: waiting for the provider's answer until %s at the latest.",
 		r.intent.Amount, r.intent.ChargeID, r.intent.Key, formatTime(workflow.Now(ctx).Add(r.timing.SendBudget))))
 	var res activities.RefundResult
-	end, refusal, err := sendRequests(ctx, r.timing, "next refund request", &r.status.LastError, func(actx workflow.Context) error {
+	end, refusal, err := sendRequests(ctx, r.timing, false, "next refund request", &r.status.LastError, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, acts.Refund, activities.RefundInput{Intent: r.intent}).Get(ctx, &res)
 	})
 	if err != nil {

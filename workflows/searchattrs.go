@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"strconv"
 
 	enums "go.temporal.io/api/enums/v1"
@@ -33,12 +34,16 @@ var (
 	// a manual capture keeps, when its deadline action ends the hold if
 	// nobody captured or voided it. Set once the hold is authorized.
 	SearchAttrHoldDeadline = temporal.NewSearchAttributeKeyTime("HoldDeadline")
+	// SearchAttrProvider names the provider a payment attempt goes to. The
+	// starters set it, and the attempt never changes provider: a payment
+	// that moves to another provider does so as a new attempt.
+	SearchAttrProvider = temporal.NewSearchAttributeKeyKeyword("Provider")
 )
 
 // searchAttributeKeys lists every key above.
 var searchAttributeKeys = []temporal.SearchAttributeKey{
 	SearchAttrOrderID, SearchAttrPaymentStatus, SearchAttrMerchantReference, SearchAttrProviderPaymentID, SearchAttrOperation,
-	SearchAttrHoldDeadline,
+	SearchAttrHoldDeadline, SearchAttrProvider,
 }
 
 // SearchAttributes returns every search attribute of the money movements'
@@ -52,7 +57,7 @@ func SearchAttributes() map[string]enums.IndexedValueType {
 }
 
 // StartSearchAttributes are the search attributes a payment workflow starts
-// with: an open attempt of its order, a charge. Starting with them makes an
+// with: an open attempt of its order at its provider, a charge. Starting with them makes an
 // attempt findable before its first workflow task, and spares the workflow
 // an upsert.
 func StartSearchAttributes(intent chargeonce.PaymentIntent) temporal.SearchAttributes {
@@ -61,6 +66,7 @@ func StartSearchAttributes(intent chargeonce.PaymentIntent) temporal.SearchAttri
 		SearchAttrPaymentStatus.ValueSet(string(chargeonce.AttemptOpen)),
 		SearchAttrMerchantReference.ValueSet(intent.MerchantReference),
 		SearchAttrOperation.ValueSet(string(chargeonce.OperationCharge)),
+		SearchAttrProvider.ValueSet(cmp.Or(intent.Provider, chargeonce.DefaultProvider)),
 	)
 }
 

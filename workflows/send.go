@@ -40,7 +40,10 @@ const (
 // t.SendBudget, counted from now, ends. send executes the request's
 // activity or local activity with the context it is given, which carries
 // the options of both, and waits for it; its nil error is an answer, which
-// send keeps. The error of the last failed request goes to *lastError. On
+// send keeps. The error of the last failed request goes to *lastError.
+// With untilRefused, the first request that the provider certainly did not
+// process ends the phase, sendNothingProcessed, unless an earlier one may
+// have been processed. On
 // sendRefused, refusal is the provider's refusal. Its error is only
 // cancellation.
 //
@@ -51,7 +54,7 @@ const (
 // the others ended. A request goes out only while its whole AttemptTimeout
 // fits in the budget: one cut short would be unknown for want of time, and
 // every request ends within the budget, which the last send times count on.
-func sendRequests(ctx workflow.Context, t Timing, summary string, lastError *string, send func(actx workflow.Context) error) (end sendEnd, refusal *temporal.ApplicationError, err error) {
+func sendRequests(ctx workflow.Context, t Timing, untilRefused bool, summary string, lastError *string, send func(actx workflow.Context) error) (end sendEnd, refusal *temporal.ApplicationError, err error) {
 	deadline := workflow.Now(ctx).Add(t.SendBudget)
 	mayBeProcessed := false
 	// The first request always fits: AttemptTimeout ≤ SendBudget.
@@ -105,6 +108,8 @@ func sendRequests(ctx workflow.Context, t Timing, summary string, lastError *str
 		req := requestFailure(err)
 		if req == nil || req.Type() != activities.ErrTypeNotProcessed {
 			mayBeProcessed = true
+		} else if untilRefused && !mayBeProcessed {
+			break
 		}
 		wait = t.RetryInterval
 		if req != nil && req.NextRetryDelay() > 0 {

@@ -304,6 +304,9 @@ const (
 	// ProblemAlreadyResolved: the settlement exception was resolved
 	// before with another note; the first resolution is kept.
 	ProblemAlreadyResolved ProblemType = "urn:chargeonce:problem:already-resolved"
+	// ProblemNoRoute: no provider of the routing takes a payment of the
+	// order's currency and amount; nothing was stored or charged.
+	ProblemNoRoute ProblemType = "urn:chargeonce:problem:no-route"
 )
 
 // problemTypes is the one map from each problem type to its HTTP status and
@@ -334,6 +337,7 @@ var problemTypes = map[ProblemType]struct {
 	ProblemNothingRefunded:        {http.StatusServiceUnavailable, "The payment provider is unavailable; nothing was refunded."},
 	ProblemEndpointDisabled:       {http.StatusConflict, "The endpoint is disabled."},
 	ProblemAlreadyResolved:        {http.StatusConflict, "The exception is resolved already."},
+	ProblemNoRoute:                {http.StatusUnprocessableEntity, "No payment provider takes this payment; nothing was charged."},
 	ProblemNotHeld:                {http.StatusConflict, "The order holds no authorization."},
 	ProblemHoldMoving:             {http.StatusConflict, "Another capture or void of the hold is pending."},
 	ProblemCaptureExceedsHold:     {http.StatusUnprocessableEntity, "The capture exceeds the authorized amount."},

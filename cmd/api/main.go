@@ -22,6 +22,7 @@ import (
 	"chargeonce/internal/serve"
 	"chargeonce/internal/webhook"
 	"chargeonce/provider/dialect"
+	"chargeonce/routing"
 )
 
 func main() {
@@ -37,6 +38,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	tlsFlags := cli.ServerTLS(fs, "the checkout API")
 	budget := fs.Duration("checkout-budget", 0, "how long a checkout waits for the charge before it answers 202 pending (default: the published charge budget + 2s)")
 	providerName := dialect.NameFlag(fs)
+	routingFlag := routing.RegisterFlag(fs)
 	prefix := fs.String("reference-prefix", checkout.DefaultReferencePrefix, "first part of every merchant reference")
 	capture := cli.Capture(fs)
 	var secretList envflag.List
@@ -55,9 +57,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if err != nil {
 		return err
 	}
-	var secrets []webhook.Secret
+	table, err := routingFlag.Table(dialect.NameFlagName, "webhook-secret")
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	settings := api.Settings{CheckoutBudget: *budget, Routing: table, ReferencePrefix: *prefix, Capture: *capture, EventNetworks: *eventNetworks, WebUI: *webUI}
+	if table == nil {
+		settings.Provider = *providerName
+	}
 	if len(secretList) > 0 {
-		if secrets, err = webhook.ParseSecrets(secretList); err != nil {
+		if settings.WebhookSecrets, err = webhook.ParseSecrets(secretList); err != nil {
 			return cli.UsageError{Err: fmt.Errorf("--webhook-secret: %w", err)}
 		}
 	}
@@ -76,10 +85,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	defer conn.Close()
 
-	handler, _, err := api.Build(ctx, conn, api.Settings{CheckoutBudget: *budget, Provider: *providerName, ReferencePrefix: *prefix, WebhookSecrets: secrets, Capture: *capture, EventNetworks: *eventNetworks, WebUI: *webUI})
+	handler, _, err := api.Build(ctx, conn, settings)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	logger.Info("checkout API started", "listen", ln.Addr().String(), "tls", tlsConfig != nil, "webhook_secrets", len(secrets))
+	logger.Info("checkout API started", "listen", ln.Addr().String(), "tls", tlsConfig != nil, "routing", routingFlag.Path())
 	return serve.Run(ctx, ln, handler, tlsConfig)
 }

@@ -35,6 +35,7 @@ import (
 	"chargeonce/internal/serve"
 	"chargeonce/notify"
 	"chargeonce/provider/dialect"
+	"chargeonce/routing"
 	"chargeonce/worker"
 )
 
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	timing := cli.WorkerTiming(fs)
 	logFlags := cli.Logging(fs)
 	providerFlags := dialect.RegisterFlags(fs)
+	routingFlag := routing.RegisterFlag(fs)
 	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")
 	graceDays := fs.Int("settlement-grace-days", worker.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
@@ -82,16 +84,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if logger, err = alert.Counting(logger, reg); err != nil {
 		return err
 	}
-	pc, err := providerFlags.Settings()
+	table, err := routingFlag.Table(providerFlags.Names()...)
 	if err != nil {
 		return cli.UsageError{Err: err}
+	}
+	var pc dialect.Settings
+	if table == nil {
+		if pc, err = providerFlags.Settings(); err != nil {
+			return cli.UsageError{Err: err}
+		}
 	}
 	retries, err := notify.ParseSchedule(*eventRetries)
 	if err != nil {
 		return cli.UsageError{Err: fmt.Errorf("--event-retries: %w", err)}
 	}
 	prepared, err := worker.Prepare(worker.Config{
-		Provider: pc, SettlementURL: *settlementURL, SettlementGraceDays: *graceDays,
+		Provider: pc, Routing: table, SettlementURL: *settlementURL, SettlementGraceDays: *graceDays,
 		Timing: timing.Timing, ReplaceTiming: timing.Replace, SweepEvery: *sweepEvery,
 		EventRetries: retries, EventPoll: *eventPoll, EventNetworks: *eventNetworks, BuildID: buildID,
 	}, logger)
@@ -133,6 +141,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		fmt.Fprintln(rw, "ok")
 	})
 	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, token, *uiOrigin)))
-	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "provider", pc.URL, "provider_api", pc.API)
+	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "providers", prepared.Providers())
 	return serve.Run(ctx, ln, mux, tlsConfig)
 }

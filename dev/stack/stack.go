@@ -47,6 +47,7 @@ import (
 	"chargeonce/notify"
 	"chargeonce/provider/dialect"
 	"chargeonce/refund"
+	"chargeonce/routing"
 	"chargeonce/store"
 	"chargeonce/worker"
 	"chargeonce/workflows"
@@ -68,7 +69,14 @@ const (
 	// WebhookSecretFile keeps the secret that signs the fake provider's
 	// events to the API, generated on first start.
 	WebhookSecretFile = "webhook.secret"
+	// BackupDBFile and BackupSecretFile are ProviderDBFile and
+	// WebhookSecretFile of the backup provider (Config.Backup).
+	BackupDBFile     = "fakeprovider-backup.db"
+	BackupSecretFile = "webhook-backup.secret"
 )
+
+// BackupName names the stack's backup provider (Config.Backup).
+const BackupName = "backup"
 
 // DevBuildID is the version of the Worker Deployment that the stack's
 // worker joins. It is one for every build: the stack's worker is the only
@@ -112,6 +120,13 @@ type Config struct {
 	// Provider configures the fake provider (chaos mode, retention,
 	// webhook chaos).
 	Provider fakeprovider.Config
+	// Backup, when set, configures a second fake provider, named
+	// BackupName, on BackupPort: a provider of its own, with its own books,
+	// chaos, events and secret. Every payment then goes to the first fake
+	// provider and moves to the backup when the first charged nothing
+	// (routing.Of).
+	Backup     *fakeprovider.Config
+	BackupPort int
 	// ProviderAPI is the dialect the worker speaks to the fake provider,
 	// dialect.IETF or dialect.Stripe; empty means IETF.
 	ProviderAPI string
@@ -165,6 +180,7 @@ const (
 	FlagTemporalPort = "temporal-port"
 	FlagUIPort       = "ui-port"
 	FlagProviderPort = "provider-port"
+	FlagBackupPort   = "backup-port"
 	FlagAPIPort      = "api-port"
 	FlagReceiver     = "receiver"
 )
@@ -185,6 +201,11 @@ type Stack struct {
 	apiKeyCreated bool
 	provider      *fakeprovider.Provider
 	providerS     *fakeprovider.Server
+	// backup and backupS are the backup provider; nil without one.
+	backup  *fakeprovider.Provider
+	backupS *fakeprovider.Server
+	// routes are the stack's providers, the first fake and the backup.
+	routes *routing.Table
 	// mu guards temporal, which RestartTemporal replaces.
 	mu       sync.Mutex
 	temporal *temporalserver.Server
@@ -246,6 +267,12 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var backupLn net.Listener
+	if cfg.Backup != nil {
+		if backupLn, err = s.listen(cfg.BackupPort, FlagBackupPort); err != nil {
+			return err
+		}
+	}
 	apiLn, err := s.listen(cfg.APIPort, FlagAPIPort)
 	if err != nil {
 		return err
@@ -278,8 +305,22 @@ func (s *Stack) start(ctx context.Context) error {
 		return fmt.Errorf("stack: %w", err)
 	}
 	s.secretCreated = created
-	if err := s.startProvider(providerLn, apiURL+s.webhookPath(), secret); err != nil {
+	if s.provider, s.providerS, err = s.startProvider(cfg.Provider, "fakeprovider", providerLn, apiURL+s.webhookPath(), secret); err != nil {
 		return err
+	}
+	first := routing.Provider{Settings: s.providerSettings(), WebhookSecrets: []webhook.Secret{secret}}
+	s.routes = routing.Of(first)
+	if cfg.Backup != nil {
+		backupSecret, _, err := webhook.LoadOrCreateSecretFile(filepath.Join(s.dataDir(), BackupSecretFile))
+		if err != nil {
+			return fmt.Errorf("stack: %w", err)
+		}
+		if s.backup, s.backupS, err = s.startProvider(*cfg.Backup, "fakeprovider-"+BackupName, backupLn, apiURL+api.ProviderWebhookPath(BackupName), backupSecret); err != nil {
+			return err
+		}
+		settings := fakeprovider.DialectSettings(cfg.ProviderAPI, s.backupS.URL())
+		settings.Name = BackupName
+		s.routes = routing.Of(first, routing.Provider{Settings: settings, WebhookSecrets: []webhook.Secret{backupSecret}})
 	}
 	if err := s.startTemporal(ctx, s.uiCodecEndpoint(apiURL)); err != nil {
 		return err
@@ -313,7 +354,7 @@ func (s *Stack) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	handler, services, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Provider: s.providerName(), WebhookSecrets: []webhook.Secret{secret}, Finder: finder,
+	handler, services, err := api.Build(ctx, s.conn, api.Settings{CheckoutBudget: cfg.CheckoutBudget, Routing: s.routes, Finder: finder,
 		EventNetworks: cfg.EventNetworks, Capture: cfg.Capture, WebUI: s.UIURL()})
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
@@ -330,6 +371,9 @@ func (s *Stack) start(ctx context.Context) error {
 		// The provider's events go to the API: they stop with it, rather
 		// than fail against it until the provider stops too.
 		s.provider.StopWebhooks()
+		if s.backup != nil {
+			s.backup.StopWebhooks()
+		}
 		what := "checkout API"
 		if n := s.inFlight.Load(); n > 0 {
 			what += fmt.Sprintf(", waiting for %s in flight (up to %s)", chargeonce.Plural(int(n), "request"), budget)
@@ -529,10 +573,12 @@ func (s *Stack) cardHasher() (chargeonce.CardHasher, error) {
 	return h, nil
 }
 
-func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook.Secret) error {
-	cfg := s.cfg.Provider
+// startProvider starts a fake provider of cfg on ln, which posts its
+// events to webhookURL signed with secret when the stack has provider
+// events, and logs as component.
+func (s *Stack) startProvider(cfg fakeprovider.Config, component string, ln net.Listener, webhookURL string, secret webhook.Secret) (*fakeprovider.Provider, *fakeprovider.Server, error) {
 	if cfg.Logger == nil {
-		cfg.Logger = s.cfg.Logger.With("component", "fakeprovider")
+		cfg.Logger = s.cfg.Logger.With("component", component)
 	}
 	if s.cfg.ProviderEvents {
 		cfg.Webhooks.URLs = []string{webhookURL}
@@ -540,15 +586,14 @@ func (s *Stack) startProvider(ln net.Listener, webhookURL string, secret webhook
 	}
 	p, err := fakeprovider.New(cfg)
 	if err != nil {
-		return fmt.Errorf("stack: fake provider: %w", err)
+		return nil, nil, fmt.Errorf("stack: %s: %w", component, err)
 	}
-	s.provider = p
-	s.providerS = fakeprovider.Serve(ln, p)
+	srv := fakeprovider.Serve(ln, p)
 	s.closers = append(s.closers, func(ctx context.Context) error {
-		s.stopping("fake provider")
-		return s.providerS.Shutdown(ctx)
+		s.stopping(component)
+		return srv.Shutdown(ctx)
 	})
-	return nil
+	return p, srv, nil
 }
 
 func (s *Stack) startTemporal(ctx context.Context, codecEndpoint string) error {
@@ -669,7 +714,7 @@ func (s *Stack) startWorker(ctx context.Context) error {
 		retries = notify.DefaultSchedule
 	}
 	prepared, err := worker.Prepare(worker.Config{
-		Provider:            s.providerSettings(),
+		Routing:             s.routes,
 		SettlementGraceDays: worker.DefaultSettlementGraceDays,
 		Timing:              s.cfg.Timing.WithDefaults(),
 		ReplaceTiming:       true, // see Config.Timing
@@ -788,6 +833,17 @@ func (s *Stack) ReceiverEndpoint() string { return s.receiverEndpoint }
 
 // Provider is the fake provider, for tests and demos.
 func (s *Stack) Provider() *fakeprovider.Provider { return s.provider }
+
+// Backup is the backup provider (Config.Backup); nil without one.
+func (s *Stack) Backup() *fakeprovider.Provider { return s.backup }
+
+// BackupURL is the backup provider's base URL; empty without one.
+func (s *Stack) BackupURL() string {
+	if s.backupS == nil {
+		return ""
+	}
+	return s.backupS.URL()
+}
 
 // Store is the app database.
 func (s *Stack) Store() store.Store { return s.conn.Store }

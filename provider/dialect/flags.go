@@ -67,6 +67,12 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	}
 }
 
+// Names are the names of the flags that RegisterFlags defines, which a
+// routing file replaces.
+func (f *Flags) Names() []string {
+	return []string{NameFlagName, "provider", "provider-url", "provider-timeout", "stripe-api-key", "stripe-search-delay"}
+}
+
 // Settings are the settings the parsed flags describe, or an error that
 // says which flags do not go together; New checks the values.
 func (f *Flags) Settings() (Settings, error) {

@@ -1,0 +1,87 @@
+package tests
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"chargeonce"
+	"chargeonce/dev/stack"
+	"chargeonce/fakeprovider"
+)
+
+// TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing runs the
+// stack with a backup provider (stack.Config.Backup): a payment that the
+// first provider certainly did not process is paid at the backup within
+// the same checkout; a card's decline, or an unknown outcome, never moves.
+func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T) {
+	s := startCheckoutStack(t, checkoutStackConfig{Timing: articleTiming(), Budget: articleBudget, Backup: &fakeprovider.Config{}})
+	first := chargeonce.DefaultProvider
+
+	t.Run("a provider that processes nothing", func(t *testing.T) {
+		require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}))
+		t.Cleanup(func() { require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal})) })
+		id := s.createOrder(t, "25.00", "TRY")
+
+		res := s.checkout(t, id, "tok_visa")
+
+		require.Equal(t, http.StatusOK, res.status, "paid at the backup: %s", res.body)
+		var paid paidBody
+		require.NoError(t, json.Unmarshal(res.body, &paid))
+		o := s.order(t, id)
+		require.Len(t, o.Attempts, 2)
+		require.Equal(t, first, o.Attempts[0].Provider)
+		require.Equal(t, "not_processed", o.Attempts[0].Status)
+		require.Len(t, o.Attempts[0].Requests, 1, "one refusal moves the payment on, with no retry at the first provider")
+		require.Equal(t, stack.BackupName, o.Attempts[1].Provider)
+		require.Equal(t, "succeeded", o.Attempts[1].Status)
+		require.NotEqual(t, o.Attempts[0].IdempotencyKey, o.Attempts[1].IdempotencyKey, "each provider's attempt has its own key")
+		require.NotEqual(t, o.Attempts[0].MerchantReference, o.Attempts[1].MerchantReference)
+		require.Empty(t, chargesOf(s.provider, o.Attempts[0].MerchantReference))
+		charged := chargesOf(s.backup, o.Attempts[1].MerchantReference)
+		require.Len(t, charged, 1)
+		require.Equal(t, charged[0].ID, paid.ProviderPaymentID)
+		require.Contains(t, s.metrics(t), `chargeonce_checkout_failovers_total{provider="default",reason="not_processed"} 1`)
+	})
+
+	t.Run("a card's decline", func(t *testing.T) {
+		id := s.createOrder(t, "25.00", "TRY")
+		backupBefore := len(s.backup.ChargeRequests())
+
+		res := s.checkout(t, id, "tok_chargeDeclinedInsufficientFunds")
+
+		require.Equal(t, http.StatusPaymentRequired, res.status, "%s", res.body)
+		o := s.order(t, id)
+		require.Len(t, o.Attempts, 1, "a card's decline is the card's at every provider")
+		require.Equal(t, first, o.Attempts[0].Provider)
+		require.Len(t, s.backup.ChargeRequests(), backupBefore, "nothing was sent to the backup")
+	})
+
+	t.Run("an unknown outcome", func(t *testing.T) {
+		require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeDrop}))
+		t.Cleanup(func() { require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal})) })
+		id := s.createOrder(t, "25.00", "TRY")
+		backupBefore := len(s.backup.ChargeRequests())
+
+		res := s.checkout(t, id, "tok_visa")
+
+		require.Equal(t, http.StatusAccepted, res.status, "the outcome at the first provider is unknown: %s", res.body)
+		o := s.order(t, id)
+		require.Len(t, o.Attempts, 1, "an unknown outcome stays with its provider until its lookups settle it")
+		require.Equal(t, "open", o.Attempts[0].Status)
+		require.Len(t, s.backup.ChargeRequests(), backupBefore, "nothing was sent to the backup")
+	})
+}
+
+// chargesOf returns the charges that p holds under the merchant reference.
+func chargesOf(p *fakeprovider.Provider, reference string) []fakeprovider.Charge {
+	var out []fakeprovider.Charge
+	for _, c := range p.Charges() {
+		if c.MerchantReference == reference {
+			out = append(out, c)
+		}
+	}
+	return out
+}
