@@ -3,6 +3,7 @@ package activities_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -128,25 +129,61 @@ func TestCharge_SecondRequestGetsTheReplayOfTheFirst(t *testing.T) {
 	require.Equal(t, http.StatusCreated, logged[1].StatusCode)
 }
 
+// TestCharge_DeclineIsAResult covers a card's decline and one that is the
+// provider's own trouble: both are results, and the result and the log
+// line say whose decline it is.
 func TestCharge_DeclineIsAResult(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{})
-	intent := env.NewIntent(t, "tok_chargeDeclinedInsufficientFunds", amount, time.Now())
+	cases := []struct {
+		token, code string
+		trouble     bool
+		msg         string
+	}{
+		{"tok_chargeDeclinedInsufficientFunds", "insufficient_funds", false, "card declined"},
+		{"tok_chargeDeclinedIssuerNotAvailable", "issuer_not_available", true, "declined for the provider's own trouble, not the card's"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.token, func(t *testing.T) {
+			logs := &bytes.Buffer{}
+			env := activitiestest.New(t, activitiestest.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+			intent := env.NewIntent(t, tc.token, amount, time.Now())
 
-	res, err := charge(t, newActivityEnv(t, env, 0), intent)
-	require.NoError(t, err)
+			res, err := charge(t, newActivityEnv(t, env, 0), intent)
+			require.NoError(t, err)
 
-	charges := env.Fake.Charges()
-	require.Len(t, charges, 1)
-	require.Equal(t, fakeprovider.ChargeFailed, charges[0].Status)
-	require.Equal(t, activities.ChargeResult{
-		Status:            chargeonce.AttemptDeclined,
-		ProviderPaymentID: charges[0].ID,
-		DeclineCode:       "insufficient_funds",
-	}, res)
-	logged := env.Attempt(t, intent.Key).Requests
-	require.Len(t, logged, 1)
-	require.Equal(t, http.StatusPaymentRequired, logged[0].StatusCode)
-	require.Equal(t, string(provider.Declined), logged[0].Outcome)
+			charges := env.Fake.Charges()
+			require.Len(t, charges, 1)
+			require.Equal(t, fakeprovider.ChargeFailed, charges[0].Status)
+			require.Equal(t, activities.ChargeResult{
+				Status:            chargeonce.AttemptDeclined,
+				ProviderPaymentID: charges[0].ID,
+				DeclineCode:       tc.code,
+				ProviderTrouble:   tc.trouble,
+			}, res)
+			requireOneDecline(t, env, intent.Key)
+			line := declineLogLine(t, logs)
+			require.Equal(t, tc.msg, line.Msg)
+			require.Equal(t, tc.code, line.DeclineCode)
+			require.Equal(t, tc.trouble, line.ProviderTrouble)
+		})
+	}
+}
+
+// declineLogLine is the one log line of a decline among the JSON logs.
+func declineLogLine(t *testing.T, logs *bytes.Buffer) (line struct {
+	Msg             string `json:"msg"`
+	DeclineCode     string `json:"decline_code"`
+	ProviderTrouble bool   `json:"provider_trouble"`
+}) {
+	t.Helper()
+	found := 0
+	for raw := range bytes.Lines(logs.Bytes()) {
+		if bytes.Contains(raw, []byte(`"provider_trouble":`)) {
+			require.NoError(t, json.Unmarshal(raw, &line))
+			found++
+		}
+	}
+	require.Equal(t, 1, found, "one log line says whose decline it is:\n%s", logs)
+	return line
 }
 
 func TestCharge_RefusedCardIsADeclineWithoutACharge(t *testing.T) {
@@ -161,7 +198,14 @@ func TestCharge_RefusedCardIsADeclineWithoutACharge(t *testing.T) {
 		Status:      chargeonce.AttemptDeclined,
 		DeclineCode: provider.DeclineInvalidPaymentMethod,
 	}, res)
-	logged := env.Attempt(t, intent.Key).Requests
+	requireOneDecline(t, env, intent.Key)
+}
+
+// requireOneDecline checks that the key's request log lists one request,
+// answered with a 402 read as a decline.
+func requireOneDecline(t *testing.T, env *activitiestest.Env, key string) {
+	t.Helper()
+	logged := env.Attempt(t, key).Requests
 	require.Len(t, logged, 1)
 	require.Equal(t, http.StatusPaymentRequired, logged[0].StatusCode)
 	require.Equal(t, string(provider.Declined), logged[0].Outcome)

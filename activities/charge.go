@@ -36,6 +36,12 @@ type ChargeResult struct {
 	ProviderPaymentID string `json:"ProviderPaymentID"`
 	// DeclineCode is the provider's reason on a decline.
 	DeclineCode string `json:"DeclineCode"`
+	// ProviderTrouble reports that a decline is the provider's own trouble
+	// (provider.Result.ProviderTrouble), not the card's: nothing was
+	// charged, and another provider may take the payment. It is omitted
+	// when false, so that the results in the histories of earlier code read
+	// the same.
+	ProviderTrouble bool `json:"ProviderTrouble,omitempty"`
 	// Replayed reports that the provider answered from its idempotency store.
 	Replayed bool `json:"Replayed"`
 	// Recorded reports that Charge settled the attempt in the database
@@ -137,8 +143,12 @@ func (a *Activities) Charge(ctx context.Context, in ChargeInput) (ChargeResult, 
 		}
 		log.Info("payment approved by provider", "charge", res.ChargeID, "hold", result.Hold != nil)
 	case provider.ClassDeclined:
-		log.Info("card declined", "charge", res.ChargeID, "decline_code", res.DeclineCode)
-		result = ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, Replayed: res.Replayed}
+		msg := "card declined"
+		if res.ProviderTrouble {
+			msg = "declined for the provider's own trouble, not the card's"
+		}
+		log.Info(msg, "charge", res.ChargeID, "decline_code", res.DeclineCode, "provider_trouble", res.ProviderTrouble)
+		result = ChargeResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: res.ChargeID, DeclineCode: res.DeclineCode, ProviderTrouble: res.ProviderTrouble, Replayed: res.Replayed}
 	default:
 		return ChargeResult{}, requestError(ctx, log, listed, res.Exchange)
 	}

@@ -118,12 +118,19 @@ const (
 )
 
 // declineCodes maps the test tokens that decline to their decline code. In
-// the Stripe dialect, pm_card_<name> is tok_<name>.
+// the Stripe dialect, pm_card_<name> is tok_<name>. issuer_not_available,
+// processing_error and try_again_later are the provider's own trouble
+// rather than the card's, for the tests of what a payment makes of a
+// decline that another provider might have taken; the others are the
+// card's.
 var declineCodes = map[string]string{
-	"tok_chargeDeclined":                  "do_not_honor",
-	"tok_chargeDeclinedInsufficientFunds": "insufficient_funds",
-	"tok_chargeDeclinedLostCard":          "lost_card",
-	"tok_chargeDeclinedStolenCard":        "stolen_card",
+	"tok_chargeDeclined":                   "do_not_honor",
+	"tok_chargeDeclinedInsufficientFunds":  "insufficient_funds",
+	"tok_chargeDeclinedLostCard":           "lost_card",
+	"tok_chargeDeclinedStolenCard":         "stolen_card",
+	"tok_chargeDeclinedIssuerNotAvailable": "issuer_not_available",
+	"tok_chargeDeclinedProcessingError":    "processing_error",
+	"tok_chargeDeclinedTryAgainLater":      "try_again_later",
 }
 
 // keyEntry is what the provider remembers about an idempotency key.

@@ -51,6 +51,9 @@ func TestPostCharge_DeclineTokensAnswer402AndCreateAFailedCharge(t *testing.T) {
 	}{
 		{"tok_chargeDeclined", "do_not_honor"},
 		{"tok_chargeDeclinedInsufficientFunds", "insufficient_funds"},
+		{"tok_chargeDeclinedIssuerNotAvailable", "issuer_not_available"},
+		{"tok_chargeDeclinedProcessingError", "processing_error"},
+		{"tok_chargeDeclinedTryAgainLater", "try_again_later"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.source, func(t *testing.T) {

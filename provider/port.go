@@ -21,6 +21,7 @@ package provider
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"chargeonce"
@@ -145,6 +146,33 @@ type Result struct {
 	// DeclineCode is the provider's reason on Declined, such as
 	// "insufficient_funds".
 	DeclineCode string
+	// ProviderTrouble reports, on Declined, that the decline is the trouble
+	// of the provider, its acquirer or the card's issuer (the issuer or the
+	// acquirer unreachable, a processing error, "try again later"), not of
+	// the card: nothing was charged, and another provider may take the same
+	// payment. A card's decline (insufficient funds, a lost or stolen card,
+	// do not honor, a payment method the provider cannot charge) leaves it
+	// false, since no provider would charge that card.
+	ProviderTrouble bool
+}
+
+// providerTroubleCodes are the decline codes, common to the IETF draft's
+// dialect and Stripe's, by which a provider declines for its own trouble or
+// its acquirer's or the issuer's rather than the card's.
+var providerTroubleCodes = []string{
+	"issuer_not_available", // the issuer, or the acquirer, could not be reached
+	"processing_error",     // the provider failed to process the card
+	"reenter_transaction",  // the issuer could not process it this time
+	"try_again_later",      // the issuer asks for the same charge later
+}
+
+// IsProviderTrouble reports whether a decline with this code is the
+// provider's own trouble rather than the card's (Result.ProviderTrouble),
+// for a dialect that uses the common decline codes. Every other code is the
+// card's: failing a payment over to another provider on it would only
+// decline the card again, or charge a card its owner had reported lost.
+func IsProviderTrouble(declineCode string) bool {
+	return slices.Contains(providerTroubleCodes, declineCode)
 }
 
 // MaxRetryAfter caps a provider's Retry-After. A provider asking to wait

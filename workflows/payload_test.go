@@ -72,9 +72,9 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 		}, `{"intent": ` + intentJSON + `,
 			"timing": {"attemptTimeout": 1, "chargeBudget": 2, "retryInterval": 3, "minAge": 4, "interval": 5, "abandonAfter": 6, "holdMargin": 7, "holdWarning": 8},
 			"carried": {"checks": 7, "lastError": "timeout", "cardToken": "tok_visa"}}`},
-		{"PaymentResult", workflows.PaymentResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: "ch_1", DeclineCode: "card_declined", Message: "declined",
+		{"PaymentResult", workflows.PaymentResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: "ch_1", DeclineCode: "card_declined", ProviderTrouble: true, Message: "declined",
 			Hold: &workflows.HoldResult{Status: chargeonce.HoldCaptured, Deadline: at, CaptureBefore: at.Add(time.Hour), Captured: 100}},
-			`{"status": "declined", "providerPaymentId": "ch_1", "declineCode": "card_declined", "message": "declined",
+			`{"status": "declined", "providerPaymentId": "ch_1", "declineCode": "card_declined", "providerTrouble": true, "message": "declined",
 			"hold": {"status": "captured", "deadline": "2026-03-14T10:00:00Z", "captureBefore": "2026-03-14T11:00:00Z", "captured": 100}}`},
 		{"ChargeRequest", workflows.ChargeRequest{CardToken: "tok_visa", CardHash: "hash"}, `{"cardToken": "tok_visa", "cardHash": "hash"}`},
 		{"ProviderEvent", workflows.ProviderEvent{ChargeID: "ch_1"}, `{"chargeId": "ch_1"}`},
@@ -95,8 +95,8 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 
 		// The payment's activities.
 		{"ChargeInput", activities.ChargeInput{Intent: intent, Settle: true, HoldMargin: 7}, `{"Intent": ` + intentJSON + `, "Settle": true, "HoldMargin": 7}`},
-		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", Replayed: true, Recorded: true, Hold: terms},
-			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "Replayed": true, "Recorded": true, "Hold": ` + termsJSON + `}`},
+		{"ChargeResult", activities.ChargeResult{Status: chargeonce.AttemptSucceeded, ProviderPaymentID: "ch_1", DeclineCode: "none", ProviderTrouble: true, Replayed: true, Recorded: true, Hold: terms},
+			`{"Status": "succeeded", "ProviderPaymentID": "ch_1", "DeclineCode": "none", "ProviderTrouble": true, "Replayed": true, "Recorded": true, "Hold": ` + termsJSON + `}`},
 		{"FindChargeInput", activities.FindChargeInput{Key: intent.Key, MerchantReference: intent.MerchantReference, Amount: amount, Provider: "eu", Hold: true, HoldMargin: 7},
 			`{"Key": "01a1d96c-e23d-77bf-801e-9df969c1d378", "MerchantReference": "shop-1001-01a1d96ce23d77bf801e9df969c1d378",
 			"Amount": {"minor": 54890, "currency": "TRY"}, "Provider": "eu", "Hold": true, "HoldMargin": 7}`},

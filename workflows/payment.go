@@ -102,6 +102,11 @@ type PaymentResult struct {
 	ProviderPaymentID string `json:"providerPaymentId,omitempty"`
 	// DeclineCode is the provider's reason for a decline.
 	DeclineCode string `json:"declineCode,omitempty"`
+	// ProviderTrouble reports that a decline is the provider's own trouble
+	// (the issuer or acquirer unavailable, a processing error, "try again
+	// later"), not the card's: nothing was charged, and another provider
+	// may take the same payment. A card's decline leaves it false.
+	ProviderTrouble bool `json:"providerTrouble,omitempty"`
 	// Message says what happened, for people.
 	Message string `json:"message,omitempty"`
 	// Hold is the hold that a manual capture's charge authorized; nil for
@@ -407,11 +412,13 @@ func definiteOutcome(res activities.ChargeResult) PaymentResult {
 	if res.Hold != nil {
 		return heldOutcome(res.ProviderPaymentID, *res.Hold, "hold authorized by the provider")
 	}
-	r := PaymentResult{Status: res.Status, ProviderPaymentID: res.ProviderPaymentID, DeclineCode: res.DeclineCode}
-	switch res.Status {
-	case chargeonce.AttemptSucceeded:
+	r := PaymentResult{Status: res.Status, ProviderPaymentID: res.ProviderPaymentID, DeclineCode: res.DeclineCode, ProviderTrouble: res.ProviderTrouble}
+	switch {
+	case res.Status == chargeonce.AttemptSucceeded:
 		r.Message = "payment approved by the provider"
-	case chargeonce.AttemptDeclined:
+	case res.Status == chargeonce.AttemptDeclined && res.ProviderTrouble:
+		r.Message = "declined for the provider's own trouble, not the card's; nothing was charged: " + res.DeclineCode
+	case res.Status == chargeonce.AttemptDeclined:
 		r.Message = "card declined by the provider: " + res.DeclineCode
 	}
 	return r

@@ -334,17 +334,34 @@ func keywords(sa temporal.SearchAttributes) map[string]string {
 	return out
 }
 
+// TestPaymentWorkflow_DeclineReturnsTheOrderToPlaced covers a card's
+// decline and one that is the provider's own trouble: both settle the
+// attempt declined, and the result says whose decline it is.
 func TestPaymentWorkflow_DeclineReturnsTheOrderToPlaced(t *testing.T) {
-	env := activitiestest.New(t, activitiestest.Options{})
-	intent := env.NewIntent(t, "tok_chargeDeclined", amount, createdAt)
-	wenv := newWorkflowEnv(t, env, createdAt)
+	cases := []struct {
+		token, code string
+		trouble     bool
+		message     string
+	}{
+		{"tok_chargeDeclined", "do_not_honor", false, "card declined by the provider: do_not_honor"},
+		{"tok_chargeDeclinedTryAgainLater", "try_again_later", true, "declined for the provider's own trouble, not the card's; nothing was charged: try_again_later"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.token, func(t *testing.T) {
+			env := activitiestest.New(t, activitiestest.Options{})
+			intent := env.NewIntent(t, tc.token, amount, createdAt)
+			wenv := newWorkflowEnv(t, env, createdAt)
 
-	res := run(t, wenv, workflows.PaymentInput{Intent: intent})
+			res := run(t, wenv, workflows.PaymentInput{Intent: intent})
 
-	require.Equal(t, chargeonce.AttemptDeclined, res.Status)
-	require.Equal(t, "do_not_honor", res.DeclineCode)
-	requireOneKey(t, env, intent, 1)
-	requireSettled(t, env, intent, chargeonce.AttemptDeclined, env.Fake.Charges()[0].ID)
+			require.Equal(t, chargeonce.AttemptDeclined, res.Status)
+			require.Equal(t, tc.code, res.DeclineCode)
+			require.Equal(t, tc.trouble, res.ProviderTrouble)
+			require.Equal(t, tc.message, res.Message)
+			requireOneKey(t, env, intent, 1)
+			requireSettled(t, env, intent, chargeonce.AttemptDeclined, env.Fake.Charges()[0].ID)
+		})
+	}
 }
 
 // TestPaymentWorkflow_409IsRetriedWithTheSameKey replays the slow provider:

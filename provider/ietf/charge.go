@@ -82,6 +82,8 @@ func chargeEndpoint(req provider.ChargeRequest, r *provider.Result) endpoint {
 				return false, fmt.Errorf("needs code card_declined, a decline_code and a charge_id, or code invalid_source; got code %q, decline_code %q, charge_id %q", p.Code, p.DeclineCode, p.ChargeID)
 			}
 			r.DeclineCode, r.ChargeID = p.DeclineCode, p.ChargeID
+			// The draft's decline codes are the common ones.
+			r.ProviderTrouble = provider.IsProviderTrouble(p.DeclineCode)
 			return false, nil
 		},
 	}

@@ -48,25 +48,11 @@ func TestClient_FakeProviderApprovesAndFindsTheCharge(t *testing.T) {
 }
 
 func TestClient_FakeProviderDeclines(t *testing.T) {
-	cases := []struct{ source, code string }{
-		{"tok_chargeDeclined", "do_not_honor"},
-		{"tok_chargeDeclinedInsufficientFunds", "insufficient_funds"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.source, func(t *testing.T) {
+	for _, d := range providertest.Declines {
+		source := "tok_" + d.Name
+		t.Run(source, func(t *testing.T) {
 			_, c := newFake(t, fakeprovider.Config{})
-			req := providertest.Another(testCharge(), "0199a1d9-6e23-7d77-b801-9df969c1d378", tc.source)
-
-			res := c.Charge(context.Background(), req)
-
-			require.Equal(t, provider.Declined, res.Outcome, res.Detail)
-			require.Equal(t, tc.code, res.DeclineCode)
-			require.NotEmpty(t, res.ChargeID)
-			charges, err := c.FindCharges(context.Background(), req.MerchantReference)
-			require.NoError(t, err)
-			require.Len(t, charges, 1)
-			require.Equal(t, res.ChargeID, charges[0].ID)
-			require.Equal(t, "failed", charges[0].Status, "reconciliation tells a decline from a charge that never arrived")
+			providertest.Declined(t, c, providertest.Another(testCharge(), "0199a1d9-6e23-7d77-b801-9df969c1d378", source), d)
 		})
 	}
 }

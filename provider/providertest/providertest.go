@@ -5,6 +5,7 @@ package providertest
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -78,6 +79,49 @@ func Another(req provider.ChargeRequest, key, source string) provider.ChargeRequ
 	return req
 }
 
+// Decline is one of the fake provider's declining test cards.
+type Decline struct {
+	// Name is the card's name after its dialect's prefix: tok_<Name> in
+	// the draft's, pm_card_<Name> (or tok_<Name>) in Stripe's.
+	Name string
+	// Code is the decline code the adapter must read.
+	Code string
+	// ProviderTrouble is whether the decline is the provider's own trouble
+	// rather than the card's.
+	ProviderTrouble bool
+}
+
+// Declines are every declining test card of the fake provider.
+var Declines = []Decline{
+	{"chargeDeclined", "do_not_honor", false},
+	{"chargeDeclinedInsufficientFunds", "insufficient_funds", false},
+	{"chargeDeclinedLostCard", "lost_card", false},
+	{"chargeDeclinedStolenCard", "stolen_card", false},
+	{"chargeDeclinedIssuerNotAvailable", "issuer_not_available", true},
+	{"chargeDeclinedProcessingError", "processing_error", true},
+	{"chargeDeclinedTryAgainLater", "try_again_later", true},
+}
+
+// Declined sends req, whose source is the declining card d, and checks
+// what every dialect must make of it: a 402 read as a decline with d's
+// code, which says whether it is the provider's trouble or the card's, and
+// a failed charge found for the reference, so that reconciliation tells a
+// decline from a charge that never arrived.
+func Declined(t *testing.T, c provider.Port, req provider.ChargeRequest, d Decline) {
+	t.Helper()
+	res := c.Charge(context.Background(), req)
+	require.Equal(t, provider.Declined, res.Outcome, res.Detail)
+	require.Equal(t, http.StatusPaymentRequired, res.StatusCode)
+	require.Equal(t, d.Code, res.DeclineCode)
+	require.Equal(t, d.ProviderTrouble, res.ProviderTrouble, "whose trouble the decline is")
+	require.NotEmpty(t, res.ChargeID, "a declined card leaves a failed charge")
+	found, err := c.FindCharges(context.Background(), req.MerchantReference)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.Equal(t, res.ChargeID, found[0].ID)
+	require.Equal(t, provider.StatusFailed, found[0].Status)
+}
+
 // RefusedCard sends req, whose source the fake refuses as no card it can
 // charge, twice under its key, and checks what every dialect must make of
 // it: a decline with provider.DeclineInvalidPaymentMethod each time, since
@@ -89,6 +133,7 @@ func RefusedCard(t *testing.T, fp *fakeprovider.Provider, c provider.Port, req p
 		res := c.Charge(context.Background(), req)
 		require.Equal(t, provider.Declined, res.Outcome, res.Detail)
 		require.Equal(t, provider.DeclineInvalidPaymentMethod, res.DeclineCode)
+		require.False(t, res.ProviderTrouble, "the card's decline, not the provider's trouble")
 		require.Empty(t, res.ChargeID, "a refused card leaves no charge")
 		require.True(t, res.NotProcessed(), "a refused card is refused before anything is processed")
 	}

@@ -50,28 +50,13 @@ func TestClient_FakeProviderApprovesAndFindsThePaymentIntent(t *testing.T) {
 }
 
 func TestClient_FakeProviderDeclinesStripesTestCardsAndOurTokens(t *testing.T) {
-	cases := []struct{ source, decline string }{
-		{"pm_card_chargeDeclined", "do_not_honor"},
-		{"pm_card_chargeDeclinedInsufficientFunds", "insufficient_funds"},
-		{"pm_card_chargeDeclinedStolenCard", "stolen_card"},
-		{"tok_chargeDeclinedInsufficientFunds", "insufficient_funds"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.source, func(t *testing.T) {
-			_, c := newFake(t, fakeprovider.Config{})
-			req := providertest.Another(testCharge(), "key-"+tc.source, tc.source)
-
-			res := c.Charge(context.Background(), req)
-			found, err := c.FindCharges(context.Background(), req.MerchantReference)
-
-			require.Equal(t, provider.Declined, res.Outcome, res.Detail)
-			require.Equal(t, http.StatusPaymentRequired, res.StatusCode)
-			require.Equal(t, tc.decline, res.DeclineCode)
-			require.NoError(t, err)
-			require.Len(t, found, 1)
-			require.Equal(t, res.ChargeID, found[0].ID)
-			require.Equal(t, provider.StatusFailed, found[0].Status)
-		})
+	for _, d := range providertest.Declines {
+		for _, source := range []string{"pm_card_" + d.Name, "tok_" + d.Name} {
+			t.Run(source, func(t *testing.T) {
+				_, c := newFake(t, fakeprovider.Config{})
+				providertest.Declined(t, c, providertest.Another(testCharge(), "key-"+source, source), d)
+			})
+		}
 	}
 }
 

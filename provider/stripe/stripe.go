@@ -21,8 +21,11 @@
 //   - 200 with a succeeded PaymentIntent that matches the request: Approved;
 //   - card_error: Declined, with the decline_code (or the error code, such
 //     as expired_card, when Stripe sends no decline code), and the
-//     PaymentIntent it left when there is one: the card is the customer's
-//     problem, not ours;
+//     PaymentIntent it left when there is one: a result, not our problem.
+//     It is ProviderTrouble when the code is one of
+//     provider.IsProviderTrouble's (issuer_not_available, processing_error,
+//     reenter_transaction, try_again_later), the trouble of Stripe, the
+//     acquirer or the issuer rather than the card's;
 //   - 400 invalid_request_error resource_missing on payment_method ("No
 //     such PaymentMethod"): Declined with
 //     provider.DeclineInvalidPaymentMethod, nothing processed: the card the
@@ -261,6 +264,7 @@ func chargeEndpoint(req provider.ChargeRequest, pi *stripeapi.PaymentIntent, r *
 				// status and whether or not it names the PaymentIntent it
 				// left.
 				r.DeclineCode, r.ChargeID = declined(e)
+				r.ProviderTrouble = provider.IsProviderTrouble(r.DeclineCode)
 				return false, true
 			case resourceMissing(e, "payment_method"):
 				// "No such PaymentMethod": the payment method the customer
@@ -367,8 +371,11 @@ func resourceMissing(e *stripeapi.Error, param string) bool {
 }
 
 // declined reads the decline code of a declined card and the PaymentIntent
-// it left, if any. A card error without a code of its own says only that
-// the card was declined.
+// it left, if any. A card error without a decline code carries its error
+// code instead, such as expired_card, or processing_error, which
+// provider.IsProviderTrouble reads as a decline code: Stripe's codes are the
+// common ones. A card error without a code of its own says only that the
+// card was declined.
 func declined(e *stripeapi.Error) (code, chargeID string) {
 	if e.PaymentIntent != nil {
 		chargeID = e.PaymentIntent.ID

@@ -149,6 +149,32 @@ func TestClient_ChargeMapsStripesAnswersToOutcomes(t *testing.T) {
 	}
 }
 
+// TestClient_ChargeReadsTheProvidersTroubleFromEitherCode covers the card
+// errors the fake provider does not send: Stripe names a processing error
+// in the error's code, with no decline code, and a card error's code
+// without a decline code is otherwise the card's.
+func TestClient_ChargeReadsTheProvidersTroubleFromEitherCode(t *testing.T) {
+	cases := []struct {
+		name, body, decline string
+		trouble             bool
+	}{
+		{"processing_error as the error code", `{"error":{"type":"card_error","code":"processing_error","message":"An error occurred while processing your card.","payment_intent":{"id":"pi_000004"}}}`, "processing_error", true},
+		{"reenter_transaction as the decline code", `{"error":{"type":"card_error","code":"card_declined","decline_code":"reenter_transaction"}}`, "reenter_transaction", true},
+		{"expired_card as the error code", `{"error":{"type":"card_error","code":"expired_card","message":"Your card has expired."}}`, "expired_card", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, reply{status: 402, body: tc.body})
+
+			res := newClient(t, srv.URL).Charge(context.Background(), testCharge())
+
+			require.Equal(t, provider.Declined, res.Outcome, res.Detail)
+			require.Equal(t, tc.decline, res.DeclineCode)
+			require.Equal(t, tc.trouble, res.ProviderTrouble)
+		})
+	}
+}
+
 func TestClient_ChargeWithoutAnAnswerIsUnknownAndARefusedConnectionSentNothing(t *testing.T) {
 	blocking := newServer(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	res := newClient(t, blocking.URL).Charge(context.Background(), testCharge())
