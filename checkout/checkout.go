@@ -107,6 +107,11 @@ type Result struct {
 	Attempt store.Attempt
 	// DeclineCode is the provider's reason on OutcomeDeclined.
 	DeclineCode string
+	// ProviderTrouble reports, on OutcomeDeclined, that the decline was
+	// the provider's own trouble rather than the card's
+	// (provider.Result.ProviderTrouble): nothing was charged, and another
+	// provider may take the payment.
+	ProviderTrouble bool
 	// AlreadyPaid reports that the order was paid before this checkout, so
 	// nothing was sent.
 	AlreadyPaid bool
@@ -341,9 +346,10 @@ func (c Capture) resolve(merchant chargeonce.CaptureMode) (Capture, error) {
 // *routing.NoRouteError, and nothing is stored. When the attempt's provider
 // certainly charged nothing (mayFailOver), the payment moves on to the
 // route's next provider, as a new attempt under a new key, within this
-// call. Nothing else moves it: an unknown outcome stays with its provider
-// until that provider's lookups settle it, and a card's decline is the
-// card's everywhere.
+// call: its requests were refused unprocessed, or it declined for its own
+// trouble. Nothing else moves it: an unknown outcome stays with its
+// provider until that provider's lookups settle it, and a card's decline is
+// the card's everywhere.
 func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken string, c Capture) (Result, error) {
 	if cardToken == "" {
 		return Result{}, errors.New("checkout: card token is empty")
@@ -396,6 +402,9 @@ const (
 	// requests: its breaker was open, it refused them unprocessed (429,
 	// 503), or they were never sent.
 	failoverNotProcessed = "not_processed"
+	// failoverProviderTrouble: the provider declined for its own trouble,
+	// not the card's (Result.ProviderTrouble).
+	failoverProviderTrouble = "provider_trouble"
 )
 
 // mayFailOver returns why the outcome of res lets the payment move to
@@ -405,8 +414,11 @@ const (
 // be a double charge that no idempotency key prevents, since each
 // provider keeps its own keys.
 func mayFailOver(res Result) string {
-	if res.Outcome == OutcomeNotProcessed {
+	switch {
+	case res.Outcome == OutcomeNotProcessed:
 		return failoverNotProcessed
+	case res.Outcome == OutcomeDeclined && res.ProviderTrouble:
+		return failoverProviderTrouble
 	}
 	return ""
 }
@@ -603,7 +615,7 @@ func (s *Service) result(ctx context.Context, log *slog.Logger, base Result, pay
 	} else {
 		res.Attempt.Status = payment.Status
 		// The decline code lives in the workflow's answer, not the database.
-		res.DeclineCode = payment.DeclineCode
+		res.DeclineCode, res.ProviderTrouble = payment.DeclineCode, payment.ProviderTrouble
 		if payment.ProviderPaymentID != "" {
 			// The provider's answer stands even where recording it failed.
 			res.Attempt.ProviderPaymentID = payment.ProviderPaymentID

@@ -46,6 +46,20 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 		require.Contains(t, s.metrics(t), `chargeonce_checkout_failovers_total{provider="default",reason="not_processed"} 1`)
 	})
 
+	t.Run("a decline for the provider's own trouble", func(t *testing.T) {
+		id := s.createOrder(t, "25.00", "TRY")
+
+		res := s.checkout(t, id, "tok_chargeDeclinedIssuerNotAvailable")
+
+		// The backup's fake declines the same test card for the same
+		// reason, so the payment ends declined there: tried at both.
+		require.Equal(t, http.StatusPaymentRequired, res.status, "%s", res.body)
+		o := s.order(t, id)
+		require.Len(t, o.Attempts, 2)
+		require.Equal(t, []string{first, stack.BackupName}, []string{o.Attempts[0].Provider, o.Attempts[1].Provider})
+		require.Contains(t, s.metrics(t), `chargeonce_checkout_failovers_total{provider="default",reason="provider_trouble"} 1`)
+	})
+
 	t.Run("a card's decline", func(t *testing.T) {
 		id := s.createOrder(t, "25.00", "TRY")
 		backupBefore := len(s.backup.ChargeRequests())
