@@ -3,43 +3,19 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"regexp"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
-	"chargeonce"
 	"chargeonce/api/wire"
 	"chargeonce/store"
 )
 
-// exceptionIDPattern is the one spelling of a settlement exception's id
-// (store.ExceptionID).
-var exceptionIDPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
-
 // exceptionID reads the {id} path value of an exception's route.
 func exceptionID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if !exceptionIDPattern.MatchString(id) {
+	if !store.ValidExceptionID(id) {
 		return "", badRequest("exception id %q must be 16 lower-case hex digits, the id that the settlement shows", id)
 	}
 	return id, nil
-}
-
-// validateNote checks the note of a resolution: free text (ValidateText)
-// of 1 to store.MaxResolutionNote characters that is not blank.
-func validateNote(note string) error {
-	if err := chargeonce.ValidateText(note); err != nil {
-		return badRequest(`field "note" %v`, err)
-	}
-	if strings.TrimFunc(note, unicode.IsSpace) == "" {
-		return badRequest(`field "note" is blank: say what was done about the exception and why`)
-	}
-	if n := utf8.RuneCountInString(note); n > store.MaxResolutionNote {
-		return badRequest(`field "note" has %d characters; at most %d are allowed`, n, store.MaxResolutionNote)
-	}
-	return nil
 }
 
 // resolveException serves POST /api/settlements/{date}/exceptions/{id}/resolve:
@@ -62,8 +38,8 @@ func (s *server) resolveException(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := validateNote(req.Note); err != nil {
-		s.fail(w, r, err)
+	if err := store.CheckResolutionNote(req.Note); err != nil {
+		s.fail(w, r, badRequest(`field "note" %v`, err))
 		return
 	}
 	_, exceptions, err := s.settlementOf(r.Context(), date)

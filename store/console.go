@@ -5,7 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"chargeonce"
 )
@@ -75,6 +80,26 @@ const MaxAuditRequest = 8 << 10
 // settlement exception.
 const MaxResolutionNote = 1000
 
+// CheckResolutionNote is the rule of the note that resolves a settlement
+// exception: free text (chargeonce.ValidateText) of 1 to MaxResolutionNote
+// characters that is not blank. The store refuses a resolution whose note
+// breaks it, and the API answers 400 for one before it asks the store, so
+// both take the rule from here and cannot drift apart. Like
+// chargeonce.ValidateText, its error says what is wrong after the field's
+// name, such as "is blank: …".
+func CheckResolutionNote(note string) error {
+	if err := chargeonce.ValidateText(note); err != nil {
+		return err
+	}
+	if strings.TrimFunc(note, unicode.IsSpace) == "" {
+		return errors.New("is blank: say what was done about the exception and why")
+	}
+	if n := utf8.RuneCountInString(note); n > MaxResolutionNote {
+		return fmt.Errorf("has %d characters; at most %d are allowed", n, MaxResolutionNote)
+	}
+	return nil
+}
+
 // Session is one operator signed in to the console.
 type Session struct {
 	// TokenHash is the lower-case hex SHA-256 of the session cookie's
@@ -130,14 +155,16 @@ type ExceptionResolution struct {
 	Date string
 	// ExceptionID is ExceptionID of the exception.
 	ExceptionID string
-	// Note says what was decided and why; free text (chargeonce.ValidateText)
-	// of 1 to MaxResolutionNote characters.
+	// Note says what was decided and why; CheckResolutionNote is its rule.
 	Note string
 	// KeyID and KeyName name the API key that resolved it.
 	KeyID   string
 	KeyName string
 	At      time.Time
 }
+
+// exceptionIDLen is the length of ExceptionID's names, in hex characters.
+const exceptionIDLen = 16
 
 // ExceptionID names a settlement exception by what it is about, so that the
 // name survives a rerun of the date, which renumbers the exceptions: 16 hex
@@ -154,8 +181,14 @@ func ExceptionID(date string, e SettlementException) string {
 	var line [8]byte
 	binary.BigEndian.PutUint64(line[:], uint64(e.LineNo))
 	h.Write(line[:])
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	return hex.EncodeToString(h.Sum(nil)[:exceptionIDLen/2])
 }
+
+// ValidExceptionID reports whether id has the form of ExceptionID's names:
+// 16 lower-case hex characters. The store refuses a resolution of any other
+// id, and the API answers 400 for one before it reads the settlement, so
+// both take the form from here, where the names are made.
+func ValidExceptionID(id string) bool { return lowerHex(id, exceptionIDLen) }
 
 // AttemptOutcome counts the attempts of one UTC day, provider, status and
 // currency.

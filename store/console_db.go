@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"chargeonce"
 )
 
 const sessionColumns = `token_hash, key_id, csrf_token, created_at, expires_at`
@@ -192,40 +190,20 @@ func scanAudit(r rows) (AuditEntry, error) {
 	return e, nil
 }
 
-// validExceptionID reports whether id has the form of ExceptionID: 16
-// lower-case hex digits.
-func validExceptionID(id string) bool {
-	if len(id) != 16 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if !('0' <= id[i] && id[i] <= '9' || 'a' <= id[i] && id[i] <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func (r ExceptionResolution) validate() error {
 	if err := validDate(r.Date); err != nil {
 		return err
 	}
 	switch {
-	case !validExceptionID(r.ExceptionID):
+	case !ValidExceptionID(r.ExceptionID):
 		return fmt.Errorf("exception ID %q is not 16 lower-case hex digits", r.ExceptionID)
 	case r.KeyID == "":
 		return errors.New("the key ID is missing")
 	case r.At.IsZero():
 		return errors.New("the time is missing")
 	}
-	if err := chargeonce.ValidateText(r.Note); err != nil {
+	if err := CheckResolutionNote(r.Note); err != nil {
 		return fmt.Errorf("the note %w", err)
-	}
-	if strings.TrimSpace(r.Note) == "" {
-		return errors.New("the note is empty")
-	}
-	if n := utf8.RuneCountInString(r.Note); n > MaxResolutionNote {
-		return fmt.Errorf("the note of %d characters is longer than %d", n, MaxResolutionNote)
 	}
 	return errors.Join(validText("the key ID", r.KeyID), validText("the key name", r.KeyName))
 }

@@ -153,12 +153,15 @@ func (n NewAttempt) mode() (chargeonce.CaptureMode, chargeonce.DeadlineAction) {
 
 // validHexSHA256 reports whether h is a SHA-256 in lower-case hex, as card
 // hashes and request fingerprints are.
-func validHexSHA256(h string) bool {
-	if len(h) != 64 {
+func validHexSHA256(h string) bool { return lowerHex(h, 64) }
+
+// lowerHex reports whether s is n lower-case hex characters.
+func lowerHex(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
-	for i := 0; i < len(h); i++ {
-		if !('0' <= h[i] && h[i] <= '9' || 'a' <= h[i] && h[i] <= 'f') {
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
 			return false
 		}
 	}
