@@ -31,6 +31,7 @@ import (
 	"chargeonce/internal/syncbuf"
 	"chargeonce/internal/webhook"
 	"chargeonce/refund"
+	"chargeonce/routing"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )
@@ -70,14 +71,15 @@ func startTestAPIBeforeAnyWorker(t *testing.T) *testAPI {
 	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(temporal.Close)
-	return startTestAPIWith(t, temporal, nil, nil)
+	return startTestAPIWith(t, nil, temporal, nil, nil)
 }
 
-// startTestAPIWith starts the API on a fresh database with this Temporal
-// client, and the webhook secrets by provider when there are some, whose
-// default provider is chargeonce.DefaultProvider. The provider events'
-// lookups go to finders, by provider.
-func startTestAPIWith(t *testing.T, temporal client.Client, secrets map[string][]webhook.Secret, finders map[string]refund.Finder) *testAPI {
+// startTestAPIWith starts the API on a fresh database with this routing
+// (nil: every payment to chargeonce.DefaultProvider) and Temporal client,
+// and the webhook secrets by provider when there are some, whose default
+// provider is chargeonce.DefaultProvider. The provider events' lookups go
+// to finders, by provider.
+func startTestAPIWith(t *testing.T, routes *routing.Table, temporal client.Client, secrets map[string][]webhook.Secret, finders map[string]refund.Finder) *testAPI {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chargeonce.db")
@@ -89,7 +91,7 @@ func startTestAPIWith(t *testing.T, temporal client.Client, secrets map[string][
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	refunds, err := refund.New(refund.Config{Store: st, Temporal: temporal, Finders: finders, Logger: logger})
 	require.NoError(t, err)
-	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Refunds: refunds, Logger: logger})
+	svc, err := checkout.New(checkout.Config{Store: st, Temporal: temporal, CardHasher: activitiestest.CardHasher, Refunds: refunds, Logger: logger, Routing: routes})
 	require.NoError(t, err)
 
 	reg := prometheus.NewRegistry()
@@ -469,6 +471,30 @@ func TestAPI_CheckoutUnderATimingOfANewerFormatIs503AndChangesNothing(t *testing
 	require.Contains(t, p.Detail, "nothing was charged")
 	require.Equal(t, before, a.snapshot(t), "no attempt, and the order is still placed")
 	require.Contains(t, a.logs.String(), "format version 99")
+}
+
+// A checkout of an order whose currency no routing rule covers is 422,
+// naming the currency and amount, and stores nothing.
+func TestAPI_CheckoutThatNoRuleRoutesIs422AndChangesNothing(t *testing.T) {
+	routes, err := routing.Parse([]byte("providers:\n  - {name: a, dialect: ietf, url: 'http://127.0.0.1:1'}\nrules:\n  - {currencies: [TRY], providers: [a]}\n"), t.TempDir())
+	require.NoError(t, err)
+	temporal, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(temporal.Close)
+	a := startTestAPIWith(t, routes, temporal, nil, nil)
+	timing, err := workflows.DefaultTiming().Encode()
+	require.NoError(t, err)
+	_, err = a.store.PublishTiming(context.Background(), timing, false)
+	require.NoError(t, err)
+	id, _ := createOrder(t, a, `{"amount": "10.00", "currency": "EUR"}`)
+	before := a.snapshot(t)
+
+	status, header, body := a.send(t, http.MethodPost, fmt.Sprintf("/api/orders/%d/checkout", id), "application/json", `{"card_token": "tok_visa"}`)
+
+	p := requireProblem(t, http.StatusUnprocessableEntity, status, header, body)
+	require.Equal(t, "urn:chargeonce:problem:no-route", p.Type)
+	require.Equal(t, "No payment provider here takes payments of EUR 10.00, so nothing was stored or charged.", p.Detail)
+	require.Equal(t, before, a.snapshot(t), "no attempt, and the order is still placed")
 }
 
 func TestAPI_WrongMethodIs405WithAllow(t *testing.T) {

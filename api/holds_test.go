@@ -37,7 +37,7 @@ func startHoldsAPI(t *testing.T) *holdsAPI {
 	t.Helper()
 	temporal := &mocks.Client{}
 	t.Cleanup(func() { temporal.AssertExpectations(t) })
-	a := &holdsAPI{testAPI: startTestAPIWith(t, temporal, nil, nil), temporal: temporal}
+	a := &holdsAPI{testAPI: startTestAPIWith(t, nil, temporal, nil, nil), temporal: temporal}
 	timing, err := workflows.DefaultTiming().Encode()
 	require.NoError(t, err)
 	_, err = a.store.PublishTiming(context.Background(), timing, false)

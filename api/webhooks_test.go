@@ -56,7 +56,7 @@ func startEventsAPI(t *testing.T) *eventsAPI {
 	finders := map[string]*finder{chargeonce.DefaultProvider: {}, acme: {}}
 	secrets := map[string][]webhook.Secret{chargeonce.DefaultProvider: {secret}, acme: {acmeSecret}}
 	lookups := map[string]refund.Finder{chargeonce.DefaultProvider: finders[chargeonce.DefaultProvider], acme: finders[acme]}
-	return &eventsAPI{testAPI: startTestAPIWith(t, temporal, secrets, lookups), secret: secret, acmeSecret: acmeSecret,
+	return &eventsAPI{testAPI: startTestAPIWith(t, nil, temporal, secrets, lookups), secret: secret, acmeSecret: acmeSecret,
 		finders: finders, temporal: temporal}
 }
 

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -85,6 +86,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.Uint64Var(&cfg.Provider.Mode.Seed, "provider-seed", 1, "seed of the fake provider's chaos, so that a run can be repeated")
 	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
 	fs.DurationVar(&cfg.Provider.HoldWindow, "provider-hold-window", fakeprovider.DefaultHoldWindow, "how long the fake provider keeps an authorization before it expires")
+	backup := fs.Bool("backup-provider", false, "run a second fake provider, named "+stack.BackupName+", with books, events and chaos of its own: a payment moves to it when the first provider charged nothing")
+	fs.IntVar(&cfg.BackupPort, stack.FlagBackupPort, 8098, "backup provider `port` (with --backup-provider)")
+	backupMode := fs.String("backup-mode", "normal", "backup provider chaos `mode`, as --provider-mode (with --backup-provider)")
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", dialect.IETF, "`API` the worker speaks to the fake provider, which serves both: "+dialect.Names)
 	fs.Int64Var(&cfg.Provider.Fee.BasisPoints, "provider-fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the fake provider's settlement reports, in basis points")
 	fs.Int64Var(&cfg.Provider.Fee.FixedMinor, "provider-fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the fake provider's settlement reports, in minor units")
@@ -111,6 +115,23 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 		if !envflag.AnyGiven(fs, "provider-mode", "provider-delay", "provider-rate", "provider-seed") {
 			cfg.Provider.Mode = fakeprovider.Mode{}
 		}
+	}
+	switch backupOnly := envflag.AnyGiven(fs, stack.FlagBackupPort, "backup-mode"); {
+	case *backup:
+		b := cfg.Provider
+		b.Mode.Name = fakeprovider.ModeName(*backupMode)
+		if cfg.DataDir != "" {
+			b.DataFile = filepath.Join(cfg.DataDir, stack.BackupDBFile)
+			if !envflag.AnyGiven(fs, "backup-mode") {
+				b.Mode = fakeprovider.Mode{}
+			}
+		}
+		if err := b.Validate(); err != nil {
+			return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("backup provider: %w", err)}
+		}
+		cfg.Backup = &b
+	case backupOnly:
+		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("--%s and --backup-mode need --backup-provider", stack.FlagBackupPort)}
 	}
 	cfg.Timing = timing.Timing
 	if err := dialect.Check(cfg.ProviderAPI); err != nil {
@@ -155,8 +176,14 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 		{"Temporal Web UI", fmt.Sprintf("%s/namespaces/%s/workflows", s.UIURL(), temporalserver.DefaultNamespace)},
 		{"Temporal", fmt.Sprintf("%s (namespace %s)", s.TemporalAddress(), temporalserver.DefaultNamespace)},
 		{"fake provider", fmt.Sprintf("%s (mode %s, %s)", s.ProviderURL(), s.Provider().Mode().Name, books)},
-		{"settlement", fmt.Sprintf("schedule %s, %s/namespaces/%s/schedules", worker.SettlementScheduleID, s.UIURL(), temporalserver.DefaultNamespace)},
 	}
+	if b := s.Backup(); b != nil {
+		rows = append(rows, [2]string{"backup provider", fmt.Sprintf("%s (mode %s, %s), takes the payments the fake provider charged nothing of",
+			s.BackupURL(), b.Mode().Name, cmp.Or(cfg.Backup.DataFile, "in memory"))})
+	}
+	rows = append(rows,
+		[2]string{"settlement", fmt.Sprintf("schedule %s, %s/namespaces/%s/schedules", worker.SettlementScheduleID, s.UIURL(), temporalserver.DefaultNamespace)},
+	)
 	if s.KeyCreated() {
 		rows = append(rows, [2]string{"payload key", fmt.Sprintf("generated into %s; keep it, or workflow payloads cannot be read", s.KeyFile())})
 	}

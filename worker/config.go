@@ -101,8 +101,11 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	ports := make(map[string]provider.Port, len(settings))
 	for _, pc := range settings {
 		port, err := dialect.New(dialect.Config{Settings: pc, Logger: logger})
+		if err != nil && cfg.Routing != nil {
+			return nil, fmt.Errorf("worker: routing file: provider %q: %w", pc.NameOrDefault(), err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("worker: provider %q: %w", pc.NameOrDefault(), err)
+			return nil, fmt.Errorf("worker: %w", err)
 		}
 		ports[pc.NameOrDefault()] = port
 	}

@@ -66,12 +66,13 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 		// PaymentWorkflow: its input, also across continue-as-new, and its
 		// result, which the charge update answers too.
 		{"PaymentInput", workflows.PaymentInput{
-			Intent:  intent,
-			Timing:  workflows.Timing{AttemptTimeout: 1, SendBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5, AbandonAfter: 6, HoldMargin: 7, HoldWarning: 8},
-			Carried: &workflows.CarriedState{Checks: 7, LastError: "timeout", CardToken: "tok_visa"},
+			Intent:   intent,
+			Timing:   workflows.Timing{AttemptTimeout: 1, SendBudget: 2, RetryInterval: 3, MinAge: 4, Interval: 5, AbandonAfter: 6, HoldMargin: 7, HoldWarning: 8},
+			Carried:  &workflows.CarriedState{Checks: 7, LastError: "timeout", CardToken: "tok_visa"},
+			FailOver: true,
 		}, `{"intent": ` + intentJSON + `,
 			"timing": {"attemptTimeout": 1, "chargeBudget": 2, "retryInterval": 3, "minAge": 4, "interval": 5, "abandonAfter": 6, "holdMargin": 7, "holdWarning": 8},
-			"carried": {"checks": 7, "lastError": "timeout", "cardToken": "tok_visa"}}`},
+			"carried": {"checks": 7, "lastError": "timeout", "cardToken": "tok_visa"}, "failOver": true}`},
 		{"PaymentResult", workflows.PaymentResult{Status: chargeonce.AttemptDeclined, ProviderPaymentID: "ch_1", DeclineCode: "card_declined", ProviderTrouble: true, Message: "declined",
 			Hold: &workflows.HoldResult{Status: chargeonce.HoldCaptured, Deadline: at, CaptureBefore: at.Add(time.Hour), Captured: 100}},
 			`{"status": "declined", "providerPaymentId": "ch_1", "declineCode": "card_declined", "providerTrouble": true, "message": "declined",

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,5 +97,18 @@ func TestRun_BadTLSFilesAreAUsageError(t *testing.T) {
 			require.Equal(t, 2, cli.ExitCode(&report, "api", err))
 			require.Contains(t, report.String(), tc.want)
 		})
+	}
+}
+
+// A routing file names the providers and their secrets, so the API refuses
+// the one provider's flags beside it.
+func TestRun_RoutingFileIsRefusedBesideTheProviderFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routing.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("providers:\n  - {name: a, dialect: ietf, url: 'http://127.0.0.1:1'}\n"), 0o600))
+	for _, flag := range [][]string{{"--provider-name", "b"}, {"--webhook-secret", "whsec_x"}} {
+		var report bytes.Buffer
+		err := run(context.Background(), append([]string{"--routing", path}, flag...), noEnv, io.Discard, io.Discard)
+		require.Equal(t, 2, cli.ExitCode(&report, "api", err))
+		require.Equal(t, "api: --routing and "+flag[0]+" do not go together: the routing file names every provider (see --help)\n", report.String())
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -250,5 +252,32 @@ func TestRun_BadFlagsAreAUsageErrorNamingTheFlag(t *testing.T) {
 		err := run(context.Background(), []string{args}, noEnv, &stdout, &stderr)
 		require.Equal(t, 2, cli.ExitCode(&report, "worker", err), args)
 		require.Contains(t, report.String(), want, args)
+	}
+}
+
+// A routing file replaces the provider flags, and a bad one stops the
+// worker with the file, the line and the field.
+func TestRun_RoutingFileIsRefusedBesideProviderFlagsAndWhenBad(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "routing.yaml")
+	require.NoError(t, os.WriteFile(good, []byte("providers:\n  - {name: a, dialect: ietf, url: 'http://127.0.0.1:1'}\n"), 0o600))
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("providers:\n  - name: a\n    dialect: adyen\n"), 0o600))
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"beside a provider flag", []string{"--routing", good, "--provider-url", "http://127.0.0.1:2"},
+			"worker: --routing and --provider-url do not go together: the routing file names every provider (see --help)"},
+		{"a bad file", []string{"--routing", bad}, "worker: routing file " + bad + `:3: providers[0].dialect: unknown API "adyen": want ietf or stripe (see --help)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var report bytes.Buffer
+			err := run(context.Background(), tc.args, noEnv, io.Discard, io.Discard)
+			require.Equal(t, 2, cli.ExitCode(&report, "worker", err))
+			require.Equal(t, tc.want+"\n", report.String())
+		})
 	}
 }

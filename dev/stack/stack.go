@@ -305,7 +305,7 @@ func (s *Stack) start(ctx context.Context) error {
 		return fmt.Errorf("stack: %w", err)
 	}
 	s.secretCreated = created
-	if s.provider, s.providerS, err = s.startProvider(cfg.Provider, "fakeprovider", providerLn, apiURL+s.webhookPath(), secret); err != nil {
+	if s.provider, s.providerS, err = s.startProvider(cfg.Provider, "fake provider", "fakeprovider", providerLn, apiURL+s.webhookPath(), secret); err != nil {
 		return err
 	}
 	first := routing.Provider{Settings: s.providerSettings(), WebhookSecrets: []webhook.Secret{secret}}
@@ -315,7 +315,7 @@ func (s *Stack) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stack: %w", err)
 		}
-		if s.backup, s.backupS, err = s.startProvider(*cfg.Backup, "fakeprovider-"+BackupName, backupLn, apiURL+api.ProviderWebhookPath(BackupName), backupSecret); err != nil {
+		if s.backup, s.backupS, err = s.startProvider(*cfg.Backup, "backup provider", "fakeprovider-"+BackupName, backupLn, apiURL+api.ProviderWebhookPath(BackupName), backupSecret); err != nil {
 			return err
 		}
 		settings := fakeprovider.DialectSettings(cfg.ProviderAPI, s.backupS.URL())
@@ -575,8 +575,8 @@ func (s *Stack) cardHasher() (chargeonce.CardHasher, error) {
 
 // startProvider starts a fake provider of cfg on ln, which posts its
 // events to webhookURL signed with secret when the stack has provider
-// events, and logs as component.
-func (s *Stack) startProvider(cfg fakeprovider.Config, component string, ln net.Listener, webhookURL string, secret webhook.Secret) (*fakeprovider.Provider, *fakeprovider.Server, error) {
+// events, and logs as component; what names it when it stops.
+func (s *Stack) startProvider(cfg fakeprovider.Config, what, component string, ln net.Listener, webhookURL string, secret webhook.Secret) (*fakeprovider.Provider, *fakeprovider.Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger.With("component", component)
 	}
@@ -586,11 +586,11 @@ func (s *Stack) startProvider(cfg fakeprovider.Config, component string, ln net.
 	}
 	p, err := fakeprovider.New(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("stack: %s: %w", component, err)
+		return nil, nil, fmt.Errorf("stack: %s: %w", what, err)
 	}
 	srv := fakeprovider.Serve(ln, p)
 	s.closers = append(s.closers, func(ctx context.Context) error {
-		s.stopping(component)
+		s.stopping(what)
 		return srv.Shutdown(ctx)
 	})
 	return p, srv, nil
