@@ -229,7 +229,6 @@ func New(cfg Config) (*Service, error) {
 		}
 	}
 	return &Service{
-		failovers: failovers,
 		store:     cfg.Store,
 		temporal:  cfg.Temporal,
 		hasher:    cfg.CardHasher,
@@ -241,6 +240,7 @@ func New(cfg Config) (*Service, error) {
 		log:       cfg.Logger,
 		refunds:   cfg.Refunds,
 		capture:   cfg.Capture,
+		failovers: failovers,
 	}, nil
 }
 
@@ -365,7 +365,7 @@ func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken str
 	at := hop{provider: route.Providers[0], why: route.Why}
 	var tried []string
 	for {
-		at.failOver = len(untried(route.Providers, append(tried, at.provider))) > 0
+		at.failOver = len(untried(route.Providers, slices.Concat(tried, []string{at.provider}))) > 0
 		res, err := s.checkoutAt(ctx, orderID, cardToken, c, at)
 		reason := mayFailOver(res)
 		if err != nil || reason == "" {
