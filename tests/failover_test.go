@@ -60,33 +60,32 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 		require.Contains(t, s.metrics(t), `chargeonce_checkout_failovers_total{provider="default",reason="provider_trouble"} 1`)
 	})
 
-	t.Run("a card's decline", func(t *testing.T) {
-		id := s.createOrder(t, "25.00", "TRY")
-		backupBefore := len(s.backup.ChargeRequests())
+	// Neither a card's decline nor an unknown outcome ever moves a payment.
+	for _, tt := range []struct {
+		name, card string
+		mode       fakeprovider.ModeName
+		status     int
+		attempt    string
+	}{
+		{"a card's decline", "tok_chargeDeclinedInsufficientFunds", fakeprovider.ModeNormal, http.StatusPaymentRequired, "declined"},
+		{"an unknown outcome", "tok_visa", fakeprovider.ModeDrop, http.StatusAccepted, "open"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: tt.mode}))
+			t.Cleanup(func() { require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal})) })
+			id := s.createOrder(t, "25.00", "TRY")
+			backupBefore := len(s.backup.ChargeRequests())
 
-		res := s.checkout(t, id, "tok_chargeDeclinedInsufficientFunds")
+			res := s.checkout(t, id, tt.card)
 
-		require.Equal(t, http.StatusPaymentRequired, res.status, "%s", res.body)
-		o := s.order(t, id)
-		require.Len(t, o.Attempts, 1, "a card's decline is the card's at every provider")
-		require.Equal(t, first, o.Attempts[0].Provider)
-		require.Len(t, s.backup.ChargeRequests(), backupBefore, "nothing was sent to the backup")
-	})
-
-	t.Run("an unknown outcome", func(t *testing.T) {
-		require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeDrop}))
-		t.Cleanup(func() { require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal})) })
-		id := s.createOrder(t, "25.00", "TRY")
-		backupBefore := len(s.backup.ChargeRequests())
-
-		res := s.checkout(t, id, "tok_visa")
-
-		require.Equal(t, http.StatusAccepted, res.status, "the outcome at the first provider is unknown: %s", res.body)
-		o := s.order(t, id)
-		require.Len(t, o.Attempts, 1, "an unknown outcome stays with its provider until its lookups settle it")
-		require.Equal(t, "open", o.Attempts[0].Status)
-		require.Len(t, s.backup.ChargeRequests(), backupBefore, "nothing was sent to the backup")
-	})
+			require.Equal(t, tt.status, res.status, "%s", res.body)
+			o := s.order(t, id)
+			require.Len(t, o.Attempts, 1, "the payment stays with the first provider")
+			require.Equal(t, first, o.Attempts[0].Provider)
+			require.Equal(t, tt.attempt, o.Attempts[0].Status)
+			require.Len(t, s.backup.ChargeRequests(), backupBefore, "nothing was sent to the backup")
+		})
+	}
 }
 
 // chargesOf returns the charges that p holds under the merchant reference.
