@@ -30,8 +30,8 @@ import (
 	"chargeonce/internal/openapitest"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/internal/webhook"
+	"chargeonce/provider/routing"
 	"chargeonce/refund"
-	"chargeonce/routing"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )

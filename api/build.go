@@ -14,8 +14,8 @@ import (
 	"chargeonce/internal/webhook"
 	"chargeonce/notify"
 	"chargeonce/provider/dialect"
+	"chargeonce/provider/routing"
 	"chargeonce/refund"
-	"chargeonce/routing"
 )
 
 // Settings are the checkout API's settings: the api command's flags, or

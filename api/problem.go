@@ -11,7 +11,7 @@ import (
 
 	"chargeonce/api/wire"
 	"chargeonce/checkout"
-	"chargeonce/routing"
+	"chargeonce/provider/routing"
 	"chargeonce/store"
 )
 

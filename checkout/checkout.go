@@ -35,7 +35,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/internal/alert"
-	"chargeonce/routing"
+	"chargeonce/provider/routing"
 	"chargeonce/store"
 	"chargeonce/workflows"
 )

@@ -16,10 +16,10 @@ import (
 	"chargeonce/notify"
 	"chargeonce/provider"
 	"chargeonce/provider/dialect"
+	"chargeonce/provider/routing"
 	"chargeonce/provider/settlement"
 	"chargeonce/provider/stripe"
 	"chargeonce/refund"
-	"chargeonce/routing"
 	"chargeonce/workflows"
 )
 

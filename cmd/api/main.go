@@ -22,7 +22,7 @@ import (
 	"chargeonce/internal/serve"
 	"chargeonce/internal/webhook"
 	"chargeonce/provider/dialect"
-	"chargeonce/routing"
+	"chargeonce/provider/routing"
 )
 
 func main() {

@@ -35,7 +35,7 @@ import (
 	"chargeonce/internal/serve"
 	"chargeonce/notify"
 	"chargeonce/provider/dialect"
-	"chargeonce/routing"
+	"chargeonce/provider/routing"
 	"chargeonce/worker"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/internal/webhook"
-	"chargeonce/routing"
+	"chargeonce/provider/routing"
 )
 
 // twoProviders is a valid file: alpha takes TRY first, beta takes every
