@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"chargeonce"
@@ -117,6 +119,9 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 	if _, err := svc.Timing(ctx); err != nil {
 		b.Logger.Warn("checkouts answer 503 until a payment worker publishes its timing in the merchant database", "error", err)
 	}
+	if err := checkWorkersReach(ctx, b, table); err != nil {
+		return nil, Services{}, err
+	}
 	h, err := New(Config{
 		Checkout: svc, Refunds: refunds, Holds: holds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
 		WebhookSecrets: secrets, DefaultProvider: name, Registerer: b.Registry, EventNetworks: s.EventNetworks,
@@ -142,4 +147,25 @@ func (s Settings) routing() (*routing.Table, error) {
 		return nil, errors.New("api: settings: a routing file names the providers and their webhook secrets; give no provider name or webhook secret besides it")
 	}
 	return s.Routing, nil
+}
+
+// checkWorkersReach refuses a routing that names a provider which the
+// payment workers, as the last one to start published them, do not reach:
+// an attempt sent there would fail, and its order would wait for a person.
+// Before any worker has published its providers there is nothing to check
+// against; like the timing, the routing is then checked at the API's next
+// start.
+func checkWorkersReach(ctx context.Context, b *backend.Conn, table *routing.Table) error {
+	reached, err := b.Store.WorkerProviders(ctx)
+	if err != nil {
+		b.Logger.Warn("the routing is not checked against the providers the payment workers reach: none published yet", "error", err)
+		return nil
+	}
+	for _, p := range table.Providers() {
+		if name := p.NameOrDefault(); !slices.Contains(reached, name) {
+			return fmt.Errorf("api: the routing sends payments to provider %q, which the payment workers do not reach (they reach %s): give the workers and the API the same routing file",
+				name, strings.Join(reached, ", "))
+		}
+	}
+	return nil
 }

@@ -54,6 +54,7 @@ func newOrderBody(o store.Order, p orderParts) wire.Order {
 			Status:            string(a.Status),
 			MerchantReference: a.MerchantReference,
 			Provider:          a.Provider,
+			RoutedBy:          optional(a.RoutedBy),
 			Total:             a.Amount.Decimal(),
 			Currency:          a.Amount.Currency,
 			ProviderPaymentID: optional(a.ProviderPaymentID),

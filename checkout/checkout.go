@@ -484,6 +484,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string,
 		Now:             s.now(),
 		AbandonAfter:    timing.AbandonAfter,
 		Provider:        at.provider,
+		RoutedBy:        at.why,
 		Capture:         c.Mode,
 		OnDeadline:      c.OnDeadline,
 	})
@@ -511,7 +512,7 @@ func (s *Service) checkout(ctx context.Context, orderID int64, cardToken string,
 	case store.DecisionReused:
 		log.Info("reusing the open attempt and its key")
 	case store.DecisionCreated:
-		log.Info("new payment attempt stored", "reference", attempt.MerchantReference, "why", at.why)
+		log.Info("new payment attempt stored", "reference", attempt.MerchantReference, "routed_by", attempt.RoutedBy)
 	default:
 		return Result{}, fmt.Errorf("checkout: order %d: unknown store decision %q", orderID, decision)
 	}

@@ -86,7 +86,7 @@ const orderColumns = `id, amount_minor, currency, description, status, COALESCE(
 
 const attemptColumns = `idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed, merchant_reference, status,
 	COALESCE(provider_payment_id, ''), workflow_started, created_at, last_checked_at, abandon_at, provider, capture_mode,
-	COALESCE(on_deadline, '')`
+	COALESCE(on_deadline, ''), COALESCE(routed_by, '')`
 
 const requestColumns = `r.idempotency_key, r.at, r.status_code, r.outcome, r.replayed, r.duration_us`
 
@@ -265,12 +265,12 @@ func (s *db) getOrStart(ctx context.Context, q querier, n NewAttempt) (Order, At
 		}
 		inserted, err := q.exec(ctx,
 			`INSERT INTO payment_attempts (idempotency_key, order_id, amount_minor, currency, card_hash, card_hash_keyed,
-				merchant_reference, status, workflow_started, created_at, abandon_at, provider, capture_mode, on_deadline)
-			VALUES ($1, $2, $3, $4, $5, true, $6, 'open', false, $7, $8, $9, $10, $11)
+				merchant_reference, status, workflow_started, created_at, abandon_at, provider, capture_mode, on_deadline, routed_by)
+			VALUES ($1, $2, $3, $4, $5, true, $6, 'open', false, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (order_id) WHERE status = 'open' DO NOTHING`,
 			n.Key, n.OrderID, order.Amount.Minor, order.Amount.Currency, n.CardHash,
 			chargeonce.MerchantReference(n.ReferencePrefix, n.OrderID, n.Key), s.t(n.Now), s.t(n.Now.Add(n.AbandonAfter)), n.Provider,
-			string(capture), nullIfEmpty(string(onDeadline)))
+			string(capture), nullIfEmpty(string(onDeadline)), nullIfEmpty(n.RoutedBy))
 		if s.d.uniqueViolation(err) {
 			return Order{}, Attempt{}, "", fmt.Errorf("%w: key %s or its merchant reference already belongs to another attempt", ErrConflict, n.Key)
 		}

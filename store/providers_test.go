@@ -99,3 +99,30 @@ func TestStore_LateChargeIsRefundedAtTheProviderOfItsAttempt(t *testing.T) {
 		require.Equal(t, "stripe-eu", f.Provider)
 	})
 }
+
+// The workers' providers are the set of the worker that published last; a
+// bad set is refused and changes nothing.
+func TestStore_WorkerProvidersAreTheSetOfTheLastWorker(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		_, err := s.WorkerProviders(ctx)
+		require.ErrorIs(t, err, store.ErrNotFound, "nothing is published before a worker starts")
+
+		require.NoError(t, s.PublishProviders(ctx, []string{"stripe-eu", "default"}))
+		got, err := s.WorkerProviders(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{"default", "stripe-eu"}, got)
+
+		require.NoError(t, s.PublishProviders(ctx, []string{"backup"}))
+		got, err = s.WorkerProviders(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{"backup"}, got, "a later worker's set replaces the earlier one")
+
+		require.ErrorContains(t, s.PublishProviders(ctx, nil), "no provider")
+		require.ErrorContains(t, s.PublishProviders(ctx, []string{"backup", "Bad"}), `provider name "Bad"`)
+		got, err = s.WorkerProviders(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{"backup"}, got, "a refused set changes nothing")
+	})
+}

@@ -131,7 +131,7 @@ func scanAttemptAnd(r rows, extra ...any) (Attempt, error) {
 		created, checked, abandonT timestamp
 	)
 	if err := r.Scan(append([]any{&a.Key, &a.OrderID, &minor, &currency, &a.CardHash, &a.CardHashKeyed, &a.MerchantReference, &status,
-		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT, &a.Provider, &a.Capture, &a.OnDeadline}, extra...)...); err != nil {
+		&a.ProviderPaymentID, &a.WorkflowStarted, &created, &checked, &abandonT, &a.Provider, &a.Capture, &a.OnDeadline, &a.RoutedBy}, extra...)...); err != nil {
 		return Attempt{}, err
 	}
 	var err error

@@ -84,6 +84,10 @@ type Attempt struct {
 	// Provider names the provider the attempt is sent to
 	// (chargeonce.PaymentIntent.Provider); never empty.
 	Provider string
+	// RoutedBy says why the attempt went to its provider, for people: the
+	// routing rule that chose it, or a failover from another provider.
+	// Empty for the attempts stored before attempts said.
+	RoutedBy string
 	// Capture is the attempt's capture mode; never empty.
 	Capture chargeonce.CaptureMode
 	// OnDeadline is what its hold's deadline does; empty but for a manual
@@ -108,6 +112,8 @@ type NewAttempt struct {
 	// Provider names the provider a new attempt is sent to; it must not be
 	// empty.
 	Provider string
+	// RoutedBy says why a new attempt goes to Provider (Attempt.RoutedBy).
+	RoutedBy string
 	// Capture is the capture mode of the checkout; empty is automatic. An
 	// open attempt is reused only for the same mode and deadline action.
 	Capture chargeonce.CaptureMode
@@ -277,6 +283,13 @@ type Store interface {
 	// when none was ever published. It reads one row by its primary key, so
 	// that callers may read it for every checkout instead of caching it.
 	PaymentTiming(ctx context.Context) (PublishedTiming, error)
+	// PublishProviders replaces the names of the providers that the
+	// workers reach with names, in one transaction: the set is the one of
+	// the worker that published last.
+	PublishProviders(ctx context.Context, names []string) error
+	// WorkerProviders returns the names that the workers published, in
+	// order, or ErrNotFound when no worker has published any.
+	WorkerProviders(ctx context.Context) ([]string, error)
 	// SettlementStore keeps the daily settlement.
 	SettlementStore
 	// RefundStore keeps the refunds.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"chargeonce"
 )
 
 // selectTiming reads the one row of payment_timing.
@@ -65,4 +67,50 @@ func scanPublishedTiming(r rows) (PublishedTiming, error) {
 		return PublishedTiming{}, errCorrupt("payment timing", 1, err)
 	}
 	return PublishedTiming{Timing: []byte(timing), PublishedAt: at}, nil
+}
+
+func (s *db) PublishProviders(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return errors.New("store: publish the workers' providers: no provider")
+	}
+	for _, name := range names {
+		if err := chargeonce.CheckProviderName(name); err != nil {
+			return fmt.Errorf("store: publish the workers' providers: %w", err)
+		}
+	}
+	err := s.txs.inTx(ctx, true, func(q querier) error {
+		if _, err := q.exec(ctx, `DELETE FROM worker_providers`); err != nil {
+			return err
+		}
+		now := s.t(time.Now())
+		for _, name := range names {
+			if _, err := q.exec(ctx, `INSERT INTO worker_providers (name, published_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: publish the workers' providers: %w", err)
+	}
+	return nil
+}
+
+func (s *db) WorkerProviders(ctx context.Context) ([]string, error) {
+	var names []string
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		names, err = queryAll(ctx, q, func(r rows) (string, error) {
+			var name string
+			return name, r.Scan(&name)
+		}, `SELECT name FROM worker_providers ORDER BY name`)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: the workers' providers: %w", err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("store: the workers' providers: %w", ErrNotFound)
+	}
+	return names, nil
 }

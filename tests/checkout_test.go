@@ -559,6 +559,7 @@ type orderView struct {
 	Attempts          []struct {
 		IdempotencyKey    string     `json:"idempotencyKey"`
 		Provider          string     `json:"provider"`
+		RoutedBy          *string    `json:"routedBy"`
 		Status            string     `json:"status"`
 		MerchantReference string     `json:"merchantReference"`
 		LastCheckedAt     *time.Time `json:"lastCheckedAt"`

@@ -31,6 +31,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
+	"chargeonce"
 	"chargeonce/activities/activitiestest"
 	"chargeonce/api/console"
 	"chargeonce/dev/stack"
@@ -348,7 +349,7 @@ func TestDev_CheckoutIsFoundByOrderAndStatusAndSurvivesARestart(t *testing.T) {
 	require.Equal(t, http.StatusOK, orderPage.status)
 	require.Contains(t, orderPage.body, dev.ui+"/namespaces/"+temporalserver.DefaultNamespace+"/workflows/"+key)
 
-	query := fmt.Sprintf(`OrderId=%q AND PaymentStatus="succeeded"`, id)
+	query := fmt.Sprintf(`OrderId=%q AND PaymentStatus="succeeded" AND Provider=%q`, id, chargeonce.DefaultProvider)
 	visibility := plainClient(t, dev.temporal)
 	require.Eventually(t, func() bool {
 		return slices.Equal(listWorkflowIDs(t, visibility, query), []string{key})

@@ -30,7 +30,7 @@ func TestTemporalSetup_WorkerAndAPIRefuseANamespaceWithoutTheSearchAttributesUnt
 	t.Cleanup(func() { _ = srv.Stop() })
 
 	env := processEnv(t, srv.FrontendAddress())
-	const missing = `namespace "default" lacks the search attributes HoldDeadline (Datetime), MerchantReference (Keyword), Operation (Keyword), OrderId (Keyword), PaymentStatus (Keyword), ProviderPaymentId (Keyword)`
+	const missing = `namespace "default" lacks the search attributes HoldDeadline (Datetime), MerchantReference (Keyword), Operation (Keyword), OrderId (Keyword), PaymentStatus (Keyword), Provider (Keyword), ProviderPaymentId (Keyword)`
 	for _, name := range []string{"worker", "api"} {
 		code, _, stderr := runBinary(t, buildBinary(t, "chargeonce/cmd/"+name), env)
 		require.Equal(t, 1, code, "%s must refuse to start: %s", name, stderr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	sdkworker "go.temporal.io/sdk/worker"
@@ -71,6 +72,7 @@ type Config struct {
 // yet. Start runs it.
 type Prepared struct {
 	cfg       Config
+	settings  []dialect.Settings
 	providers provider.Registry
 	reports   *settlement.Client
 }
@@ -118,17 +120,13 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared{cfg: cfg, providers: providers, reports: reports}, nil
+	return &Prepared{cfg: cfg, settings: settings, providers: providers, reports: reports}, nil
 }
 
-// Providers names every provider the worker reaches, in the order of their
-// names.
-func (p *Prepared) Providers() []string {
-	var names []string
-	for name := range p.providers.All() {
-		names = append(names, name)
-	}
-	return names
+// Providers are the settings of every provider the worker reaches, the
+// default first.
+func (p *Prepared) Providers() []dialect.Settings {
+	return slices.Clone(p.settings)
 }
 
 // providers are the settings of every provider the worker reaches, the

@@ -176,6 +176,10 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	if err := PublishTiming(ctx, d.Store, d.Timing, d.ReplaceTiming, d.Logger); err != nil {
 		return nil, err
 	}
+	// The API checks its routing against the providers the workers reach.
+	if err := d.Store.PublishProviders(ctx, slices.Sorted(maps.Keys(each))); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	var actMetrics *activities.Metrics
 	if d.Registerer != nil {
 		actMetrics = activities.NewMetrics(d.Registerer)

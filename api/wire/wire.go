@@ -64,8 +64,11 @@ type Attempt struct {
 	// Status is one of chargeonce's attempt statuses.
 	Status            string `json:"status"`
 	MerchantReference string `json:"merchantReference"`
-	// Provider names the provider the attempt is sent to.
+	// Provider names the provider the attempt is sent to, and RoutedBy
+	// says why, for people: the routing rule, or a failover; nil for the
+	// attempts stored before attempts said.
 	Provider          string     `json:"provider"`
+	RoutedBy          *string    `json:"routedBy"`
 	Total             string     `json:"total"`
 	Currency          string     `json:"currency"`
 	ProviderPaymentID *string    `json:"providerPaymentId"`

@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -141,6 +142,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		fmt.Fprintln(rw, "ok")
 	})
 	mux.Handle("/codec/", http.StripPrefix("/codec", codec.NewHTTPHandler(conn.Keyring, token, *uiOrigin)))
-	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "providers", prepared.Providers())
+	for _, p := range prepared.Providers() {
+		logger.Info("provider reached", "provider", p.NameOrDefault(), "provider_api", cmp.Or(p.API, dialect.IETF), "url", p.URL)
+	}
+	logger.Info("worker started", "task_queue", chargeonce.TaskQueue, "listen", ln.Addr().String(), "tls", tlsConfig != nil)
 	return serve.Run(ctx, ln, mux, tlsConfig)
 }

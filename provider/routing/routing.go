@@ -108,7 +108,11 @@ func (t *Table) Route(orderID int64, amount chargeonce.Money) (Route, error) {
 		for i, p := range t.providers {
 			names[i] = p.NameOrDefault()
 		}
-		return Route{Providers: names, Why: "the providers in their order"}, nil
+		why := "the providers in their order"
+		if len(names) == 1 {
+			why = "the only provider"
+		}
+		return Route{Providers: names, Why: why}, nil
 	}
 	for i, r := range t.rules {
 		if !r.covers(amount) {

@@ -117,12 +117,14 @@ func TestOf_RoutesEveryPaymentToItsProvidersInOrder(t *testing.T) {
 	r, err := routing.Of(routing.Provider{}).Route(7, money(t, 1, "JPY"))
 	require.NoError(t, err)
 	require.Equal(t, []string{chargeonce.DefaultProvider}, r.Providers)
+	require.Equal(t, "the only provider", r.Why)
 
 	b := routing.Provider{}
 	b.Name = "b"
 	r, err = routing.Of(routing.Provider{}, b).Route(7, money(t, 1, "JPY"))
 	require.NoError(t, err)
 	require.Equal(t, []string{chargeonce.DefaultProvider, "b"}, r.Providers)
+	require.Equal(t, "the providers in their order", r.Why)
 }
 
 func TestLoad_AFileWithoutRulesTriesItsProvidersInOrder(t *testing.T) {
