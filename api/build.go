@@ -18,6 +18,7 @@ import (
 	"chargeonce/provider/dialect"
 	"chargeonce/provider/routing"
 	"chargeonce/refund"
+	"chargeonce/store"
 )
 
 // Settings are the checkout API's settings: the api command's flags, or
@@ -82,12 +83,9 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 		return nil, Services{}, err
 	}
 	name := table.Default()
-	var secrets map[string][]webhook.Secret
+	secrets := map[string][]webhook.Secret{}
 	for _, p := range table.Providers() {
 		if len(p.WebhookSecrets) > 0 {
-			if secrets == nil {
-				secrets = map[string][]webhook.Secret{}
-			}
 			secrets[p.NameOrDefault()] = p.WebhookSecrets
 		}
 	}
@@ -157,8 +155,12 @@ func (s Settings) routing() (*routing.Table, error) {
 // start.
 func checkWorkersReach(ctx context.Context, b *backend.Conn, table *routing.Table) error {
 	reached, err := b.Store.WorkerProviders(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		b.Logger.Warn("the routing is not checked against the providers the payment workers reach: no worker has published them yet")
+		return nil
+	}
 	if err != nil {
-		b.Logger.Warn("the routing is not checked against the providers the payment workers reach: none published yet", "error", err)
+		b.Logger.Warn("the routing is not checked against the providers the payment workers reach: they cannot be read", "error", err)
 		return nil
 	}
 	for _, p := range table.Providers() {

@@ -365,14 +365,16 @@ func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken str
 	at := hop{provider: route.Providers[0], why: route.Why}
 	var tried []string
 	for {
-		at.failOver = len(untried(route.Providers, slices.Concat(tried, []string{at.provider}))) > 0
+		tried = append(tried, at.provider)
+		at.failOver = len(untried(route.Providers, tried)) > 0
 		res, err := s.checkoutAt(ctx, orderID, cardToken, c, at)
 		reason := mayFailOver(res)
 		if err != nil || reason == "" {
 			return res, err
 		}
+		// A reused attempt may have gone to another provider than at's.
 		from := res.Attempt.Provider
-		tried = append(tried, at.provider, from)
+		tried = append(tried, from)
 		rest := untried(route.Providers, tried)
 		if len(rest) == 0 {
 			return res, nil

@@ -100,10 +100,7 @@ func (s *db) WorkerProviders(ctx context.Context) ([]string, error) {
 	var names []string
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		names, err = queryAll(ctx, q, func(r rows) (string, error) {
-			var name string
-			return name, r.Scan(&name)
-		}, `SELECT name FROM worker_providers ORDER BY name`)
+		names, err = queryAll(ctx, q, scanString, `SELECT name FROM worker_providers ORDER BY name`)
 		return err
 	})
 	if err != nil {

@@ -16,6 +16,15 @@ const DefaultURL = "http://localhost:8099"
 // NameFlagName is the flag that names the provider.
 const NameFlagName = "provider-name"
 
+// The names of the other flags of a provider's settings (RegisterFlags).
+const (
+	apiFlag         = "provider"
+	urlFlag         = "provider-url"
+	timeoutFlag     = "provider-timeout"
+	stripeKeyFlag   = "stripe-api-key"
+	searchDelayFlag = "stripe-search-delay"
+)
+
 // nameValue is the value of the name flag, checked as it is set.
 type nameValue string
 
@@ -58,11 +67,11 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	return &Flags{
 		fs:        fs,
 		name:      NameFlag(fs),
-		api:       fs.String("provider", IETF, "`API` the card provider speaks: "+Names),
-		url:       fs.String("provider-url", DefaultURL, "card provider base `URL` (with --provider stripe, default Stripe's API, "+stripe.DefaultBaseURL+")"),
-		timeout:   fs.Duration("provider-timeout", DefaultTimeout, "upper bound of any one HTTP exchange with the provider (charges are bounded by --attempt-timeout)"),
-		stripeKey: fs.String("stripe-api-key", "", "Stripe secret `key`, sk_test_… for test mode or sk_live_… (with --provider stripe)"),
-		searchDelay: fs.Duration("stripe-search-delay", stripe.SearchDelay,
+		api:       fs.String(apiFlag, IETF, "`API` the card provider speaks: "+Names),
+		url:       fs.String(urlFlag, DefaultURL, "card provider base `URL` (with --provider stripe, default Stripe's API, "+stripe.DefaultBaseURL+")"),
+		timeout:   fs.Duration(timeoutFlag, DefaultTimeout, "upper bound of any one HTTP exchange with the provider (charges are bounded by --attempt-timeout)"),
+		stripeKey: fs.String(stripeKeyFlag, "", "Stripe secret `key`, sk_test_… for test mode or sk_live_… (with --provider stripe)"),
+		searchDelay: fs.Duration(searchDelayFlag, stripe.SearchDelay,
 			"how long Stripe's search may lag behind a new PaymentIntent; --reconcile-min-age must exceed it (with --provider stripe)"),
 	}
 }
@@ -70,20 +79,20 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 // Names are the names of the flags that RegisterFlags defines, which a
 // routing file replaces.
 func (f *Flags) Names() []string {
-	return []string{NameFlagName, "provider", "provider-url", "provider-timeout", "stripe-api-key", "stripe-search-delay"}
+	return []string{NameFlagName, apiFlag, urlFlag, timeoutFlag, stripeKeyFlag, searchDelayFlag}
 }
 
 // Settings are the settings the parsed flags describe, or an error that
 // says which flags do not go together; New checks the values.
 func (f *Flags) Settings() (Settings, error) {
-	switch stripeOnly := envflag.AnyGiven(f.fs, "stripe-api-key", "stripe-search-delay"); {
+	switch stripeOnly := envflag.AnyGiven(f.fs, stripeKeyFlag, searchDelayFlag); {
 	case *f.api == IETF && stripeOnly:
 		return Settings{}, errors.New("--stripe-api-key and --stripe-search-delay need --provider stripe")
 	case *f.api == Stripe && *f.stripeKey == "":
 		return Settings{}, errors.New("--provider stripe needs --stripe-api-key (sk_test_… for test mode)")
 	}
 	url := *f.url
-	if *f.api == Stripe && !envflag.AnyGiven(f.fs, "provider-url") {
+	if *f.api == Stripe && !envflag.AnyGiven(f.fs, urlFlag) {
 		url = stripe.DefaultBaseURL
 	}
 	return Settings{
