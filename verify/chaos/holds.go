@@ -70,6 +70,44 @@ func (r *run) captureMode(id int64) chargeonce.CaptureMode {
 	return ""
 }
 
+// holdBehaviours are what a customer does with an authorized hold. A
+// run's first holds take each of them once, in this order, so that a run
+// with as many holds as behaviours exercises every one, however few holds
+// the faults let through; the later holds draw theirs by the shares.
+var holdBehaviours = []string{BehaviourMoveRace, BehaviourVoid, BehaviourCapturePartial, BehaviourCaptureWhole, BehaviourHoldLeft}
+
+// holdBehaviour chooses, and counts, what the customer of an authorized
+// hold of amount does with it. Choosing and counting under one lock keeps
+// two customers from both taking the same behaviour still owed.
+func (r *run) holdBehaviour(rng *rand.Rand, amount chargeonce.Money) string {
+	partial := amount.Minor > 1
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := ""
+	for _, owed := range holdBehaviours {
+		if r.behave[owed] == 0 && (owed != BehaviourCapturePartial || partial) {
+			b = owed
+			break
+		}
+	}
+	if b == "" {
+		switch p := rng.Float64(); {
+		case p < leaveShare:
+			b = BehaviourHoldLeft
+		case p < leaveShare+raceShare:
+			b = BehaviourMoveRace
+		case p < leaveShare+raceShare+voidShare:
+			b = BehaviourVoid
+		case partial && rng.Float64() < partialCaptureShare:
+			b = BehaviourCapturePartial
+		default:
+			b = BehaviourCaptureWhole
+		}
+	}
+	r.behave[b]++
+	return b
+}
+
 // maybeMoveHold has a customer whose order is authorized capture it (all
 // or part), void it, do both at once, or leave it to its deadline, under
 // the chaos of the moment.
@@ -78,11 +116,9 @@ func (r *run) maybeMoveHold(ctx context.Context, rng *rand.Rand, id int64, amoun
 	if err != nil || status != chargeonce.OrderAuthorized {
 		return
 	}
-	switch p := rng.Float64(); {
-	case p < leaveShare:
-		r.count(r.behave, BehaviourHoldLeft)
-	case p < leaveShare+raceShare:
-		r.count(r.behave, BehaviourMoveRace)
+	switch r.holdBehaviour(rng, amount) {
+	case BehaviourHoldLeft:
+	case BehaviourMoveRace:
 		// One of the two ends the hold; the other is refused as moving or
 		// ended, whatever the faults do to either.
 		var wg sync.WaitGroup
@@ -90,16 +126,13 @@ func (r *run) maybeMoveHold(ctx context.Context, rng *rand.Rand, id int64, amoun
 		wg.Go(func() { r.move(ctx, rand.New(rand.NewPCG(seeds[0], 0)), id, chargeonce.MoveCapture, nil, true) })
 		wg.Go(func() { r.move(ctx, rand.New(rand.NewPCG(seeds[1], 0)), id, chargeonce.MoveVoid, nil, true) })
 		wg.Wait()
-	case p < leaveShare+raceShare+voidShare:
-		r.count(r.behave, BehaviourVoid)
+	case BehaviourVoid:
 		r.move(ctx, rng, id, chargeonce.MoveVoid, nil, false)
-	case amount.Minor > 1 && rng.Float64() < partialCaptureShare:
-		r.count(r.behave, BehaviourCapturePartial)
+	case BehaviourCapturePartial:
 		part := chargeonce.Money{Minor: 1 + rng.Int64N(amount.Minor-1), Currency: amount.Currency}.String()
 		decimal, _, _ := strings.Cut(part, " ")
 		r.move(ctx, rng, id, chargeonce.MoveCapture, &decimal, false)
 	default:
-		r.count(r.behave, BehaviourCaptureWhole)
 		r.move(ctx, rng, id, chargeonce.MoveCapture, nil, false)
 	}
 }
