@@ -25,12 +25,15 @@ import (
 // left without an attempt or refund of the day, and the attempts and
 // refunds left without a line, are looked up in batches too.
 type matcher struct {
-	ctx  context.Context
-	st   Books
-	now  time.Time
-	in   MatchReportInput
-	from time.Time
-	to   time.Time
+	ctx context.Context
+	st  Books
+	// provider names the provider whose report is matched; the books read
+	// are its attempts and refunds.
+	provider string
+	now      time.Time
+	in       MatchReportInput
+	from     time.Time
+	to       time.Time
 	// graceDays is the worker's grace period: see Settlement.GraceDays.
 	graceDays int
 	// graceOver is whether an attempt of the day that no report lists yet
@@ -64,9 +67,9 @@ type matcher struct {
 	pending []store.SettlementException
 }
 
-func newMatcher(ctx context.Context, st Books, day time.Time, in MatchReportInput, graceDays int, now time.Time, log *slog.Logger) *matcher {
+func newMatcher(ctx context.Context, st Books, provider string, day time.Time, in MatchReportInput, graceDays int, now time.Time, log *slog.Logger) *matcher {
 	m := &matcher{
-		ctx: ctx, st: st, now: now, in: in, graceDays: graceDays, from: day, to: day.AddDate(0, 0, 1),
+		ctx: ctx, st: st, provider: provider, now: now, in: in, graceDays: graceDays, from: day, to: day.AddDate(0, 0, 1),
 		graceOver: !now.Before(day.AddDate(0, 0, 1+graceDays)),
 		log:       log.With("date", in.Date),
 		run: store.SettlementRun{Date: in.Date, RunID: in.RunID, Status: store.SettlementFinal, GraceDays: graceDays,
@@ -85,7 +88,7 @@ func newMatcher(ctx context.Context, st Books, day time.Time, in MatchReportInpu
 		if last != nil {
 			after = last.ProviderPaymentID
 		}
-		return st.SucceededAttempts(ctx, m.from, m.to, after, store.MaxSettlementBatch)
+		return st.SucceededAttempts(ctx, provider, m.from, m.to, after, store.MaxSettlementBatch)
 	}
 	m.refundLines.next = func(last *store.SettlementLine) ([]store.SettlementLine, error) {
 		var after store.LineCursor
@@ -99,7 +102,7 @@ func newMatcher(ctx context.Context, st Books, day time.Time, in MatchReportInpu
 		if last != nil {
 			after = last.ProviderRefundID
 		}
-		return st.SucceededRefunds(ctx, m.from, m.to, after, store.MaxSettlementBatch)
+		return st.SucceededRefunds(ctx, provider, m.from, m.to, after, store.MaxSettlementBatch)
 	}
 	return m
 }
@@ -309,11 +312,11 @@ func (m *matcher) resolveOrphans() error {
 			refs = append(refs, l.MerchantReference)
 		}
 	}
-	byCharge, err := m.st.AttemptsByCharge(m.ctx, ids)
+	byCharge, err := m.st.AttemptsByCharge(m.ctx, m.provider, ids)
 	if err != nil {
 		return err
 	}
-	byRef, err := m.st.AttemptsByReference(m.ctx, slices.Compact(slices.Sorted(slices.Values(refs))))
+	byRef, err := m.st.AttemptsByReference(m.ctx, m.provider, slices.Compact(slices.Sorted(slices.Values(refs))))
 	if err != nil {
 		return err
 	}
@@ -641,11 +644,11 @@ func (m *matcher) resolveOrphanRefunds() error {
 			refs = append(refs, ref)
 		}
 	}
-	byID, err := m.st.RefundsByProviderID(m.ctx, ids)
+	byID, err := m.st.RefundsByProviderID(m.ctx, m.provider, ids)
 	if err != nil {
 		return err
 	}
-	byRef, err := m.st.RefundsByReference(m.ctx, slices.Compact(slices.Sorted(slices.Values(refs))))
+	byRef, err := m.st.RefundsByReference(m.ctx, m.provider, slices.Compact(slices.Sorted(slices.Values(refs))))
 	if err != nil {
 		return err
 	}

@@ -67,6 +67,11 @@ type Books interface {
 type Settlement struct {
 	// Reports downloads the provider's settlement reports.
 	Reports *settlement.Client
+	// Provider names the provider whose reports Reports downloads. Its
+	// books are its own: the matching reads only the attempts and refunds
+	// sent to it, so that another provider's charges are neither missing
+	// from its report nor mistaken for its charges of the same id.
+	Provider string
 	// Store is the merchant's database.
 	Store Books
 	// GraceDays is how many days after its date a charge may first appear
@@ -227,7 +232,10 @@ func (s *Settlement) MatchReport(ctx context.Context, in MatchReportInput) (Matc
 		return MatchReportResult{}, nonRetryable(ErrTypeInvalidRequest,
 			fmt.Sprintf("match report: need a date and a run ID, got %q and %q", in.Date, in.RunID))
 	}
-	m := newMatcher(ctx, s.Store, day, in, s.GraceDays, s.now(), s.logger())
+	if s.Provider == "" {
+		return MatchReportResult{}, nonRetryable(ErrTypeInvalidRequest, "match report: the worker names no provider for the settlement reports")
+	}
+	m := newMatcher(ctx, s.Store, s.Provider, day, in, s.GraceDays, s.now(), s.logger())
 	run, err := m.match()
 	if err != nil {
 		return MatchReportResult{}, err

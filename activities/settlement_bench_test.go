@@ -23,6 +23,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"chargeonce"
 	"chargeonce/activities"
 	"chargeonce/internal/pgdb"
 	"chargeonce/provider/settlement"
@@ -56,6 +57,7 @@ func BenchmarkSettlement(b *testing.B) {
 				b.Cleanup(func() { _ = st.Close() })
 				s := &activities.Settlement{
 					Reports:   &settlement.Client{BaseURL: srv.URL, HTTP: srv.Client()},
+					Provider:  chargeonce.DefaultProvider,
 					Store:     st,
 					GraceDays: 2,
 					Now:       func() time.Time { return noon.AddDate(0, 0, 10) },

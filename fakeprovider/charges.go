@@ -1,7 +1,6 @@
 package fakeprovider
 
 import (
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -291,7 +290,7 @@ func (p *Provider) chargeOperation(key string, req chargeRequest, d *dialect) op
 	return func() (*storedResponse, func(execer) error, func()) {
 		seq := len(p.charges) + 1
 		charge := Charge{
-			ID:                fmt.Sprintf("%s%06d", d.idPrefix, seq),
+			ID:                p.newID(d.idPrefix, seq),
 			Object:            "charge",
 			Amount:            req.Amount,
 			Currency:          req.Currency,

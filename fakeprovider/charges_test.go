@@ -44,6 +44,24 @@ func TestPostCharge_ChargeIDsFollowCreationOrder(t *testing.T) {
 	}
 }
 
+// A fake with an id tag makes ids that no untagged fake makes: two fakes
+// side by side, as two real providers, never share a charge or refund id.
+func TestPostCharge_IDTagNamesTheProviderInItsIDs(t *testing.T) {
+	f := newFixture(t, Config{IDTag: "backup"})
+
+	charge := f.do(t, post("key-1", chargeBody(1000, "tok_visa", "ref-1")))
+	require.Equal(t, http.StatusCreated, charge.status)
+	require.Equal(t, "ch_backup_000001", decode[Charge](t, charge).ID)
+	refund := f.do(t, postRefundCall("refund-1", refundBody("ch_backup_000001", 100, "ref-r1")))
+	require.Equal(t, http.StatusCreated, refund.status)
+	require.Equal(t, "re_backup_000001", decode[Refund](t, refund).ID)
+
+	for _, bad := range []string{"Backup", "back-up", "a_b", "abcdefghijklmnopq"} {
+		_, err := New(Config{IDTag: bad})
+		require.ErrorContains(t, err, "want at most 16 lowercase letters and digits", bad)
+	}
+}
+
 func TestPostCharge_DeclineTokensAnswer402AndCreateAFailedCharge(t *testing.T) {
 	tests := []struct {
 		source      string

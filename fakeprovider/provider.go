@@ -31,6 +31,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -96,7 +97,15 @@ type Config struct {
 	// refund settles; the zero value sends none. Events waiting for delivery are kept in memory
 	// only, also with a DataFile.
 	Webhooks WebhookConfig
+	// IDTag names this provider in the ids of the charges and refunds it
+	// makes (ch_backup_000001 for "backup"), so that two fakes never make
+	// the same id, as two real providers never do. Empty makes ch_000001.
+	// At most 16 lowercase letters and digits.
+	IDTag string
 }
+
+// validIDTag is the form of Config.IDTag.
+var validIDTag = regexp.MustCompile(`^[a-z0-9]{0,16}$`)
 
 func (c Config) withDefaults() Config {
 	if c.Mode.Name == "" {
@@ -145,6 +154,9 @@ func (c Config) Validate() error {
 	if err := c.Fee.Validate(); err != nil {
 		return err
 	}
+	if !validIDTag.MatchString(c.IDTag) {
+		return fmt.Errorf("id tag %q: want at most 16 lowercase letters and digits", c.IDTag)
+	}
 	return c.Webhooks.Validate()
 }
 
@@ -156,6 +168,8 @@ type Provider struct {
 	retention time.Duration
 	// holdWindow is how long an authorization lasts.
 	holdWindow time.Duration
+	// idTag is Config.IDTag.
+	idTag string
 	// lookups paces the lookups by merchant reference; it is safe for
 	// concurrent use on its own.
 	lookups *rate.Limiter
@@ -213,6 +227,7 @@ func New(cfg Config) (*Provider, error) {
 		after:      cfg.After,
 		retention:  cfg.Retention,
 		holdWindow: cfg.HoldWindow,
+		idTag:      cfg.IDTag,
 		lookups:    rate.NewLimiter(rate.Limit(cfg.LookupRate), int(min(math.Ceil(cfg.LookupRate), math.MaxInt32))),
 		log:        cfg.Logger,
 		fee:        cfg.Fee,
@@ -230,6 +245,15 @@ func New(cfg Config) (*Provider, error) {
 	p.mux = p.routes()
 	p.webhooks = newWebhooks(cfg.Webhooks, cfg.Logger)
 	return p, nil
+}
+
+// newID is the id of the seq-th object of a kind, whose ids start with
+// prefix (ch_, pi_, re_), tagged with the provider's IDTag.
+func (p *Provider) newID(prefix string, seq int) string {
+	if p.idTag != "" {
+		prefix += p.idTag + "_"
+	}
+	return fmt.Sprintf("%s%06d", prefix, seq)
 }
 
 // openDataFile reads the state saved in path and keeps writing to it. The

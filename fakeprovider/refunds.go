@@ -139,7 +139,7 @@ func (p *Provider) refundOperation(key string, req refundRequest, d *dialect) op
 		now := p.now().UTC()
 		charge, refusal := p.refundableLocked(req, d)
 		e := refundEntry{Refund: Refund{
-			ID:                fmt.Sprintf("re_%06d", seq),
+			ID:                p.newID("re_", seq),
 			Object:            "refund",
 			Charge:            req.Charge,
 			Amount:            req.Amount,

@@ -135,7 +135,7 @@ func (p *Provider) PlantCharge(pc PlantedCharge) (Charge, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := Charge{
-		ID:                fmt.Sprintf("ch_%06d", len(p.charges)+1),
+		ID:                p.newID(ietf.idPrefix, len(p.charges)+1),
 		Object:            "charge",
 		Amount:            pc.Amount,
 		Currency:          pc.Currency,

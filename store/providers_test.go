@@ -100,6 +100,66 @@ func TestStore_LateChargeIsRefundedAtTheProviderOfItsAttempt(t *testing.T) {
 	})
 }
 
+// A provider's books are its own: the settlement's reads of one provider
+// return its attempts and refunds alone, also where another provider used
+// the same charge id, refund id or day.
+func TestStore_SettlementReadsEachProvidersOwnBooks(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openStore(t, dsn)
+		paidAt := func(provider string) (store.Order, store.ReportedAttempt) {
+			order := newOrder(t, s)
+			n := newAttempt(t, order.ID, card("visa"), base)
+			n.Provider = provider
+			_, a, _, err := s.GetOrStartAttempt(ctx, n)
+			require.NoError(t, err)
+			require.True(t, settle(t, s, a.Key, chargeonce.AttemptSucceeded, "ch_same"))
+			return order, storedAttempt(t, s, a.Key)
+		}
+		refundedAt := func(provider string, order store.Order) store.Refund {
+			// The refund names no provider of its own: a refund of an
+			// order goes to the provider of the attempt that paid it,
+			// also when another provider holds a charge of the same id.
+			f, _ := startRefund(t, s, newRefund(t, order.ID, 100, ""))
+			require.Equal(t, provider, f.Provider)
+			require.True(t, settleRefund(t, s, f.Key, chargeonce.RefundSucceeded, "re_same"))
+			got, err := s.GetRefund(ctx, f.Key)
+			require.NoError(t, err)
+			got.Requests = nil
+			return got
+		}
+		day := base.Truncate(24 * time.Hour)
+		for _, provider := range []string{chargeonce.DefaultProvider, "backup"} {
+			order, attempt := paidAt(provider)
+			refund := refundedAt(provider, order)
+			t.Run(provider, func(t *testing.T) {
+				attempts, err := s.SucceededAttempts(ctx, provider, day, day.AddDate(0, 0, 1), "", 10)
+				require.NoError(t, err)
+				require.Equal(t, []store.ReportedAttempt{attempt}, attempts)
+				attempts, err = s.AttemptsByCharge(ctx, provider, []string{"ch_same"})
+				require.NoError(t, err)
+				require.Equal(t, []store.ReportedAttempt{attempt}, attempts)
+				attempts, err = s.AttemptsByReference(ctx, provider, []string{attempt.MerchantReference})
+				require.NoError(t, err)
+				require.Equal(t, []store.ReportedAttempt{attempt}, attempts)
+
+				refunds, err := s.SucceededRefunds(ctx, provider, day, day.AddDate(0, 0, 1), "", 10)
+				require.NoError(t, err)
+				require.Equal(t, []store.Refund{refund}, refunds)
+				refunds, err = s.RefundsByProviderID(ctx, provider, []string{"re_same"})
+				require.NoError(t, err)
+				require.Equal(t, []store.Refund{refund}, refunds)
+				refunds, err = s.RefundsByReference(ctx, provider, []string{refund.MerchantReference})
+				require.NoError(t, err)
+				require.Equal(t, []store.Refund{refund}, refunds)
+			})
+		}
+		none, err := s.AttemptsByCharge(ctx, "elsewhere", []string{"ch_same"})
+		require.NoError(t, err)
+		require.Empty(t, none, "a provider with no attempts has no books")
+	})
+}
+
 // The workers' providers are the set of the worker that published last; a
 // bad set is refused and changes nothing.
 func TestStore_WorkerProvidersAreTheSetOfTheLastWorker(t *testing.T) {

@@ -226,14 +226,14 @@ func (s *db) lockRefundableCharge(ctx context.Context, q querier, orderID int64,
 			if c.Amount, _, err = chargedAmount(ctx, q, order); err != nil {
 				return RefundableCharge{}, err
 			}
-			held, err := heldCharge(ctx, q, c.ID)
+			held, err := heldCharge(ctx, q, c.ID, order.ID)
 			if err != nil && !errors.Is(err, ErrNotRefundable) {
 				return RefundableCharge{}, err
 			}
 			c.Provider = held.Provider
 		default:
-			c, err = heldCharge(ctx, q, chargeID)
-			if errors.Is(err, ErrNotRefundable) || err == nil && c.OrderID != orderID {
+			c, err = heldCharge(ctx, q, chargeID, orderID)
+			if errors.Is(err, ErrNotRefundable) {
 				return RefundableCharge{}, fmt.Errorf("%w: charge %s is not a charge of the order", ErrNotRefundable, chargeID)
 			}
 			if err != nil {
@@ -242,7 +242,7 @@ func (s *db) lockRefundableCharge(ctx context.Context, q querier, orderID int64,
 		}
 	} else {
 		var err error
-		if c, err = heldCharge(ctx, q, chargeID); err != nil {
+		if c, err = heldCharge(ctx, q, chargeID, 0); err != nil {
 			return RefundableCharge{}, err
 		}
 	}
@@ -260,12 +260,13 @@ func (s *db) lockCharge(ctx context.Context, q querier, chargeID string) error {
 }
 
 // heldCharge finds a charge that the books hold: a succeeded attempt's, a
-// late charge, or a charge line of a settlement report (which belongs to
-// no order that the store knows). It returns ErrNotRefundable for any
-// other. The hold of a manual capture is a charge only once captured, for
-// what the capture took: a hold authorized, voided or expired took no
-// money.
-func heldCharge(ctx context.Context, q querier, chargeID string) (RefundableCharge, error) {
+// late charge, or, when orderID is 0, a charge line of a settlement report
+// (which belongs to no order that the store knows). A nonzero orderID
+// finds the charge among that order's alone, so that the provider found is
+// the one its attempt went to. It returns ErrNotRefundable for any other.
+// The hold of a manual capture is a charge only once captured, for what
+// the capture took: a hold authorized, voided or expired took no money.
+func heldCharge(ctx context.Context, q querier, chargeID string, orderID int64) (RefundableCharge, error) {
 	scan := func(r rows) (RefundableCharge, error) {
 		var (
 			c        RefundableCharge
@@ -282,17 +283,26 @@ func heldCharge(ctx context.Context, q querier, chargeID string) (RefundableChar
 		}
 		return c, nil
 	}
-	for _, query := range []string{
+	queries := []string{
 		`SELECT a.order_id, CASE WHEN h.status = 'captured' THEN h.captured_minor ELSE a.amount_minor END, a.currency, a.provider
 		FROM payment_attempts a LEFT JOIN holds h ON h.attempt_key = a.idempotency_key
 		WHERE a.provider_payment_id = $1 AND a.status = 'succeeded' AND (a.capture_mode = 'automatic' OR h.status = 'captured')`,
 		`SELECT l.order_id, l.amount_minor, l.currency, a.provider FROM late_charges l
 		JOIN payment_attempts a ON a.idempotency_key = l.attempt_key WHERE l.charge_id = $1`,
-		`SELECT 0, gross_minor, currency, '' FROM settlement_lines
+	}
+	args := []any{chargeID}
+	if orderID != 0 {
+		for i := range queries {
+			queries[i] += ` AND a.order_id = $2`
+		}
+		args = append(args, orderID)
+	} else {
+		queries = append(queries, `SELECT 0, gross_minor, currency, '' FROM settlement_lines
 		WHERE charge_id = $1 AND reporting_category = 'charge' AND problem = '' AND gross_minor > 0
-		ORDER BY report_date, line_no`,
-	} {
-		c, err := queryOne(ctx, q, scan, query, chargeID)
+		ORDER BY report_date, line_no`)
+	}
+	for _, query := range queries {
+		c, err := queryOne(ctx, q, scan, query, args...)
 		if !errors.Is(err, ErrNotFound) {
 			return c, err
 		}
@@ -304,7 +314,7 @@ func (s *db) RefundableCharge(ctx context.Context, chargeID string) (RefundableC
 	var c RefundableCharge
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		c, err = heldCharge(ctx, q, chargeID)
+		c, err = heldCharge(ctx, q, chargeID, 0)
 		return err
 	})
 	if err != nil {

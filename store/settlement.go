@@ -143,19 +143,20 @@ type SettlementStore interface {
 	// then line number; malformed lines, whose charge id is empty, come
 	// first.
 	SettlementLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
-	// SucceededAttempts returns at most limit succeeded attempts whose
-	// charge the report of [from, to) must show, whose charge id sorts
+	// SucceededAttempts returns at most limit succeeded attempts at the
+	// provider whose charge its report of [from, to) must show, whose charge id sorts
 	// after afterChargeID, by charge id (byte by byte), without their
 	// Requests: an attempt without a hold created in [from, to), and an
 	// attempt whose hold a capture ended in [from, to). An attempt whose
 	// hold is not captured is in no day's.
-	SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]ReportedAttempt, error)
-	// AttemptsByCharge returns the attempts, of any status, that hold one
-	// of at most MaxSettlementBatch provider charge ids, without Requests.
-	AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]ReportedAttempt, error)
-	// AttemptsByReference returns the attempts with one of at most
-	// MaxSettlementBatch merchant references, without Requests.
-	AttemptsByReference(ctx context.Context, references []string) ([]ReportedAttempt, error)
+	SucceededAttempts(ctx context.Context, provider string, from, to time.Time, afterChargeID string, limit int) ([]ReportedAttempt, error)
+	// AttemptsByCharge returns the attempts at the provider, of any
+	// status, that hold one of at most MaxSettlementBatch of its charge
+	// ids, without Requests.
+	AttemptsByCharge(ctx context.Context, provider string, chargeIDs []string) ([]ReportedAttempt, error)
+	// AttemptsByReference returns the attempts at the provider with one of
+	// at most MaxSettlementBatch merchant references, without Requests.
+	AttemptsByReference(ctx context.Context, provider string, references []string) ([]ReportedAttempt, error)
 	// ReportedCharges returns which of at most MaxSettlementBatch charge ids
 	// are in the staged lines of the report dates from to to, inclusive.
 	ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error)
@@ -163,17 +164,17 @@ type SettlementStore interface {
 	// a refund, after the cursor's RefundID and LineNo, by refund id (byte
 	// by byte) and then line number.
 	RefundLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
-	// SucceededRefunds returns at most limit succeeded refunds created in
-	// [from, to) whose provider refund id sorts after afterRefundID, by
-	// that id (byte by byte), without their Requests.
-	SucceededRefunds(ctx context.Context, from, to time.Time, afterRefundID string, limit int) ([]Refund, error)
-	// RefundsByProviderID returns the refunds, of any status, that hold
-	// one of at most MaxSettlementBatch provider refund ids, without
-	// Requests.
-	RefundsByProviderID(ctx context.Context, refundIDs []string) ([]Refund, error)
-	// RefundsByReference returns the refunds with one of at most
-	// MaxSettlementBatch merchant references, without Requests.
-	RefundsByReference(ctx context.Context, references []string) ([]Refund, error)
+	// SucceededRefunds returns at most limit succeeded refunds at the
+	// provider created in [from, to) whose provider refund id sorts after
+	// afterRefundID, by that id (byte by byte), without their Requests.
+	SucceededRefunds(ctx context.Context, provider string, from, to time.Time, afterRefundID string, limit int) ([]Refund, error)
+	// RefundsByProviderID returns the refunds at the provider, of any
+	// status, that hold one of at most MaxSettlementBatch of its refund
+	// ids, without Requests.
+	RefundsByProviderID(ctx context.Context, provider string, refundIDs []string) ([]Refund, error)
+	// RefundsByReference returns the refunds at the provider with one of
+	// at most MaxSettlementBatch merchant references, without Requests.
+	RefundsByReference(ctx context.Context, provider string, references []string) ([]Refund, error)
 	// ReportedRefunds returns which of at most MaxSettlementBatch refund
 	// ids are in the staged lines of the report dates from to to,
 	// inclusive.
@@ -383,7 +384,7 @@ func scanReportedAttempt(r rows) (ReportedAttempt, error) {
 	return a, nil
 }
 
-func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterChargeID string, limit int) ([]ReportedAttempt, error) {
+func (s *db) SucceededAttempts(ctx context.Context, provider string, from, to time.Time, afterChargeID string, limit int) ([]ReportedAttempt, error) {
 	if limit <= 0 || limit > MaxSettlementBatch {
 		return nil, fmt.Errorf("store: succeeded attempts: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
 	}
@@ -392,10 +393,10 @@ func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterCha
 		var err error
 		charge := `provider_payment_id` + s.d.byteOrder
 		attempts, err = queryAll(ctx, q, scanReportedAttempt, reportedAttempts+`
-			WHERE status = 'succeeded' AND `+charge+` > $1
+			WHERE status = 'succeeded' AND provider = $5 AND `+charge+` > $1
 			AND ((hold_status IS NULL AND created_at >= $2 AND created_at < $3)
 				OR (hold_status = 'captured' AND ended_at >= $2 AND ended_at < $3))
-			ORDER BY `+charge+` LIMIT $4`, afterChargeID, s.t(from), s.t(to), limit)
+			ORDER BY `+charge+` LIMIT $4`, afterChargeID, s.t(from), s.t(to), limit, provider)
 		return err
 	})
 	if err != nil {
@@ -404,16 +405,17 @@ func (s *db) SucceededAttempts(ctx context.Context, from, to time.Time, afterCha
 	return attempts, nil
 }
 
-func (s *db) AttemptsByCharge(ctx context.Context, chargeIDs []string) ([]ReportedAttempt, error) {
-	return s.attemptsIn(ctx, "provider_payment_id", chargeIDs)
+func (s *db) AttemptsByCharge(ctx context.Context, provider string, chargeIDs []string) ([]ReportedAttempt, error) {
+	return s.attemptsIn(ctx, provider, "provider_payment_id", chargeIDs)
 }
 
-func (s *db) AttemptsByReference(ctx context.Context, references []string) ([]ReportedAttempt, error) {
-	return s.attemptsIn(ctx, "merchant_reference", references)
+func (s *db) AttemptsByReference(ctx context.Context, provider string, references []string) ([]ReportedAttempt, error) {
+	return s.attemptsIn(ctx, provider, "merchant_reference", references)
 }
 
-// attemptsIn reads the attempts whose column holds one of values.
-func (s *db) attemptsIn(ctx context.Context, column string, values []string) ([]ReportedAttempt, error) {
+// attemptsIn reads the attempts at the provider whose column holds one of
+// values.
+func (s *db) attemptsIn(ctx context.Context, provider, column string, values []string) ([]ReportedAttempt, error) {
 	if err := checkBatch("values", len(values)); err != nil {
 		return nil, fmt.Errorf("store: attempts by %s: %w", column, err)
 	}
@@ -424,7 +426,8 @@ func (s *db) attemptsIn(ctx context.Context, column string, values []string) ([]
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
 		attempts, err = queryAll(ctx, q, scanReportedAttempt, reportedAttempts+`
-			WHERE `+column+` IN (`+inList(1, len(values))+`) ORDER BY created_at, idempotency_key`, anys(values)...)
+			WHERE provider = $1 AND `+column+` IN (`+inList(2, len(values))+`) ORDER BY created_at, idempotency_key`,
+			append([]any{provider}, anys(values)...)...)
 		return err
 	})
 	if err != nil {
@@ -489,7 +492,7 @@ func (s *db) RefundLines(ctx context.Context, date string, after LineCursor, lim
 	return lines, nil
 }
 
-func (s *db) SucceededRefunds(ctx context.Context, from, to time.Time, afterRefundID string, limit int) ([]Refund, error) {
+func (s *db) SucceededRefunds(ctx context.Context, provider string, from, to time.Time, afterRefundID string, limit int) ([]Refund, error) {
 	if limit <= 0 || limit > MaxSettlementBatch {
 		return nil, fmt.Errorf("store: succeeded refunds: limit %d is not between 1 and %d", limit, MaxSettlementBatch)
 	}
@@ -498,8 +501,8 @@ func (s *db) SucceededRefunds(ctx context.Context, from, to time.Time, afterRefu
 		var err error
 		id := `provider_refund_id` + s.d.byteOrder
 		refunds, err = queryAll(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds
-			WHERE status = 'succeeded' AND `+id+` > $1 AND created_at >= $2 AND created_at < $3
-			ORDER BY `+id+` LIMIT $4`, afterRefundID, s.t(from), s.t(to), limit)
+			WHERE status = 'succeeded' AND provider = $5 AND `+id+` > $1 AND created_at >= $2 AND created_at < $3
+			ORDER BY `+id+` LIMIT $4`, afterRefundID, s.t(from), s.t(to), limit, provider)
 		return err
 	})
 	if err != nil {
@@ -508,16 +511,17 @@ func (s *db) SucceededRefunds(ctx context.Context, from, to time.Time, afterRefu
 	return refunds, nil
 }
 
-func (s *db) RefundsByProviderID(ctx context.Context, refundIDs []string) ([]Refund, error) {
-	return s.refundsIn(ctx, "provider_refund_id", refundIDs)
+func (s *db) RefundsByProviderID(ctx context.Context, provider string, refundIDs []string) ([]Refund, error) {
+	return s.refundsIn(ctx, provider, "provider_refund_id", refundIDs)
 }
 
-func (s *db) RefundsByReference(ctx context.Context, references []string) ([]Refund, error) {
-	return s.refundsIn(ctx, "merchant_reference", references)
+func (s *db) RefundsByReference(ctx context.Context, provider string, references []string) ([]Refund, error) {
+	return s.refundsIn(ctx, provider, "merchant_reference", references)
 }
 
-// refundsIn reads the refunds whose column holds one of values.
-func (s *db) refundsIn(ctx context.Context, column string, values []string) ([]Refund, error) {
+// refundsIn reads the refunds at the provider whose column holds one of
+// values.
+func (s *db) refundsIn(ctx context.Context, provider, column string, values []string) ([]Refund, error) {
 	if err := checkBatch("values", len(values)); err != nil {
 		return nil, fmt.Errorf("store: refunds by %s: %w", column, err)
 	}
@@ -528,7 +532,8 @@ func (s *db) refundsIn(ctx context.Context, column string, values []string) ([]R
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
 		refunds, err = queryAll(ctx, q, scanRefund, `SELECT `+refundColumns+` FROM refunds
-			WHERE `+column+` IN (`+inList(1, len(values))+`) ORDER BY created_at, idempotency_key`, anys(values)...)
+			WHERE provider = $1 AND `+column+` IN (`+inList(2, len(values))+`) ORDER BY created_at, idempotency_key`,
+			append([]any{provider}, anys(values)...)...)
 		return err
 	})
 	if err != nil {

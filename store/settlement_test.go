@@ -94,17 +94,17 @@ func TestStore_SucceededAttemptsOfADayPageByChargeID(t *testing.T) {
 		declined, _ := checkout(t, s, newOrder(t, s).ID, card("visa"), from.Add(time.Hour))
 		require.True(t, settle(t, s, declined.Key, chargeonce.AttemptDeclined, "ch_d"))
 
-		first, err := s.SucceededAttempts(ctx, from, to, "", 1)
+		first, err := s.SucceededAttempts(ctx, chargeonce.DefaultProvider, from, to, "", 1)
 		require.NoError(t, err)
 		require.Equal(t, []store.ReportedAttempt{a}, first)
-		rest, err := s.SucceededAttempts(ctx, from, to, "ch_a", 10)
+		rest, err := s.SucceededAttempts(ctx, chargeonce.DefaultProvider, from, to, "ch_a", 10)
 		require.NoError(t, err)
 		require.Equal(t, []store.ReportedAttempt{c}, rest)
 
-		byCharge, err := s.AttemptsByCharge(ctx, []string{"ch_a", "ch_d", "ch_nope"})
+		byCharge, err := s.AttemptsByCharge(ctx, chargeonce.DefaultProvider, []string{"ch_a", "ch_d", "ch_nope"})
 		require.NoError(t, err)
 		require.Equal(t, []store.ReportedAttempt{storedAttempt(t, s, declined.Key), a}, byCharge, "every status, oldest first")
-		byRef, err := s.AttemptsByReference(ctx, []string{c.MerchantReference})
+		byRef, err := s.AttemptsByReference(ctx, chargeonce.DefaultProvider, []string{c.MerchantReference})
 		require.NoError(t, err)
 		require.Equal(t, []store.ReportedAttempt{c}, byRef)
 	})
@@ -145,21 +145,21 @@ func TestStore_SucceededAttemptsExpectAHoldOnTheDayOfItsCapture(t *testing.T) {
 		}
 		plain := storedAttempt(t, s, paidAttempt(t, s, from.Add(time.Hour), "ch_plain").Key)
 
-		day, err := s.SucceededAttempts(ctx, from, to, "", 10)
+		day, err := s.SucceededAttempts(ctx, chargeonce.DefaultProvider, from, to, "", 10)
 		require.NoError(t, err)
 		require.Equal(t, []store.ReportedAttempt{holds["full"], plain}, day, "by charge id")
-		next, err := s.SucceededAttempts(ctx, to, to.AddDate(0, 0, 1), "", 10)
+		next, err := s.SucceededAttempts(ctx, chargeonce.DefaultProvider, to, to.AddDate(0, 0, 1), "", 10)
 		require.NoError(t, err)
 		require.Equal(t, []store.ReportedAttempt{holds["partial"]}, next)
-		before, err := s.SucceededAttempts(ctx, from.AddDate(0, 0, -1), from, "", 10)
+		before, err := s.SucceededAttempts(ctx, chargeonce.DefaultProvider, from.AddDate(0, 0, -1), from, "", 10)
 		require.NoError(t, err)
 		require.Empty(t, before)
 
 		for name, want := range holds {
-			byCharge, err := s.AttemptsByCharge(ctx, []string{want.ProviderPaymentID})
+			byCharge, err := s.AttemptsByCharge(ctx, chargeonce.DefaultProvider, []string{want.ProviderPaymentID})
 			require.NoError(t, err)
 			require.Equal(t, []store.ReportedAttempt{want}, byCharge, name)
-			byRef, err := s.AttemptsByReference(ctx, []string{want.MerchantReference})
+			byRef, err := s.AttemptsByReference(ctx, chargeonce.DefaultProvider, []string{want.MerchantReference})
 			require.NoError(t, err)
 			require.Equal(t, []store.ReportedAttempt{want}, byRef, name)
 			require.Equal(t, name != "full" && name != "partial", want.Uncaptured(), name)
@@ -236,7 +236,7 @@ func TestStore_BadSettlementInputIsRefusedAndChangesNothing(t *testing.T) {
 		require.Error(t, s.AddSettlementLines(ctx, make([]store.SettlementLine, store.MaxSettlementBatch+1)))
 		_, err := s.SettlementLines(ctx, day, store.LineCursor{}, 0)
 		require.Error(t, err)
-		_, err = s.SucceededAttempts(ctx, base, base, "", store.MaxSettlementBatch+1)
+		_, err = s.SucceededAttempts(ctx, chargeonce.DefaultProvider, base, base, "", store.MaxSettlementBatch+1)
 		require.Error(t, err)
 		require.Equal(t, int64(0), rawCount(t, dsn, `SELECT count(*) FROM settlement_runs`))
 		require.Equal(t, int64(0), rawCount(t, dsn, `SELECT count(*) FROM settlement_exceptions`))
@@ -268,7 +268,7 @@ func TestStore_SettlementPagesOrderChargeIDsByteByByte(t *testing.T) {
 			require.Len(t, page, 1)
 			gotLines = append(gotLines, page[0].ChargeID)
 			after = store.LineCursor{ChargeID: page[0].ChargeID, LineNo: page[0].LineNo}
-			attempts, err := s.SucceededAttempts(ctx, from, from.AddDate(0, 0, 1), afterCharge, 1)
+			attempts, err := s.SucceededAttempts(ctx, chargeonce.DefaultProvider, from, from.AddDate(0, 0, 1), afterCharge, 1)
 			require.NoError(t, err)
 			require.Len(t, attempts, 1)
 			gotAttempts = append(gotAttempts, attempts[0].ProviderPaymentID)
@@ -326,7 +326,7 @@ func TestStore_RefundLinesAndSucceededRefundsPageByRefundID(t *testing.T) {
 		var ids []string
 		last := ""
 		for {
-			page, err := s.SucceededRefunds(ctx, base.Add(-time.Hour), base.Add(time.Hour), last, 2)
+			page, err := s.SucceededRefunds(ctx, chargeonce.DefaultProvider, base.Add(-time.Hour), base.Add(time.Hour), last, 2)
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break
@@ -337,15 +337,15 @@ func TestStore_RefundLinesAndSucceededRefundsPageByRefundID(t *testing.T) {
 			last = page[len(page)-1].ProviderRefundID
 		}
 		require.Equal(t, []string{"re_1", "re_10", "re_2"}, ids, "byte by byte, and no pending refund")
-		none, err := s.SucceededRefunds(ctx, base.Add(time.Hour), base.Add(2*time.Hour), "", 10)
+		none, err := s.SucceededRefunds(ctx, chargeonce.DefaultProvider, base.Add(time.Hour), base.Add(2*time.Hour), "", 10)
 		require.NoError(t, err)
 		require.Empty(t, none)
 
-		byID, err := s.RefundsByProviderID(ctx, []string{"re_10", "re_nope"})
+		byID, err := s.RefundsByProviderID(ctx, chargeonce.DefaultProvider, []string{"re_10", "re_nope"})
 		require.NoError(t, err)
 		require.Len(t, byID, 1)
 		require.Equal(t, keys[1], byID[0].Key)
-		byRef, err := s.RefundsByReference(ctx, []string{pending.MerchantReference})
+		byRef, err := s.RefundsByReference(ctx, chargeonce.DefaultProvider, []string{pending.MerchantReference})
 		require.NoError(t, err)
 		require.Len(t, byRef, 1)
 		require.Equal(t, chargeonce.RefundPending, byRef[0].Status)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -60,6 +61,25 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 		require.Len(t, o.Attempts, 2)
 		require.Equal(t, []string{first, stack.BackupName}, []string{o.Attempts[0].Provider, o.Attempts[1].Provider})
 		require.Contains(t, s.metrics(t), `chargeonce_checkout_failovers_total{provider="default",reason="provider_trouble"} 1`)
+	})
+
+	// Each provider's books are its own: the first provider's report is
+	// matched against the attempts sent to it alone, so the payment that
+	// the backup took is neither awaited in that report nor taken for one
+	// of its charges.
+	t.Run("the first provider's books", func(t *testing.T) {
+		id := s.createOrder(t, "25.00", "TRY")
+		require.Equal(t, http.StatusOK, s.checkout(t, id, "tok_visa").status)
+		paid := s.order(t, id).Attempts[0]
+		require.Equal(t, first, paid.Provider)
+
+		run := s.runSettlement(t, paid.Requests[0].At.UTC().Format(time.DateOnly))
+
+		require.Equal(t, "final", run.Status, "%+v", run)
+		require.Zero(t, run.Awaiting, "the backup's charge is not the first provider's to report")
+		require.Empty(t, run.ExceptionCounts)
+		require.Positive(t, run.Matched)
+		require.Equal(t, run.Lines, run.Matched)
 	})
 
 	// Neither a card's decline nor an unknown outcome ever moves a payment.

@@ -30,6 +30,7 @@ type settlementView struct {
 	Status          string         `json:"status"`
 	Lines           int            `json:"lines"`
 	Matched         int            `json:"matched"`
+	Awaiting        int            `json:"awaiting"`
 	ExceptionCounts map[string]int `json:"exceptionCounts"`
 	Exceptions      []struct {
 		Kind     string `json:"kind"`

@@ -101,7 +101,8 @@ type Deps struct {
 	BuildID string
 	// Logger receives the story of every payment.
 	Logger *slog.Logger
-	// Reports downloads the provider's settlement reports. When set, the
+	// Reports downloads the default provider's settlement reports, which
+	// are matched against its attempts and refunds alone. When set, the
 	// worker runs the settlement workflows and creates or updates their
 	// daily schedule (EnsureSettlementSchedule, in the background);
 	// nil runs no settlement.
@@ -213,7 +214,8 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 		if d.Registerer != nil {
 			settleMetrics = activities.NewSettlementMetrics(d.Registerer)
 		}
-		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Store: d.Store,
+		books, _ := d.Providers.Default()
+		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Provider: books, Store: d.Store,
 			GraceDays: d.SettlementGraceDays, Logger: d.Logger, Metrics: settleMetrics})
 	}
 	if err := w.Start(); err != nil {

@@ -193,9 +193,10 @@ func Start(ctx context.Context, opts Options, dir string) (*Env, error) {
 	}
 	e.Activities = &activities.Activities{Providers: providers, Store: st, Logger: logger}
 	e.Settlement = &activities.Settlement{
-		Reports: &settlement.Client{BaseURL: e.srv.URL, HTTP: &http.Client{Transport: e.transports[1]}},
-		Store:   st,
-		Logger:  logger,
+		Reports:  &settlement.Client{BaseURL: e.srv.URL, HTTP: &http.Client{Transport: e.transports[1]}},
+		Provider: e.providerName,
+		Store:    st,
+		Logger:   logger,
 	}
 	return e, nil
 }

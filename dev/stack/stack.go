@@ -315,7 +315,11 @@ func (s *Stack) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stack: %w", err)
 		}
-		if s.backup, s.backupS, err = s.startProvider(*cfg.Backup, "backup provider", "fakeprovider-"+BackupName, backupLn, apiURL+api.ProviderWebhookPath(BackupName), backupSecret); err != nil {
+		// The backup's ids carry its name, so that they are never the
+		// first provider's, as no two real providers' are.
+		backupCfg := *cfg.Backup
+		backupCfg.IDTag = BackupName
+		if s.backup, s.backupS, err = s.startProvider(backupCfg, "backup provider", "fakeprovider-"+BackupName, backupLn, apiURL+api.ProviderWebhookPath(BackupName), backupSecret); err != nil {
 			return err
 		}
 		settings := fakeprovider.DialectSettings(cfg.ProviderAPI, s.backupS.URL())

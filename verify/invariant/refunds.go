@@ -42,7 +42,7 @@ func (w *world) loadRepairs(ctx context.Context, st store.Store) error {
 		}
 	}
 	for batch := range slices.Chunk(refs, store.MaxSettlementBatch) {
-		found, err := st.RefundsByReference(ctx, batch)
+		found, err := st.RefundsByReference(ctx, chargeonce.DefaultProvider, batch)
 		if err != nil {
 			return fmt.Errorf("invariant: refunds: %w", err)
 		}
