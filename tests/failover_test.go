@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"chargeonce"
 	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
+	"chargeonce/verify/invariant"
 )
 
 // TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing runs the
@@ -108,6 +110,40 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 			require.Len(t, s.backup.ChargeRequests(), backupBefore, "nothing was sent to the backup")
 		})
 	}
+
+	// The invariant checker reads both providers: no order keeps more than
+	// one charge across them, and every charge and key is at the provider
+	// its attempt went to. A charge at the backup for an order the first
+	// provider paid breaks both promises.
+	t.Run("the promises across both providers", func(t *testing.T) {
+		check := func() invariant.Report {
+			report, err := invariant.Check(t.Context(), invariant.Config{Store: s.store, Temporal: s.temporal, Interval: checkInterval,
+				Provider: invariant.InProcess{Provider: s.provider},
+				Others:   map[string]invariant.ProviderSource{stack.BackupName: invariant.InProcess{Provider: s.backup}}}, nil)
+			require.NoError(t, err)
+			return report
+		}
+		clean := check()
+		require.True(t, clean.OK(), "%s", clean)
+		require.Equal(t, len(s.provider.Charges())+len(s.backup.Charges()), clean.Charges, "both providers were read")
+
+		id := s.createOrder(t, "25.00", "TRY")
+		require.Equal(t, http.StatusOK, s.checkout(t, id, "tok_visa").status)
+		paid := s.order(t, id).Attempts[0]
+		require.Equal(t, first, paid.Provider)
+		// The attempt's key and body, sent to the backup as well.
+		require.Equal(t, http.StatusCreated, postCharge(s.stack.BackupURL(), `"`+paid.IdempotencyKey+`"`,
+			fmt.Sprintf(`{"amount": 2500, "currency": "TRY", "source": "tok_visa", "merchant_reference": %q}`, paid.MerchantReference)))
+		stray := chargesOf(s.backup, paid.MerchantReference)
+		require.Len(t, stray, 1)
+
+		broken := check()
+		double := broken.Of(invariant.NoDoubleCharge)
+		require.Len(t, double, 1, "%s", broken)
+		require.Equal(t, stray[0].ID, double[0].ChargeID)
+		require.Contains(t, broken.String(), "successful charge at provider backup for an attempt sent to default")
+		require.Contains(t, broken.String(), "the key of an attempt sent to default reached backup and default")
+	})
 }
 
 // chargesOf returns the charges that p holds under the merchant reference.

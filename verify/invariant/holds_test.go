@@ -45,7 +45,7 @@ func (h *heldOrder) GetOrder(_ context.Context, id int64) (store.Order, []store.
 	return h.order, []store.Attempt{{
 		Key: attemptKey, OrderID: orderID, Amount: holdAmount, Status: chargeonce.AttemptSucceeded,
 		MerchantReference: h.charge.MerchantReference, ProviderPaymentID: holdCharge,
-		Capture: chargeonce.CaptureManual, AbandonAt: time.Now().Add(-time.Hour),
+		Capture: chargeonce.CaptureManual, AbandonAt: time.Now().Add(-time.Hour), Provider: chargeonce.DefaultProvider,
 	}}, nil
 }
 
@@ -85,7 +85,7 @@ func capturedAndRefunded() *heldOrder {
 		refunds: []fakeprovider.Refund{{ID: "re_000001", Charge: holdCharge, Amount: 500, Currency: "EUR",
 			Status: fakeprovider.RefundSucceeded, MerchantReference: refundRef, IdempotencyKey: refundKey}},
 		ours: []store.Refund{{RefundIntent: chargeonce.RefundIntent{Key: refundKey, OrderID: orderID, ChargeID: holdCharge,
-			Amount: chargeonce.Money{Minor: 500, Currency: "EUR"}, MerchantReference: refundRef},
+			Amount: chargeonce.Money{Minor: 500, Currency: "EUR"}, MerchantReference: refundRef, Provider: chargeonce.DefaultProvider},
 			Status: chargeonce.RefundSucceeded, ProviderRefundID: "re_000001"}},
 	}
 	return h

@@ -1,6 +1,6 @@
 // Package invariant checks the promises of chargeonce against what the
-// provider, the merchant database and Temporal hold after a run: one net
-// charge per order once late charges are repaired, charges and succeeded
+// providers, the merchant database and Temporal hold after a run: one net
+// charge per order across every provider once late charges are repaired, charges and succeeded
 // attempts one to one, one key per attempt, no attempt left open, amounts
 // that agree, workflows that neither failed nor diverged from their
 // history, no charge for an attempt that processed nothing, a settlement of
@@ -19,6 +19,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,8 +199,14 @@ const DefaultHistoryLimit = 1000
 type Config struct {
 	// Store is the merchant database. Required.
 	Store store.Store
-	// Provider reads the provider's charges and requests. Required.
+	// Provider reads the charges, refunds and requests of the default
+	// provider (chargeonce.DefaultProvider). Required.
 	Provider ProviderSource
+	// Others read the other providers that payments are routed to, by
+	// name. Check holds every order to one net charge across all of them,
+	// and every charge, refund and key to the provider its attempt or
+	// refund was sent to.
+	Others map[string]ProviderSource
 	// Temporal reads the payment workflows. Required.
 	Temporal client.Client
 	// Interval is the reconciliation interval: an attempt may stay open this
@@ -266,12 +274,12 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	if cfg.HoldMargin <= 0 {
 		cfg.HoldMargin = workflows.DefaultTiming().HoldMargin
 	}
-	ps, err := cfg.Provider.ProviderState(ctx)
+	ps, at, err := readProviders(ctx, cfg)
 	if err != nil {
 		return Report{}, err
 	}
 	now := cfg.Now()
-	w, err := load(ctx, cfg.Store, orderIDs, ps)
+	w, err := load(ctx, cfg.Store, orderIDs, ps, at)
 	if err != nil {
 		return Report{}, err
 	}
@@ -279,7 +287,7 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	// settled after the first look at the provider. Charges never vanish,
 	// so a second look, taken after the store was read, holds every charge
 	// a succeeded attempt can point to.
-	later, err := cfg.Provider.ProviderState(ctx)
+	later, _, err := readProviders(ctx, cfg)
 	if err != nil {
 		return Report{}, err
 	}
@@ -302,6 +310,7 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 			c.report.Moves[string(m.Kind)+" "+string(m.Status)]++
 		}
 	}
+	c.report.Violations = append(c.report.Violations, at.shared...)
 	c.noDoubleCharge()
 	c.chargesMatchAttempts()
 	c.oneKeyPerAttempt()
@@ -357,6 +366,9 @@ type world struct {
 	// late is what the repair decided, by charge id, for the provider's
 	// successful charges.
 	late map[string]store.RecordedLateCharge
+	// at says which provider holds each charge and refund, and which
+	// received each key's charge requests.
+	at placement
 	// holds are the holds of the orders read, by order, and moves their
 	// captures and voids, oldest first.
 	holds map[int64]store.Hold
@@ -365,8 +377,9 @@ type world struct {
 
 // load reads the orders asked for and those the provider's charges and
 // requests lead to, with their attempts.
-func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderState) (*world, error) {
+func load(ctx context.Context, st store.Store, orderIDs []int64, ps ProviderState, at placement) (*world, error) {
 	w := &world{
+		at:       at,
 		orders:   map[int64]store.Order{},
 		attempts: map[string]store.Attempt{},
 		byOrder:  map[int64][]store.Attempt{},
@@ -554,6 +567,8 @@ func (c *checker) chargesMatchAttempts() {
 			v.Message = "successful charge under a key that belongs to no attempt"
 		case a.MerchantReference != ch.MerchantReference:
 			v.Message = fmt.Sprintf("successful charge with reference %q under the key of an attempt with reference %q", ch.MerchantReference, a.MerchantReference)
+		case c.at.charges[ch.ID] != a.Provider:
+			v.Message = fmt.Sprintf("successful charge at provider %s for an attempt sent to %s", c.at.charges[ch.ID], a.Provider)
 		case a.Status == chargeonce.AttemptOpen:
 			// Still being settled; invariant 4 reports it if it stays open.
 			continue
@@ -662,6 +677,10 @@ func (c *checker) oneKeyPerAttempt() {
 		if n := len(fingerprints[key]); n > 1 {
 			c.add(Violation{Invariant: OneKeyPerAttempt, Order: a.OrderID, Key: key,
 				Message: fmt.Sprintf("one key sent with %d different bodies", n)})
+		}
+		if at := slices.Sorted(maps.Keys(c.at.keys[key])); len(at) != 1 || at[0] != a.Provider {
+			c.add(Violation{Invariant: OneKeyPerAttempt, Order: a.OrderID, Key: key,
+				Message: fmt.Sprintf("the key of an attempt sent to %s reached %s", a.Provider, strings.Join(at, " and "))})
 		}
 	}
 	refs := map[string]string{}

@@ -34,20 +34,23 @@ func (w *world) loadRepairs(ctx context.Context, st store.Store) error {
 	for _, r := range w.ours {
 		have[r.MerchantReference] = true
 	}
-	var refs []string
+	refs := map[string][]string{} // by provider
 	for _, r := range w.refunds {
 		if !have[r.MerchantReference] {
 			have[r.MerchantReference] = true
-			refs = append(refs, r.MerchantReference)
+			at := w.at.refunds[r.ID]
+			refs[at] = append(refs[at], r.MerchantReference)
 		}
 	}
-	for batch := range slices.Chunk(refs, store.MaxSettlementBatch) {
-		found, err := st.RefundsByReference(ctx, chargeonce.DefaultProvider, batch)
-		if err != nil {
-			return fmt.Errorf("invariant: refunds: %w", err)
-		}
-		for _, r := range found {
-			w.ours[r.Key] = r
+	for _, provider := range slices.Sorted(maps.Keys(refs)) {
+		for batch := range slices.Chunk(refs[provider], store.MaxSettlementBatch) {
+			found, err := st.RefundsByReference(ctx, provider, batch)
+			if err != nil {
+				return fmt.Errorf("invariant: refunds at %s: %w", provider, err)
+			}
+			for _, r := range found {
+				w.ours[r.Key] = r
+			}
 		}
 	}
 	var ids []string
@@ -165,6 +168,9 @@ func (c *checker) refundsMatchIntents() {
 		switch {
 		case !ok:
 			v.Message = fmt.Sprintf("refund %s under a key that belongs to no refund intent", r.ID)
+		case ours.Provider != c.at.refunds[r.ID]:
+			v.Order = ours.OrderID
+			v.Message = fmt.Sprintf("refund %s at provider %s of an intent sent to %s", r.ID, c.at.refunds[r.ID], ours.Provider)
 		case ours.MerchantReference != r.MerchantReference || ours.ChargeID != r.Charge ||
 			ours.Amount.Minor != r.Amount || ours.Amount.Currency != r.Currency:
 			v.Order = ours.OrderID

@@ -115,6 +115,7 @@ func (oneOpenAttempt) GetOrder(_ context.Context, id int64) (store.Order, []stor
 			Key: attemptKey, OrderID: orderID, Amount: amount, Status: chargeonce.AttemptOpen,
 			MerchantReference: chargeonce.MerchantReference("shop", orderID, attemptKey),
 			AbandonAt:         time.Now().Add(time.Hour),
+			Provider:          chargeonce.DefaultProvider,
 		}}, nil
 }
 
