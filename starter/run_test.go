@@ -184,6 +184,30 @@ func TestTimeline_WaitsForTheAnswerOfARequestInFlight(t *testing.T) {
 	require.Equal(t, []string{"attempt 1  timeout after 3.0s", "attempt 2  201 charged", "attempt 3  sent, no answer recorded"}, tl.lines)
 }
 
+// A key line names its provider, and why the attempt went there, when the
+// payment moved to another provider; a payment that stays says nothing.
+func TestTimeline_NamesTheProviderAPaymentMovedTo(t *testing.T) {
+	status := func(s int) *int { return &s }
+	why := "failover from default: not_processed"
+	order := wire.Order{ID: 1001, Status: "paid", Total: "25.00", Currency: "TRY", Attempts: []wire.Attempt{
+		{IdempotencyKey: "k1", Provider: "default", Status: "not_processed", Requests: []wire.ProviderRequest{{Status: status(503)}}},
+		{IdempotencyKey: "k2", Provider: "backup", RoutedBy: &why, Status: "succeeded", Requests: []wire.ProviderRequest{{Status: status(201)}}},
+		{IdempotencyKey: "k3", Provider: "backup", Status: "succeeded"},
+	}}
+
+	var out bytes.Buffer
+	tl := &timeline{w: &out}
+	tl.baseline(wire.Order{})
+	tl.show(order, true)
+	require.Equal(t, "key k1\nattempt 1  503 provider error\nkey k2  at backup (failover from default: not_processed)\nattempt 1  201 charged\n", out.String())
+
+	out.Reset()
+	printOrder(&out, order)
+	require.Contains(t, out.String(), "key k1  not_processed  created 0001-01-01T00:00:00Z\n  attempt 1  503 provider error\n"+
+		"key k2  succeeded  created 0001-01-01T00:00:00Z  at backup (failover from default: not_processed)\n  attempt 1  201 charged\n"+
+		"key k3  succeeded  created 0001-01-01T00:00:00Z\n")
+}
+
 // The starter's --api is read from the variable every chargeonce command
 // would read it from.
 func TestEnvAPI_IsTheNameTheCommandsGiveTheFlag(t *testing.T) {

@@ -52,7 +52,7 @@ func (t *timeline) baseline(o wire.Order) {
 // Once the checkout has answered (settled), a request still unanswered was
 // lost, and is printed as such.
 func (t *timeline) show(o wire.Order, settled bool) {
-	for _, a := range o.Attempts {
+	for i, a := range o.Attempts {
 		shown := t.seen[a.IdempotencyKey]
 		ready := len(a.Requests)
 		if !settled {
@@ -64,7 +64,7 @@ func (t *timeline) show(o wire.Order, settled bool) {
 			}
 		}
 		if shown == 0 && ready > 0 {
-			t.printf("key %s\n", a.IdempotencyKey)
+			t.printf("key %s%s\n", a.IdempotencyKey, movedTo(o.Attempts, i))
 		}
 		for i := shown; i < ready; i++ {
 			line := fmt.Sprintf("attempt %d  %s", i+1, describe(a.Requests[i], chargeWords))
@@ -73,6 +73,20 @@ func (t *timeline) show(o wire.Order, settled bool) {
 		}
 		t.seen[a.IdempotencyKey] = max(shown, ready)
 	}
+}
+
+// movedTo names the provider of the order's i-th attempt, and why it went
+// there, when that is not the provider of the attempt before it: a
+// timeline shows where a payment moved, and stays quiet while it stays.
+func movedTo(attempts []wire.Attempt, i int) string {
+	a := attempts[i]
+	switch {
+	case i == 0 || attempts[i-1].Provider == a.Provider:
+		return ""
+	case a.RoutedBy == nil:
+		return "  at " + a.Provider
+	}
+	return fmt.Sprintf("  at %s (%s)", a.Provider, *a.RoutedBy)
 }
 
 // The words of describe for a charge's requests and for a refund's.
@@ -324,12 +338,12 @@ func printOrder(w io.Writer, o wire.Order) {
 		fmt.Fprintf(w, "  %s", *o.ProviderPaymentID)
 	}
 	fmt.Fprintln(w)
-	for _, a := range o.Attempts {
+	for i, a := range o.Attempts {
 		fmt.Fprintf(w, "key %s  %s  created %s", a.IdempotencyKey, a.Status, a.CreatedAt.Format(time.RFC3339))
 		if a.Status == "open" {
 			fmt.Fprintf(w, "  abandon at %s", a.AbandonAt.Format(time.RFC3339))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintln(w, movedTo(o.Attempts, i))
 		for i, r := range a.Requests {
 			fmt.Fprintf(w, "  attempt %d  %s\n", i+1, describe(r, chargeWords))
 		}
