@@ -86,9 +86,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 	fs.Uint64Var(&cfg.Provider.Mode.Seed, "provider-seed", 1, "seed of the fake provider's chaos, so that a run can be repeated")
 	fs.DurationVar(&cfg.Provider.Retention, "provider-retention", fakeprovider.DefaultRetention, "how long the fake provider remembers an idempotency key")
 	fs.DurationVar(&cfg.Provider.HoldWindow, "provider-hold-window", fakeprovider.DefaultHoldWindow, "how long the fake provider keeps an authorization before it expires")
-	backup := fs.Bool("backup-provider", false, "run a second fake provider, named "+stack.BackupName+", with books, events and chaos of its own: a payment moves to it when the first provider charged nothing")
-	fs.IntVar(&cfg.BackupPort, stack.FlagBackupPort, 8098, "backup provider `port` (with --backup-provider)")
-	backupMode := fs.String("backup-mode", "normal", "backup provider chaos `mode`, as --provider-mode (with --backup-provider)")
+	backup := fs.Bool("backup-provider", true, "run a second fake provider, named "+stack.BackupName+", with books, events and chaos of its own: a payment moves to it when the first provider charged nothing; false runs one provider")
+	fs.IntVar(&cfg.BackupPort, stack.FlagBackupPort, 8098, "backup provider `port`")
+	backupMode := fs.String("backup-mode", "normal", "backup provider chaos `mode`, as --provider-mode")
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", dialect.IETF, "`API` the worker speaks to the fake provider, which serves both: "+dialect.Names)
 	fs.Int64Var(&cfg.Provider.Fee.BasisPoints, "provider-fee-bps", fakeprovider.DefaultFee.BasisPoints, "percentage fee of the fake provider's settlement reports, in basis points")
 	fs.Int64Var(&cfg.Provider.Fee.FixedMinor, "provider-fee-fixed", fakeprovider.DefaultFee.FixedMinor, "fixed fee of the fake provider's settlement reports, in minor units")
@@ -131,7 +131,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (st
 		}
 		cfg.Backup = &b
 	case backupOnly:
-		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("--%s and --backup-mode need --backup-provider", stack.FlagBackupPort)}
+		return stack.Config{}, nil, cli.UsageError{Err: fmt.Errorf("--%s and --backup-mode set the backup provider, which --backup-provider=false turns off", stack.FlagBackupPort)}
 	}
 	cfg.Timing = timing.Timing
 	if err := dialect.Check(cfg.ProviderAPI); err != nil {

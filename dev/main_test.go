@@ -67,17 +67,20 @@ func TestParseFlags_DevAllowsLoopbackForEventsUnlessTold(t *testing.T) {
 	require.Equal(t, "10.20.0.0/16", cfg.EventNetworks.String())
 }
 
-// TestParseFlags_BackupProviderHasItsOwnBooksAndMode: the backup provider
-// keeps its books beside the first's and takes its own mode; its flags
-// alone are refused.
+// TestParseFlags_BackupProviderHasItsOwnBooksAndMode: the stack runs two
+// providers unless told otherwise; the backup keeps its books beside the
+// first's and takes its own mode; its flags without it are refused.
 func TestParseFlags_BackupProviderHasItsOwnBooksAndMode(t *testing.T) {
 	none := func(string) string { return "" }
 	var stderr bytes.Buffer
 	cfg, _, err := parseFlags(nil, none, &stderr)
 	require.NoError(t, err)
-	require.Nil(t, cfg.Backup, "one provider unless asked")
+	require.NotNil(t, cfg.Backup, "two providers by default")
+	cfg, _, err = parseFlags([]string{"--backup-provider=false"}, none, &stderr)
+	require.NoError(t, err)
+	require.Nil(t, cfg.Backup, "one provider when asked")
 
-	cfg, _, err = parseFlags([]string{"--data-dir", "/tmp/shop", "--backup-provider", "--backup-mode", "error", "--provider-mode", "drop"}, none, &stderr)
+	cfg, _, err = parseFlags([]string{"--data-dir", "/tmp/shop", "--backup-mode", "error", "--provider-mode", "drop"}, none, &stderr)
 	require.NoError(t, err)
 	require.NotNil(t, cfg.Backup)
 	require.Equal(t, fakeprovider.ModeError, cfg.Backup.Mode.Name)
@@ -85,8 +88,8 @@ func TestParseFlags_BackupProviderHasItsOwnBooksAndMode(t *testing.T) {
 	require.Equal(t, "/tmp/shop/"+stack.BackupDBFile, cfg.Backup.DataFile)
 	require.Equal(t, 8098, cfg.BackupPort)
 
-	_, _, err = parseFlags([]string{"--backup-mode", "error"}, none, &stderr)
-	require.ErrorContains(t, err, "--backup-port and --backup-mode need --backup-provider")
-	_, _, err = parseFlags([]string{"--backup-provider", "--backup-mode", "sideways"}, none, &stderr)
+	_, _, err = parseFlags([]string{"--backup-provider=false", "--backup-mode", "error"}, none, &stderr)
+	require.ErrorContains(t, err, "--backup-port and --backup-mode set the backup provider, which --backup-provider=false turns off")
+	_, _, err = parseFlags([]string{"--backup-mode", "sideways"}, none, &stderr)
 	require.ErrorContains(t, err, "backup provider: ")
 }

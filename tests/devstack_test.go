@@ -53,6 +53,9 @@ type devProcess struct {
 	temporal string
 	ui       string
 	provider string
+	// backup is the backup provider's URL; empty with
+	// --backup-provider=false.
+	backup string
 	// keyFile is where the banner says the API key is.
 	keyFile string
 	stderr  *syncbuf.Buffer
@@ -62,7 +65,7 @@ type devProcess struct {
 }
 
 var (
-	bannerLine = regexp.MustCompile(`^\s+(checkout API|console|Temporal Web UI|Temporal|fake provider)\s+(\S+)`)
+	bannerLine = regexp.MustCompile(`^\s+(checkout API|console|Temporal Web UI|Temporal|fake provider|backup provider)\s+(\S+)`)
 	keyLine    = regexp.MustCompile(`^\s+API key\s+every scope, (?:generated into|kept in) (\S+) `)
 )
 
@@ -71,7 +74,7 @@ var (
 func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--data-dir", dataDir,
-		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--api-port", "0", "--receiver", "127.0.0.1:0"}, flags...)...)
+		"--temporal-port", "0", "--ui-port", "0", "--provider-port", "0", "--backup-port", "0", "--api-port", "0", "--receiver", "127.0.0.1:0"}, flags...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	d := &devProcess{cmd: cmd, exited: make(chan error, 1), stderr: &syncbuf.Buffer{}, stdout: &syncbuf.Buffer{}}
@@ -101,6 +104,8 @@ func startDev(t *testing.T, bin, dataDir string, flags ...string) *devProcess {
 					d.temporal = m[2]
 				case "fake provider":
 					d.provider = m[2]
+				case "backup provider":
+					d.backup = m[2]
 				}
 			}
 			if m := keyLine.FindStringSubmatch(line); m != nil {
@@ -204,6 +209,7 @@ func (d *devProcess) stopWithARequestInFlight(t *testing.T) {
 	require.Equal(t, "\nstopping: checkout API, waiting for 1 request in flight (up to 12s)…\n"+
 		"stopping: payment worker…\n"+
 		"stopping: Temporal server…\n"+
+		"stopping: backup provider…\n"+
 		"stopping: fake provider…\n"+
 		"stopped.\n", d.stdout.String())
 	for line := range strings.Lines(d.stderr.String()) {

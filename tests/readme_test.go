@@ -50,9 +50,10 @@ import (
 //
 // The stack is the one the walkthrough's scenarios start: the flags of the
 // `go run ./dev …` line in its section readmeDevSection. The README's
-// checkouts, shown before that line, are a plain 201 and the slow provider's
-// replay, which no timing flag changes. The variables the README sets first
-// (API, PROVIDER) are set to the stack's real addresses instead of the
+// checkouts, shown before that line, are a plain 201, the slow provider's
+// replay and a failover to the backup provider, which no timing flag
+// changes. The variables the README sets first
+// (API, PROVIDER, BACKUP) are set to the stack's real addresses instead of the
 // README's defaults. `go run ./starter …` is the real `go run`, of the
 // module the test runs in, with the test's Go caches and the reader's
 // current directory: its outputs are a reader's, the `exit status N` line
@@ -103,7 +104,7 @@ type readmeDoc struct {
 	problems []string
 }
 
-var readmeVariable = regexp.MustCompile(`^(API|PROVIDER)=\S+$`)
+var readmeVariable = regexp.MustCompile(`^(API|PROVIDER|BACKUP)=\S+$`)
 
 // parse adds the sections of the document file, whose text is text, and
 // what else it finds, to doc.
@@ -155,8 +156,8 @@ func (doc *readmeDoc) parse(file, text string) {
 				i++
 				cmd += "\n" + lines[i]
 			}
-			if !readmeVariable.MatchString(cmd) && (strings.Contains(cmd, ":8080") || strings.Contains(cmd, ":8099") || strings.Contains(cmd, "localhost")) {
-				doc.problems = append(doc.problems, fmt.Sprintf("%s:%d: a command names a port or host of its own; use $API or $PROVIDER", file, n))
+			if !readmeVariable.MatchString(cmd) && (strings.Contains(cmd, ":8080") || strings.Contains(cmd, ":8099") || strings.Contains(cmd, ":8098") || strings.Contains(cmd, "localhost")) {
+				doc.problems = append(doc.problems, fmt.Sprintf("%s:%d: a command names a port or host of its own; use $API, $PROVIDER or $BACKUP", file, n))
 			}
 			block.steps = append(block.steps, readmeStep{line: n, command: cmd})
 			continue
@@ -253,7 +254,7 @@ func TestReadme_ParsesTheConvention(t *testing.T) {
 
 	var port readmeDoc
 	port.parse("docs/walkthrough.md", "```console\n$ echo a\n$ curl localhost:8080/x\n```\n")
-	require.Equal(t, []string{"docs/walkthrough.md:3: a command names a port or host of its own; use $API or $PROVIDER"}, port.problems)
+	require.Equal(t, []string{"docs/walkthrough.md:3: a command names a port or host of its own; use $API, $PROVIDER or $BACKUP"}, port.problems)
 
 	// Sections: each heading's blocks together, a heading of another
 	// document a section of its own, and the stack's flags from the dev
@@ -320,7 +321,7 @@ func runReadmeSection(t *testing.T, sh *readmeShell, dev *devProcess, section re
 		for _, step := range block.steps {
 			command := step.command
 			if m := readmeVariable.FindStringSubmatch(command); m != nil {
-				command = m[1] + "=" + map[string]string{"API": dev.api, "PROVIDER": dev.provider}[m[1]]
+				command = m[1] + "=" + map[string]string{"API": dev.api, "PROVIDER": dev.provider, "BACKUP": dev.backup}[m[1]]
 			}
 			got := sh.run(t, command, 5*time.Minute)
 			if !readmeMatch(step.want, got) {
