@@ -438,7 +438,7 @@ func untried(route, tried []string) []string {
 
 // route reads the order's amount and routes it (Config.Routing).
 func (s *Service) route(ctx context.Context, orderID int64) (routing.Route, error) {
-	order, _, err := s.store.GetOrder(ctx, orderID)
+	order, err := s.store.Order(ctx, orderID)
 	if errors.Is(err, store.ErrNotFound) {
 		return routing.Route{}, fmt.Errorf("%w: order %d", ErrNotFound, orderID)
 	}

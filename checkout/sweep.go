@@ -42,7 +42,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	var errs []error
 	for _, a := range attempts {
 		log := s.log.With("order", a.OrderID, "key", a.Key)
-		order, _, err := s.store.GetOrder(ctx, a.OrderID)
+		order, err := s.store.Order(ctx, a.OrderID)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("checkout: sweep: attempt %s: %w", a.Key, err))
 			continue

@@ -324,6 +324,22 @@ func TestStore_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 	})
 }
 
+// Order reads the row that GetOrder reads, without the attempts.
+func TestStore_OrderIsGetOrdersOrder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		order := newOrder(t, s)
+		checkout(t, s, order.ID, card("visa"), base)
+		want, attempts := getOrder(t, s, order.ID)
+		require.Len(t, attempts, 1)
+
+		got, err := s.Order(context.Background(), order.ID)
+
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	})
+}
+
 func TestStore_UnknownOrderOrAttemptIsNotFound(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
@@ -331,6 +347,8 @@ func TestStore_UnknownOrderOrAttemptIsNotFound(t *testing.T) {
 		unknown := newKey(t)
 
 		_, _, err := s.GetOrder(ctx, 999999)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = s.Order(ctx, 999999)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, _, _, err = s.GetOrStartAttempt(ctx, newAttempt(t, 999999, card("visa"), base))
 		require.ErrorIs(t, err, store.ErrNotFound)

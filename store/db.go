@@ -129,6 +129,19 @@ func (s *db) CreateOrder(ctx context.Context, amount chargeonce.Money, descripti
 	return o, nil
 }
 
+func (s *db) Order(ctx context.Context, id int64) (Order, error) {
+	var o Order
+	err := s.txs.inTx(ctx, false, func(q querier) error {
+		var err error
+		o, err = queryOne(ctx, q, scanOrder, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id)
+		return err
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("store: order %d: %w", id, err)
+	}
+	return o, nil
+}
+
 func (s *db) GetOrder(ctx context.Context, id int64) (Order, []Attempt, error) {
 	var (
 		o        Order

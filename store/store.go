@@ -230,6 +230,9 @@ type Store interface {
 	// GetOrder returns the order and its attempts, oldest first, each with
 	// its Requests.
 	GetOrder(ctx context.Context, id int64) (Order, []Attempt, error)
+	// Order returns the order alone, one row, for a caller that needs no
+	// attempt, such as a checkout that routes the order by its amount.
+	Order(ctx context.Context, id int64) (Order, error)
 	// GetOrStartAttempt decides, in one transaction that locks the order,
 	// what a checkout does: an order no longer open to payment (paid,
 	// refunded or not, or authorized, whatever became of its hold) is
