@@ -282,6 +282,7 @@ func Render(ev store.MerchantEvent) wire.Event {
 			Currency:         ev.Amount.Currency,
 			ProviderRefundID: optional(ev.ProviderID),
 			FailureReason:    optional(ev.FailureReason),
+			Provider:         ev.Provider,
 		}
 		return out
 	}
@@ -291,6 +292,8 @@ func Render(ev store.MerchantEvent) wire.Event {
 		Amount:            ev.Amount.Decimal(),
 		Currency:          ev.Amount.Currency,
 		ProviderPaymentID: optional(ev.ProviderID),
+		Provider:          ev.Provider,
+		RoutedBy:          optional(ev.RoutedBy),
 	}
 	return out
 }

@@ -192,7 +192,7 @@ func TestDispatcher_DeliversTheSignedEvent(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got[0].body, &body))
 	require.Equal(t, notify.Render(events[0]), body)
 	require.Equal(t, wire.EventData{OrderID: orderID, Sequence: 1, OrderStatus: "placed", Payment: &wire.EventPayment{
-		IdempotencyKey: events[0].AttemptKey, Status: "declined", Amount: "12.50", Currency: "EUR",
+		IdempotencyKey: events[0].AttemptKey, Status: "declined", Amount: "12.50", Currency: "EUR", Provider: chargeonce.DefaultProvider,
 	}}, body.Data)
 	require.NoError(t, testutil.GatherAndCompare(f.registry, strings.NewReader(`
 # HELP chargeonce_event_deliveries_total Tries to deliver an event to a merchant's endpoint, by result: delivered, failed (tried again), gone (a 410 disabled the endpoint) or given_up (the retry schedule ran out).

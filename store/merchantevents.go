@@ -43,7 +43,12 @@ type MerchantEvent struct {
 	Status string
 	// FailureReason is a failed refund's reason.
 	FailureReason string
-	CreatedAt     time.Time
+	// Provider names the provider of the event's attempt or refund, and
+	// RoutedBy why a payment.* event's attempt went to it
+	// (Attempt.RoutedBy; empty when the attempt does not say).
+	Provider  string
+	RoutedBy  string
+	CreatedAt time.Time
 }
 
 // Endpoint is a merchant's endpoint for events.

@@ -36,8 +36,15 @@ const (
 	endpointColumns = `e.id, e.url, e.event_types, e.description, e.secret, COALESCE(e.previous_secret, ''),
 	e.previous_secret_expires_at, e.disabled_at, e.disabled_reason, e.created_at,
 	(SELECT min(f.first_failed_at) FROM event_deliveries f WHERE f.endpoint_id = e.id AND f.status = 'pending')`
+	// merchantEventColumns read the provider, and why, from the event's
+	// attempt or refund, which never change them; subqueries rather than
+	// joins keep the rows of ClaimDeliveries lockable.
 	merchantEventColumns = `ev.id, ev.type, ev.order_id, ev.sequence, ev.order_status, ev.attempt_key, ev.refund_key,
-	ev.amount_minor, ev.currency, ev.provider_id, ev.charge_id, ev.status, ev.failure_reason, ev.created_at`
+	ev.amount_minor, ev.currency, ev.provider_id, ev.charge_id, ev.status, ev.failure_reason,
+	COALESCE((SELECT pa.provider FROM payment_attempts pa WHERE pa.idempotency_key = ev.attempt_key),
+		(SELECT rf.provider FROM refunds rf WHERE rf.idempotency_key = ev.refund_key), ''),
+	COALESCE((SELECT pa.routed_by FROM payment_attempts pa WHERE pa.idempotency_key = ev.attempt_key), ''),
+	ev.created_at`
 	attemptLogColumns = `a.delivery_id, d.event_id, ev.type, a.endpoint_id, a.attempt, a.at, a.result, a.http_status, a.error,
 	a.duration_us, a.next_attempt_at`
 )
@@ -124,7 +131,7 @@ type eventRow struct {
 
 func (x *eventRow) dest() []any {
 	return []any{&x.ev.ID, &x.typ, &x.ev.OrderID, &x.ev.Sequence, &x.orderStatus, &x.ev.AttemptKey, &x.ev.RefundKey,
-		&x.minor, &x.cur, &x.ev.ProviderID, &x.ev.ChargeID, &x.ev.Status, &x.ev.FailureReason, &x.created}
+		&x.minor, &x.cur, &x.ev.ProviderID, &x.ev.ChargeID, &x.ev.Status, &x.ev.FailureReason, &x.ev.Provider, &x.ev.RoutedBy, &x.created}
 }
 
 func (x *eventRow) event() (MerchantEvent, error) {

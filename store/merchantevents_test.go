@@ -185,7 +185,10 @@ func TestStore_SettlementsWriteTheirEventsAndQueueThem(t *testing.T) {
 		declined, _ := checkout(t, s, order.ID, card("visa"), base)
 		require.True(t, settle(t, s, declined.Key, chargeonce.AttemptDeclined, ""))
 		require.False(t, settle(t, s, declined.Key, chargeonce.AttemptDeclined, ""), "settled already")
-		paid, _ := checkout(t, s, order.ID, card("mastercard"), base)
+		routed := newAttempt(t, order.ID, card("mastercard"), base)
+		routed.RoutedBy = "rule 1 (line 3)"
+		_, paid, _, err := s.GetOrStartAttempt(ctx, routed)
+		require.NoError(t, err)
 		require.True(t, settle(t, s, paid.Key, chargeonce.AttemptSucceeded, "ch_paid"))
 		refund, _ := startRefund(t, s, newRefund(t, order.ID, 100, ""))
 		require.True(t, settleRefund(t, s, refund.Key, chargeonce.RefundSucceeded, "re_1"))
@@ -203,15 +206,15 @@ func TestStore_SettlementsWriteTheirEventsAndQueueThem(t *testing.T) {
 		require.Equal(t, store.MerchantEvent{
 			ID: events[1].ID, Type: chargeonce.EventPaymentSucceeded, OrderID: order.ID, Sequence: 2,
 			OrderStatus: chargeonce.OrderPaid, AttemptKey: paid.Key, Amount: try, ProviderID: "ch_paid",
-			Status: "succeeded", CreatedAt: stored(base.Add(time.Minute)),
-		}, events[1])
+			Status: "succeeded", Provider: chargeonce.DefaultProvider, RoutedBy: "rule 1 (line 3)", CreatedAt: stored(base.Add(time.Minute)),
+		}, events[1], "the event names the attempt's provider, and why it went there")
 		require.Equal(t, chargeonce.OrderPlaced, events[0].OrderStatus)
 		require.Equal(t, chargeonce.OrderPartiallyRefunded, events[2].OrderStatus)
 		require.Equal(t, store.MerchantEvent{
 			ID: events[3].ID, Type: chargeonce.EventRefundFailed, OrderID: order.ID, Sequence: 4,
 			OrderStatus: chargeonce.OrderPaid, RefundKey: refund.Key, Amount: chargeonce.Money{Minor: 100, Currency: "TRY"},
 			ProviderID: "re_1", ChargeID: "ch_paid", Status: "failed", FailureReason: "the bank sent it back",
-			CreatedAt: stored(base.Add(time.Hour)),
+			Provider: chargeonce.DefaultProvider, CreatedAt: stored(base.Add(time.Hour)),
 		}, events[3])
 		got, err := s.GetEvent(ctx, events[3].ID)
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chargeonce"
+	"chargeonce/api/wire"
 	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
 	"chargeonce/verify/invariant"
@@ -49,6 +50,19 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 		require.Len(t, charged, 1)
 		require.Equal(t, charged[0].ID, paid.ProviderPaymentID)
 		require.Contains(t, s.metrics(t), `chargeonce_checkout_failovers_total{provider="default",reason="not_processed"} 1`)
+
+		// The merchant's events name each attempt's provider, and why.
+		got, err := s.send(http.MethodGet, fmt.Sprintf("/api/orders/%d/events", id), "")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
+		var events wire.EventList
+		require.NoError(t, json.Unmarshal(got.body, &events))
+		var named []string
+		for _, ev := range events.Events {
+			named = append(named, fmt.Sprintf("%s %s %s", ev.Type, ev.Data.Payment.Provider, *ev.Data.Payment.RoutedBy))
+		}
+		require.Equal(t, []string{"payment.not_processed default the providers in their order",
+			"payment.succeeded backup failover from default: not_processed"}, named)
 	})
 
 	t.Run("a decline for the provider's own trouble", func(t *testing.T) {

@@ -38,6 +38,10 @@ type EventPayment struct {
 	Amount            string  `json:"amount"`
 	Currency          string  `json:"currency"`
 	ProviderPaymentID *string `json:"providerPaymentId"`
+	// Provider names the provider the attempt went to, and RoutedBy why
+	// (Attempt.RoutedBy).
+	Provider string  `json:"provider"`
+	RoutedBy *string `json:"routedBy"`
 }
 
 // EventRefund is the refund that a refund.* event reports.
@@ -49,6 +53,9 @@ type EventRefund struct {
 	Currency         string  `json:"currency"`
 	ProviderRefundID *string `json:"providerRefundId"`
 	FailureReason    *string `json:"failureReason"`
+	// Provider names the provider the refund went to: the one that took
+	// the charge.
+	Provider string `json:"provider"`
 }
 
 // EventList is the body of GET /api/orders/{id}/events: the order's events,
