@@ -137,9 +137,14 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 			require.NoError(t, err)
 			return report
 		}
+		// The unknown outcome's workflow may still send its charge, so the
+		// count the checker read lies between two counts taken around it.
+		charges := func() int { return len(s.provider.Charges()) + len(s.backup.Charges()) }
+		before := charges()
 		clean := check()
 		require.True(t, clean.OK(), "%s", clean)
-		require.Equal(t, len(s.provider.Charges())+len(s.backup.Charges()), clean.Charges, "both providers were read")
+		require.GreaterOrEqual(t, clean.Charges, before, "both providers were read")
+		require.LessOrEqual(t, clean.Charges, charges())
 
 		id := s.createOrder(t, "25.00", "TRY")
 		require.Equal(t, http.StatusOK, s.checkout(t, id, "tok_visa").status)

@@ -1,10 +1,11 @@
 // Package invariant checks the promises of chargeonce against what the
 // providers, the merchant database and Temporal hold after a run: one net
-// charge per order across every provider once late charges are repaired, charges and succeeded
-// attempts one to one, one key per attempt, no attempt left open, amounts
-// that agree, workflows that neither failed nor diverged from their
-// history, no charge for an attempt that processed nothing, a settlement of
-// the day without exceptions, no charge refunded beyond its amount,
+// charge per order across every provider once late charges are repaired,
+// charges and succeeded attempts one to one, one key per attempt, no
+// attempt left open, amounts that agree, workflows that neither failed nor
+// diverged from their history, no charge for an attempt that processed
+// nothing, a settlement of the day without exceptions, no charge refunded
+// beyond its amount,
 // refunds and refund intents one to one, and the holds of manual captures:
 // captured within what they authorized, refunded within what they
 // captured, never moved after they ended, ended exactly once, and never
