@@ -71,8 +71,8 @@ func newMatcher(ctx context.Context, st Books, provider string, day time.Time, i
 	m := &matcher{
 		ctx: ctx, st: st, provider: provider, now: now, in: in, graceDays: graceDays, from: day, to: day.AddDate(0, 0, 1),
 		graceOver: !now.Before(day.AddDate(0, 0, 1+graceDays)),
-		log:       log.With("date", in.Date),
-		run: store.SettlementRun{Date: in.Date, RunID: in.RunID, Status: store.SettlementFinal, GraceDays: graceDays,
+		log:       log.With("provider", provider, "date", in.Date),
+		run: store.SettlementRun{Provider: provider, Date: in.Date, RunID: in.RunID, Status: store.SettlementFinal, GraceDays: graceDays,
 			FinishedAt: now, ByKind: map[chargeonce.ExceptionKind]int{}},
 		totals: map[string]*store.SettlementTotal{},
 	}
@@ -81,7 +81,7 @@ func newMatcher(ctx context.Context, st Books, provider string, day time.Time, i
 		if last != nil {
 			after = store.LineCursor{ChargeID: last.ChargeID, LineNo: last.LineNo}
 		}
-		return st.SettlementLines(ctx, in.Date, after, store.MaxSettlementBatch)
+		return st.SettlementLines(ctx, provider, in.Date, after, store.MaxSettlementBatch)
 	}
 	m.attempts.next = func(last *store.ReportedAttempt) ([]store.ReportedAttempt, error) {
 		after := ""
@@ -95,7 +95,7 @@ func newMatcher(ctx context.Context, st Books, provider string, day time.Time, i
 		if last != nil {
 			after = store.LineCursor{RefundID: last.RefundID, LineNo: last.LineNo}
 		}
-		return st.RefundLines(ctx, in.Date, after, store.MaxSettlementBatch)
+		return st.RefundLines(ctx, provider, in.Date, after, store.MaxSettlementBatch)
 	}
 	m.refunds.next = func(last *store.Refund) ([]store.Refund, error) {
 		after := ""
@@ -495,7 +495,7 @@ func (m *matcher) add(e store.SettlementException) error {
 }
 
 func (m *matcher) flush() error {
-	if err := m.st.AddSettlementExceptions(m.ctx, m.in.Date, m.in.RunID, m.pending); err != nil {
+	if err := m.st.AddSettlementExceptions(m.ctx, m.provider, m.in.Date, m.in.RunID, m.pending); err != nil {
 		return err
 	}
 	m.pending = m.pending[:0]
@@ -797,11 +797,11 @@ func (m *matcher) resolveUnreportedRefunds() error {
 // reportedLater returns which of ids the reports of the grace period after
 // the date list, by the store's reported (ReportedCharges or
 // ReportedRefunds); none when there is no grace period.
-func (m *matcher) reportedLater(ids []string, reported func(ctx context.Context, from, to string, ids []string) ([]string, error)) (map[string]bool, error) {
+func (m *matcher) reportedLater(ids []string, reported func(ctx context.Context, provider, from, to string, ids []string) ([]string, error)) (map[string]bool, error) {
 	if m.graceDays == 0 || len(ids) == 0 {
 		return nil, nil
 	}
-	found, err := reported(m.ctx, m.to.Format(settlement.DateLayout), m.from.AddDate(0, 0, m.graceDays).Format(settlement.DateLayout), ids)
+	found, err := reported(m.ctx, m.provider, m.to.Format(settlement.DateLayout), m.from.AddDate(0, 0, m.graceDays).Format(settlement.DateLayout), ids)
 	if err != nil {
 		return nil, err
 	}
@@ -823,7 +823,7 @@ func (m *matcher) capturedTheDayBefore() (map[string]bool, error) {
 		return nil, nil
 	}
 	dayBefore := m.from.AddDate(0, 0, -1).Format(settlement.DateLayout)
-	found, err := m.st.ReportedCharges(m.ctx, dayBefore, dayBefore, ids)
+	found, err := m.st.ReportedCharges(m.ctx, m.provider, dayBefore, dayBefore, ids)
 	if err != nil {
 		return nil, err
 	}

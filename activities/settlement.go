@@ -1,11 +1,15 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +26,7 @@ import (
 const ErrTypeReportUnreadable = "SettlementReportUnreadable"
 
 // SettlementExceptionsMetric is the gauge of the exceptions of the latest
-// settlement run, by kind.
+// settlement run of each provider, by provider and kind.
 const SettlementExceptionsMetric = "chargeonce_settlement_exceptions"
 
 // SettlementMetrics exports what the latest settlement run found. A nil
@@ -31,26 +35,29 @@ type SettlementMetrics struct {
 	exceptions *prometheus.GaugeVec
 }
 
-// NewSettlementMetrics creates the gauge, every kind at 0, and registers it
-// with reg; it panics when it is registered already, a wiring mistake.
-func NewSettlementMetrics(reg prometheus.Registerer) *SettlementMetrics {
+// NewSettlementMetrics creates the gauge, every kind of each of the
+// providers at 0, and registers it with reg; it panics when it is
+// registered already, a wiring mistake.
+func NewSettlementMetrics(reg prometheus.Registerer, providers ...string) *SettlementMetrics {
 	m := &SettlementMetrics{exceptions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: SettlementExceptionsMetric,
-		Help: "Exceptions of the latest settlement run of this worker, by kind (unknown_charge, missing_in_report, ...).",
-	}, []string{"kind"})}
-	for _, k := range chargeonce.ExceptionKinds {
-		m.exceptions.WithLabelValues(string(k))
+		Help: "Exceptions of the latest settlement run of each provider on this worker, by provider and kind (unknown_charge, missing_in_report, ...).",
+	}, []string{"provider", "kind"})}
+	for _, p := range providers {
+		for _, k := range chargeonce.ExceptionKinds {
+			m.exceptions.WithLabelValues(p, string(k))
+		}
 	}
 	reg.MustRegister(m.exceptions)
 	return m
 }
 
-func (m *SettlementMetrics) ran(byKind map[chargeonce.ExceptionKind]int) {
+func (m *SettlementMetrics) ran(provider string, byKind map[chargeonce.ExceptionKind]int) {
 	if m == nil {
 		return
 	}
 	for _, k := range chargeonce.ExceptionKinds {
-		m.exceptions.WithLabelValues(string(k)).Set(float64(byKind[k]))
+		m.exceptions.WithLabelValues(provider, string(k)).Set(float64(byKind[k]))
 	}
 }
 
@@ -65,13 +72,17 @@ type Books interface {
 // Settlement holds the dependencies of the settlement activities. Register
 // it with a worker as a struct: each exported method becomes an activity.
 type Settlement struct {
-	// Reports downloads the provider's settlement reports.
-	Reports *settlement.Client
-	// Provider names the provider whose reports Reports downloads. Its
-	// books are its own: the matching reads only the attempts and refunds
-	// sent to it, so that another provider's charges are neither missing
-	// from its report nor mistaken for its charges of the same id.
-	Provider string
+	// Reports download each provider's settlement reports, by the
+	// provider's name. Each provider's books are its own: a run reads one
+	// provider's report, matches it against the attempts and refunds sent
+	// to that provider alone, and records its result under the provider,
+	// so that another provider's charges are neither missing from its
+	// report nor mistaken for its charges of the same id.
+	Reports map[string]*settlement.Client
+	// Default names the provider whose books a run settles when its input
+	// names none: a run started before each provider's books were settled
+	// apart, when the default provider's were the only ones.
+	Default string
 	// Store is the merchant's database.
 	Store Books
 	// GraceDays is how many days after its date a charge may first appear
@@ -104,8 +115,25 @@ func (s *Settlement) logger() *slog.Logger {
 
 // StageReportInput is the input of StageReport.
 type StageReportInput struct {
+	// Provider names the provider whose report is staged; empty means
+	// Settlement.Default.
+	Provider string `json:"Provider,omitempty"`
 	// Date is the report date, as in 2026-03-14.
 	Date string `json:"Date"`
+}
+
+// reports returns the provider that a run's input names, or the default
+// one, and the client of its reports; a provider whose reports this worker
+// does not read is a bad input, which no retry mends.
+func (s *Settlement) reports(named string) (string, *settlement.Client, error) {
+	provider := cmp.Or(named, s.Default)
+	c := s.Reports[provider]
+	if c == nil {
+		return "", nil, nonRetryable(ErrTypeInvalidRequest,
+			fmt.Sprintf("settlement: this worker reads no settlement reports of provider %q (it reads those of %s)",
+				provider, strings.Join(slices.Sorted(maps.Keys(s.Reports)), ", ")))
+	}
+	return provider, c, nil
 }
 
 // StageReportResult counts what StageReport staged.
@@ -124,7 +152,11 @@ func (s *Settlement) StageReport(ctx context.Context, in StageReportInput) (Stag
 	if _, err := settlement.ParseDate(in.Date); err != nil {
 		return StageReportResult{}, nonRetryable(ErrTypeInvalidRequest, "stage report: "+err.Error())
 	}
-	report, err := s.Reports.Open(ctx, in.Date)
+	provider, reports, err := s.reports(in.Provider)
+	if err != nil {
+		return StageReportResult{}, err
+	}
+	report, err := reports.Open(ctx, in.Date)
 	switch {
 	case errors.Is(err, settlement.ErrUnreadable):
 		return StageReportResult{}, nonRetryable(ErrTypeReportUnreadable, err.Error())
@@ -132,7 +164,7 @@ func (s *Settlement) StageReport(ctx context.Context, in StageReportInput) (Stag
 		return StageReportResult{}, err
 	}
 	defer report.Close()
-	if err := s.Store.ClearSettlementLines(ctx, in.Date); err != nil {
+	if err := s.Store.ClearSettlementLines(ctx, provider, in.Date); err != nil {
 		return StageReportResult{}, err
 	}
 	var (
@@ -156,11 +188,11 @@ func (s *Settlement) StageReport(ctx context.Context, in StageReportInput) (Stag
 		switch {
 		case errors.As(err, &malformed):
 			res.Malformed++
-			batch = append(batch, store.SettlementLine{Date: in.Date, LineNo: malformed.Line, Problem: malformed.Reason, Raw: malformed.Text})
+			batch = append(batch, store.SettlementLine{Provider: provider, Date: in.Date, LineNo: malformed.Line, Problem: malformed.Reason, Raw: malformed.Text})
 		case err != nil:
-			return StageReportResult{}, fmt.Errorf("stage report of %s: line %d: %w", in.Date, res.Lines+2, err)
+			return StageReportResult{}, fmt.Errorf("stage report of %s at %s: line %d: %w", in.Date, provider, res.Lines+2, err)
 		default:
-			batch = append(batch, stagedLine(in.Date, line))
+			batch = append(batch, stagedLine(provider, in.Date, line))
 		}
 		res.Lines++
 		if len(batch) == store.MaxSettlementBatch {
@@ -172,12 +204,12 @@ func (s *Settlement) StageReport(ctx context.Context, in StageReportInput) (Stag
 	if err := flush(); err != nil {
 		return StageReportResult{}, err
 	}
-	s.logger().Info("settlement report staged", "date", in.Date, "lines", res.Lines, "malformed", res.Malformed)
+	s.logger().Info("settlement report staged", "provider", provider, "date", in.Date, "lines", res.Lines, "malformed", res.Malformed)
 	return res, nil
 }
 
-func stagedLine(date string, l settlement.Line) store.SettlementLine {
-	return store.SettlementLine{Date: date, LineNo: l.No, BalanceTransactionID: l.BalanceTransactionID, Created: l.Created,
+func stagedLine(provider, date string, l settlement.Line) store.SettlementLine {
+	return store.SettlementLine{Provider: provider, Date: date, LineNo: l.No, BalanceTransactionID: l.BalanceTransactionID, Created: l.Created,
 		ChargeID: l.ChargeID, MerchantReference: l.MerchantReference, Category: l.Category, RefundID: l.RefundID,
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: l.Currency}
 }
@@ -198,6 +230,9 @@ func (s *Settlement) GracePeriod(context.Context) (GracePeriodResult, error) {
 
 // MatchReportInput is the input of MatchReport.
 type MatchReportInput struct {
+	// Provider names the provider whose staged report is matched; empty
+	// means Settlement.Default.
+	Provider string `json:"Provider,omitempty"`
 	// Date is the report date, whose lines StageReport staged.
 	Date string `json:"Date"`
 	// RunID names this run's exceptions; a retry with the same RunID
@@ -232,10 +267,11 @@ func (s *Settlement) MatchReport(ctx context.Context, in MatchReportInput) (Matc
 		return MatchReportResult{}, nonRetryable(ErrTypeInvalidRequest,
 			fmt.Sprintf("match report: need a date and a run ID, got %q and %q", in.Date, in.RunID))
 	}
-	if s.Provider == "" {
-		return MatchReportResult{}, nonRetryable(ErrTypeInvalidRequest, "match report: the worker names no provider for the settlement reports")
+	provider, _, err := s.reports(in.Provider)
+	if err != nil {
+		return MatchReportResult{}, err
 	}
-	m := newMatcher(ctx, s.Store, s.Provider, day, in, s.GraceDays, s.now(), s.logger())
+	m := newMatcher(ctx, s.Store, provider, day, in, s.GraceDays, s.now(), s.logger())
 	run, err := m.match()
 	if err != nil {
 		return MatchReportResult{}, err
@@ -243,8 +279,8 @@ func (s *Settlement) MatchReport(ctx context.Context, in MatchReportInput) (Matc
 	if err := s.Store.FinishSettlementRun(ctx, run); err != nil {
 		return MatchReportResult{}, err
 	}
-	s.Metrics.ran(run.ByKind)
-	s.logger().Info("settlement run recorded", "date", in.Date, "status", run.Status, "lines", run.Lines,
+	s.Metrics.ran(provider, run.ByKind)
+	s.logger().Info("settlement run recorded", "provider", provider, "date", in.Date, "status", run.Status, "lines", run.Lines,
 		"matched", run.Matched, "awaiting", run.Awaiting, "exceptions", run.Exceptions)
 	return MatchReportResult{Status: run.Status, Lines: run.Lines, Matched: run.Matched, Awaiting: run.Awaiting,
 		Exceptions: run.Exceptions, ByKind: run.ByKind, Totals: run.Totals}, nil

@@ -56,8 +56,8 @@ func BenchmarkSettlement(b *testing.B) {
 				require.NoError(b, err)
 				b.Cleanup(func() { _ = st.Close() })
 				s := &activities.Settlement{
-					Reports:   &settlement.Client{BaseURL: srv.URL, HTTP: srv.Client()},
-					Provider:  chargeonce.DefaultProvider,
+					Reports:   map[string]*settlement.Client{chargeonce.DefaultProvider: {BaseURL: srv.URL, HTTP: srv.Client()}},
+					Default:   chargeonce.DefaultProvider,
 					Store:     st,
 					GraceDays: 2,
 					Now:       func() time.Time { return noon.AddDate(0, 0, 10) },

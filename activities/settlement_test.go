@@ -122,7 +122,7 @@ func (b *books) exceptions(t *testing.T) []store.SettlementException {
 // exceptionsOn returns the exceptions of date's result.
 func (b *books) exceptionsOn(t *testing.T, date string) []store.SettlementException {
 	t.Helper()
-	e, err := b.env.Store.SettlementExceptions(context.Background(), date, store.MaxSettlementBatch)
+	e, err := b.env.Store.SettlementExceptions(context.Background(), chargeonce.DefaultProvider, date, store.MaxSettlementBatch)
 	require.NoError(t, err)
 	return e
 }
@@ -454,7 +454,7 @@ func TestMatchReport_TheWorkersGracePeriodDecidesWhetherAnUnreportedChargeIsMiss
 			require.Equal(t, tt.status, res.Status)
 			require.Equal(t, tt.awaiting, res.Awaiting)
 			require.Equal(t, tt.byKind, res.ByKind)
-			run, err := b.env.Store.SettlementRun(context.Background(), settleDay)
+			run, err := b.env.Store.SettlementRun(context.Background(), chargeonce.DefaultProvider, settleDay)
 			require.NoError(t, err)
 			require.Equal(t, tt.graceDays, run.GraceDays)
 		})
@@ -479,7 +479,7 @@ func TestMatchReport_ARerunGivesTheSameResultAndDuplicatesNothing(t *testing.T) 
 	require.Equal(t, first, rerun)
 	require.Equal(t, firstExceptions, b.exceptions(t))
 	require.Len(t, firstExceptions, 2)
-	run, err := b.env.Store.SettlementRun(context.Background(), settleDay)
+	run, err := b.env.Store.SettlementRun(context.Background(), chargeonce.DefaultProvider, settleDay)
 	require.NoError(t, err)
 	require.Equal(t, "run-2", run.RunID)
 	require.Equal(t, 4, run.Lines)

@@ -42,7 +42,7 @@ import (
 )
 
 // WebhookPath is where the API receives the default provider's events
-// (Config.DefaultProvider), the path that provider dashboards configured
+// (Config.Providers), the path that provider dashboards configured
 // before providers had paths of their own keep. Each provider's events
 // arrive at ProviderWebhookPath.
 const WebhookPath = "/webhooks/provider"
@@ -79,10 +79,13 @@ type Config struct {
 	// out. Events name attempts and refunds of their provider only. Empty
 	// serves no webhook route.
 	WebhookSecrets map[string][]webhook.Secret
-	// DefaultProvider names the provider whose events POST
-	// /webhooks/provider (WebhookPath) receives as well; with
-	// WebhookSecrets, it must be one of their names.
-	DefaultProvider string
+	// Providers names the providers that payments are routed to, the
+	// default first; empty means chargeonce.DefaultProvider alone. Each
+	// one's books are settled apart (GET /api/settlements/{date}?provider=),
+	// and a settlement that names no provider is the default's. The
+	// default's events arrive at POST /webhooks/provider (WebhookPath) as
+	// well; with WebhookSecrets, it must be one of their names.
+	Providers []string
 	// Registerer takes the metrics of the API's own; required with
 	// WebhookSecrets.
 	Registerer prometheus.Registerer
@@ -110,6 +113,8 @@ type server struct {
 	mux      *http.ServeMux
 	// eventNetworks are Config.EventNetworks.
 	eventNetworks notify.AllowedNetworks
+	// providers are Config.Providers, never empty: the default first.
+	providers []string
 }
 
 // New returns the API's handler. Shutting it down is the caller's job,
@@ -127,8 +132,17 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	providers := cfg.Providers
+	if len(providers) == 0 {
+		providers = []string{chargeonce.DefaultProvider}
+	}
+	for _, p := range providers {
+		if err := chargeonce.CheckProviderName(p); err != nil {
+			return nil, fmt.Errorf("api: config: providers: %w", err)
+		}
+	}
 	s := &server{checkout: cfg.Checkout, refunds: cfg.Refunds, holds: cfg.Holds, store: cfg.Store, temporal: cfg.Temporal, log: cfg.Logger, mux: http.NewServeMux(),
-		eventNetworks: cfg.EventNetworks}
+		eventNetworks: cfg.EventNetworks, providers: providers}
 	// Every route but the publicPaths needs the scope it names here; the
 	// state-changing operator routes are audited as the action they name,
 	// once the scope is checked.
@@ -172,7 +186,7 @@ func New(cfg Config) (http.Handler, error) {
 		if cfg.Registerer == nil {
 			return nil, errors.New("api: config: Registerer is required with WebhookSecrets")
 		}
-		events, err := newProviderEvents(s, cfg.WebhookSecrets, cfg.DefaultProvider, cfg.Registerer)
+		events, err := newProviderEvents(s, cfg.WebhookSecrets, providers[0], cfg.Registerer)
 		if err != nil {
 			return nil, fmt.Errorf("api: %w", err)
 		}

@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/client"
 	_ "modernc.org/sqlite" // the driver that reads the store's file directly
 
-	"chargeonce"
 	"chargeonce/activities/activitiestest"
 	"chargeonce/api"
 	"chargeonce/checkout"
@@ -101,7 +100,7 @@ func startTestAPIWith(t *testing.T, routes *routing.Table, temporal client.Clien
 
 	holds, err := hold.New(hold.Config{Store: st, Temporal: temporal, Logger: logger})
 	require.NoError(t, err)
-	h, err := api.New(api.Config{Checkout: svc, Holds: holds, Store: st, Metrics: reg, WebhookSecrets: secrets, DefaultProvider: chargeonce.DefaultProvider, Registerer: reg,
+	h, err := api.New(api.Config{Checkout: svc, Holds: holds, Store: st, Metrics: reg, WebhookSecrets: secrets, Registerer: reg,
 		Logger: logger})
 	require.NoError(t, err)
 	srv := httptest.NewServer(openapitest.Handler(t, h))

@@ -84,7 +84,9 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 	}
 	name := table.Default()
 	secrets := map[string][]webhook.Secret{}
+	var names []string
 	for _, p := range table.Providers() {
+		names = append(names, p.NameOrDefault())
 		if len(p.WebhookSecrets) > 0 {
 			secrets[p.NameOrDefault()] = p.WebhookSecrets
 		}
@@ -94,7 +96,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 		finders[name] = s.Finder
 	}
 	refunds, err := refund.New(refund.Config{
-		Store: b.Store, Temporal: b.Temporal, Finders: finders, Budget: s.CheckoutBudget, Provider: name,
+		Store: b.Store, Temporal: b.Temporal, Finders: finders, Budget: s.CheckoutBudget,
 		ReferencePrefix: s.ReferencePrefix, Logger: b.Logger,
 	})
 	if err != nil {
@@ -122,7 +124,7 @@ func Build(ctx context.Context, b *backend.Conn, s Settings) (http.Handler, Serv
 	}
 	h, err := New(Config{
 		Checkout: svc, Refunds: refunds, Holds: holds, Store: b.Store, Metrics: b.Registry, Logger: b.Logger, Temporal: b.Temporal,
-		WebhookSecrets: secrets, DefaultProvider: name, Registerer: b.Registry, EventNetworks: s.EventNetworks,
+		WebhookSecrets: secrets, Providers: names, Registerer: b.Registry, EventNetworks: s.EventNetworks,
 		WebUI: s.WebUI, Namespace: b.Namespace,
 	})
 	if err != nil {

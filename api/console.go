@@ -13,7 +13,7 @@ import (
 // console signs its visitors in with a session of its own, so its paths
 // need no bearer key (isPublic); its actions come back through actAs.
 func (s *server) mountConsole(cfg Config) error {
-	c, err := console.New(console.Config{Store: cfg.Store, Act: s.actAs, WebUI: cfg.WebUI, Namespace: cfg.Namespace, Logger: cfg.Logger})
+	c, err := console.New(console.Config{Store: cfg.Store, Act: s.actAs, WebUI: cfg.WebUI, Namespace: cfg.Namespace, Providers: s.providers, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}

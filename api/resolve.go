@@ -23,7 +23,7 @@ func exceptionID(r *http.Request) (string, error) {
 // settlement lists. The first resolution is kept: the same note again is
 // answered 200 with it, another note 409.
 func (s *server) resolveException(w http.ResponseWriter, r *http.Request) {
-	date, err := reportDate(r)
+	provider, date, err := s.books(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -42,7 +42,7 @@ func (s *server) resolveException(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest(`field "note" %v`, err))
 		return
 	}
-	_, exceptions, err := s.settlementOf(r.Context(), date)
+	_, exceptions, err := s.settlementOf(r.Context(), provider, date)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -56,19 +56,19 @@ func (s *server) resolveException(w http.ResponseWriter, r *http.Request) {
 	}
 	if !found {
 		s.fail(w, r, &problemError{typ: wire.ProblemNotFound,
-			detail: fmt.Sprintf("the settlement of %s has no exception %s: GET /api/settlements/%s lists its exceptions with their ids", date, id, date)})
+			detail: fmt.Sprintf("the settlement of %s at provider %s has no exception %s: GET %s lists its exceptions with their ids", date, provider, id, s.booksPath(provider, date, ""))})
 		return
 	}
 	key := infoOf(r).key
 	stored, created, err := s.store.ResolveException(r.Context(), store.ExceptionResolution{
-		Date: date, ExceptionID: id, Note: req.Note, KeyID: key.ID, KeyName: key.Name, At: time.Now().UTC(),
+		Provider: provider, Date: date, ExceptionID: id, Note: req.Note, KeyID: key.ID, KeyName: key.Name, At: time.Now().UTC(),
 	})
 	switch {
 	case err != nil:
-		s.fail(w, r, fmt.Errorf("resolve exception %s of %s: %w", id, date, err))
+		s.fail(w, r, fmt.Errorf("resolve exception %s of %s at %s: %w", id, date, provider, err))
 		return
 	case created:
-		s.log.Info("settlement exception resolved", "date", date, "exception", id, "key_id", key.ID)
+		s.log.Info("settlement exception resolved", "provider", provider, "date", date, "exception", id, "key_id", key.ID)
 		writeJSON(w, s.log, http.StatusCreated, "application/json", newResolution(stored))
 	case stored.Note == req.Note:
 		writeJSON(w, s.log, http.StatusOK, "application/json", newResolution(stored))

@@ -29,8 +29,8 @@ func settleWithExceptions(t *testing.T, a *testAPI) []store.SettlementException 
 		{Seq: 2, Kind: chargeonce.ExceptionUnknownCharge, ChargeID: "ch_000008", MerchantReference: "stranger-2", LineNo: 5,
 			ReportedMinor: 5000, ReportedCurrency: "TRY", Detail: "Refund charge ch_000008."},
 	}
-	require.NoError(t, a.store.AddSettlementExceptions(ctx, settledDate, "r1", exceptions))
-	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Date: settledDate, RunID: "r1", Status: store.SettlementFinal,
+	require.NoError(t, a.store.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, settledDate, "r1", exceptions))
+	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: settledDate, RunID: "r1", Status: store.SettlementFinal,
 		Lines: 2, Exceptions: 2, GraceDays: 2, FinishedAt: time.Date(2026, 3, 15, 0, 30, 0, 0, time.UTC),
 		Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 2, Gross: 17000, Fee: 0, Net: 17000}}}))
 	return exceptions
@@ -42,7 +42,7 @@ func resolvePath(date, id string) string {
 
 func resolutions(t *testing.T, a *testAPI) map[string]store.ExceptionResolution {
 	t.Helper()
-	all, err := a.store.ExceptionResolutions(context.Background(), settledDate)
+	all, err := a.store.ExceptionResolutions(context.Background(), chargeonce.DefaultProvider, settledDate)
 	require.NoError(t, err)
 	return all
 }
@@ -60,7 +60,7 @@ func TestResolve_TheFirstResolutionIsKept(t *testing.T) {
 	var created wire.ExceptionResolution
 	require.NoError(t, json.Unmarshal(data, &created))
 	require.WithinRange(t, created.ResolvedAt, start.Add(-time.Second), time.Now().Add(time.Second))
-	require.Equal(t, wire.ExceptionResolution{ExceptionID: id, Date: settledDate, Note: note,
+	require.Equal(t, wire.ExceptionResolution{ExceptionID: id, Provider: chargeonce.DefaultProvider, Date: settledDate, Note: note,
 		ResolvedBy: wire.KeyRef{KeyID: rec.ID, KeyName: "ops laptop"}, ResolvedAt: created.ResolvedAt}, created)
 
 	// The same note again, by any key, is answered with the one kept.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"chargeonce"
@@ -28,7 +30,7 @@ func amountOf(minor int64, currency string) *wire.Amount {
 // newSettlement shows a run with its first exceptions, each with its
 // resolution when resolutions holds one (by store.ExceptionID).
 func newSettlement(run store.SettlementRun, exceptions []store.SettlementException, resolutions map[string]store.ExceptionResolution) wire.Settlement {
-	b := wire.Settlement{Date: run.Date, Status: string(run.Status), FinishedAt: run.FinishedAt, GraceDays: run.GraceDays,
+	b := wire.Settlement{Provider: run.Provider, Date: run.Date, Status: string(run.Status), FinishedAt: run.FinishedAt, GraceDays: run.GraceDays,
 		Lines: run.Lines, Matched: run.Matched, Awaiting: run.Awaiting, ExceptionCounts: make(map[string]int, len(run.ByKind)),
 		Totals: []wire.SettlementTotal{}, Exceptions: []wire.SettlementException{}}
 	for kind, n := range run.ByKind {
@@ -60,7 +62,7 @@ func newSettlement(run store.SettlementRun, exceptions []store.SettlementExcepti
 
 // newResolution shows the resolution of an exception.
 func newResolution(r store.ExceptionResolution) wire.ExceptionResolution {
-	return wire.ExceptionResolution{ExceptionID: r.ExceptionID, Date: r.Date, Note: r.Note,
+	return wire.ExceptionResolution{ExceptionID: r.ExceptionID, Provider: r.Provider, Date: r.Date, Note: r.Note,
 		ResolvedBy: wire.KeyRef{KeyID: r.KeyID, KeyName: r.KeyName}, ResolvedAt: r.At.UTC()}
 }
 
@@ -74,42 +76,72 @@ func reportDate(r *http.Request) (string, error) {
 	return date, nil
 }
 
-func (s *server) getSettlement(w http.ResponseWriter, r *http.Request) {
-	date, err := reportDate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+// books reads the books a settlement route is about: the provider of its
+// ?provider=, or the default one, and the report date of its path. A
+// provider may be one that payments are no longer routed to, whose books
+// stay readable.
+func (s *server) books(r *http.Request) (provider, date string, err error) {
+	if date, err = reportDate(r); err != nil {
+		return "", "", err
 	}
-	s.writeSettlement(w, r, date, http.StatusOK)
+	provider = s.providers[0]
+	if q := r.URL.Query(); q.Has("provider") {
+		provider = q.Get("provider")
+		if err := chargeonce.CheckProviderName(provider); err != nil {
+			return "", "", badRequest("the query parameter provider: %v", err)
+		}
+	}
+	return provider, date, nil
 }
 
-// writeSettlement answers with the recorded settlement of date.
-func (s *server) writeSettlement(w http.ResponseWriter, r *http.Request, date string, status int) {
-	run, exceptions, err := s.settlementOf(r.Context(), date)
+// booksPath is the path of a provider's settlement of date, followed by
+// the route that then, such as "/run": the default provider's names none.
+func (s *server) booksPath(provider, date, then string) string {
+	p := "/api/settlements/" + date + then
+	if provider != s.providers[0] {
+		p += "?provider=" + provider
+	}
+	return p
+}
+
+func (s *server) getSettlement(w http.ResponseWriter, r *http.Request) {
+	provider, date, err := s.books(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resolutions, err := s.store.ExceptionResolutions(r.Context(), date)
+	s.writeSettlement(w, r, provider, date, http.StatusOK)
+}
+
+// writeSettlement answers with the recorded settlement of the provider's
+// date.
+func (s *server) writeSettlement(w http.ResponseWriter, r *http.Request, provider, date string, status int) {
+	run, exceptions, err := s.settlementOf(r.Context(), provider, date)
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("settlement %s: resolutions: %w", date, err))
+		s.fail(w, r, err)
+		return
+	}
+	resolutions, err := s.store.ExceptionResolutions(r.Context(), provider, date)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("settlement %s at %s: resolutions: %w", date, provider, err))
 		return
 	}
 	writeJSON(w, s.log, status, "application/json", newSettlement(run, exceptions, resolutions))
 }
 
-// settlementOf reads the recorded settlement of date and its first
-// exceptions, the ones the API shows; a date never settled is a 404.
-func (s *server) settlementOf(ctx context.Context, date string) (store.SettlementRun, []store.SettlementException, error) {
-	run, err := s.store.SettlementRun(ctx, date)
+// settlementOf reads the recorded settlement of the provider's date and its
+// first exceptions, the ones the API shows; a date never settled is a 404.
+func (s *server) settlementOf(ctx context.Context, provider, date string) (store.SettlementRun, []store.SettlementException, error) {
+	run, err := s.store.SettlementRun(ctx, provider, date)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.SettlementRun{}, nil, &problemError{typ: wire.ProblemNotFound,
-			detail: fmt.Sprintf("%s has not been settled yet: POST /api/settlements/%s/run settles it now", date, date)}
+			detail: fmt.Sprintf("%s has not been settled yet at provider %s: POST %s settles it now",
+				date, provider, s.booksPath(provider, date, "/run"))}
 	}
 	if err != nil {
 		return store.SettlementRun{}, nil, err
 	}
-	exceptions, err := s.store.SettlementExceptions(ctx, date, store.MaxSettlementBatch)
+	exceptions, err := s.store.SettlementExceptions(ctx, provider, date, store.MaxSettlementBatch)
 	if err != nil {
 		return store.SettlementRun{}, nil, err
 	}
@@ -117,13 +149,20 @@ func (s *server) settlementOf(ctx context.Context, date string) (store.Settlemen
 }
 
 // runSettlement serves POST /api/settlements/{date}/run: it starts the
-// date's SettlementWorkflow, or joins the one running, and answers with the
-// result once it is recorded, or 202 with its Location if it takes longer
-// than settlementRunWait.
+// SettlementWorkflow of the provider's date, or joins the one running, and
+// answers with the result once it is recorded, or 202 with its Location if
+// it takes longer than settlementRunWait. Only the books of a provider that
+// payments are routed to can be settled: the workers read no other's
+// reports.
 func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
-	date, err := reportDate(r)
+	provider, date, err := s.books(r)
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if !slices.Contains(s.providers, provider) {
+		s.fail(w, r, badRequest("the query parameter provider: payments are not routed to %q, whose reports the workers do not read (they are routed to %s)",
+			provider, strings.Join(s.providers, ", ")))
 		return
 	}
 	if err := decodeJSON(w, r, &wire.SettlementRunRequest{}); err != nil {
@@ -134,9 +173,9 @@ func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "this API has no Temporal client to run settlements with"})
 		return
 	}
-	run, err := workflows.RunSettlement(r.Context(), s.temporal, workflows.SettlementInput{Date: date})
+	run, err := workflows.RunSettlement(r.Context(), s.temporal, workflows.SettlementInput{Provider: provider, Date: date})
 	if err != nil {
-		s.log.Error("settlement run not started", "date", date, "error", err)
+		s.log.Error("settlement run not started", "provider", provider, "date", date, "error", err)
 		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: "the settlement run could not be started: Temporal does not answer"})
 		return
 	}
@@ -145,14 +184,14 @@ func (s *server) runSettlement(w http.ResponseWriter, r *http.Request) {
 	err = run.Get(ctx, nil)
 	switch {
 	case ctx.Err() != nil:
-		w.Header().Set("Location", "/api/settlements/"+date)
-		writeJSON(w, s.log, http.StatusAccepted, "application/json", wire.SettlementRunning{Date: date, Status: "running", WorkflowID: run.GetID()})
+		w.Header().Set("Location", s.booksPath(provider, date, ""))
+		writeJSON(w, s.log, http.StatusAccepted, "application/json", wire.SettlementRunning{Provider: provider, Date: date, Status: "running", WorkflowID: run.GetID()})
 	case err != nil:
 		// The workflow's error is for operators, who find it in the log
 		// and in the workflow's history; the client learns which run failed.
-		s.log.Error("settlement run failed", "date", date, "workflow", run.GetID(), "error", err)
+		s.log.Error("settlement run failed", "provider", provider, "date", date, "workflow", run.GetID(), "error", err)
 		s.fail(w, r, &problemError{typ: wire.ProblemUnavailable, detail: fmt.Sprintf("the settlement run %s failed; its history in Temporal says why", run.GetID())})
 	default:
-		s.writeSettlement(w, r, date, http.StatusOK)
+		s.writeSettlement(w, r, provider, date, http.StatusOK)
 	}
 }

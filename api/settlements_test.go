@@ -43,7 +43,11 @@ func TestAPI_UnsettledDateIs404WithWhatToDo(t *testing.T) {
 	a := startTestAPI(t)
 	status, header, body := a.send(t, http.MethodGet, "/api/settlements/2026-03-14", "", "")
 	p := requireProblem(t, http.StatusNotFound, status, header, body)
-	require.Equal(t, "2026-03-14 has not been settled yet: POST /api/settlements/2026-03-14/run settles it now", p.Detail)
+	require.Equal(t, "2026-03-14 has not been settled yet at provider default: POST /api/settlements/2026-03-14/run settles it now", p.Detail)
+
+	status, header, body = a.send(t, http.MethodGet, "/api/settlements/2026-03-14?provider=backup", "", "")
+	p = requireProblem(t, http.StatusNotFound, status, header, body)
+	require.Equal(t, "2026-03-14 has not been settled yet at provider backup: POST /api/settlements/2026-03-14/run?provider=backup settles it now", p.Detail)
 }
 
 func TestAPI_SettlementShowsTheRecordedRun(t *testing.T) {
@@ -55,8 +59,8 @@ func TestAPI_SettlementShowsTheRecordedRun(t *testing.T) {
 		AttemptKey: "0190a0a0-0000-7000-8000-000000000001", LineNo: 4, ReportedMinor: 12000, ReportedCurrency: "TRY",
 		ExpectedMinor: 54890, ExpectedCurrency: "TRY", Detail: "Refund charge ch_000007.",
 	}
-	require.NoError(t, a.store.AddSettlementExceptions(ctx, "2026-03-14", "r1", []store.SettlementException{exception}))
-	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Date: "2026-03-14", RunID: "r1", Status: store.SettlementFinal,
+	require.NoError(t, a.store.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, "2026-03-14", "r1", []store.SettlementException{exception}))
+	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: "2026-03-14", RunID: "r1", Status: store.SettlementFinal,
 		Lines: 3, Matched: 2, Exceptions: 1, GraceDays: 2, FinishedAt: finished,
 		Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 67890, Fee: 1900, Net: 65990}}}))
 
@@ -64,7 +68,7 @@ func TestAPI_SettlementShowsTheRecordedRun(t *testing.T) {
 
 	require.Equal(t, http.StatusOK, status, "body: %s", body)
 	require.JSONEq(t, `{
-		"date": "2026-03-14", "status": "final", "finishedAt": "2026-03-15T00:30:00Z", "graceDays": 2,
+		"provider": "default", "date": "2026-03-14", "status": "final", "finishedAt": "2026-03-15T00:30:00Z", "graceDays": 2,
 		"lines": 3, "matched": 2, "awaiting": 0,
 		"totals": [{"currency": "TRY", "lines": 3, "gross": "678.90", "fee": "19.00", "net": "659.90"}],
 		"exceptionCounts": {"unknown_charge": 1},

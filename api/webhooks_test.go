@@ -464,7 +464,7 @@ func TestProviderEvent_AboutAnotherProvidersRefundIsUnconfirmedAndChangesNothing
 	_, err := a.store.SettleAttempt(ctx, attempt.Key, chargeonce.AttemptSucceeded, "ch_000001", time.Now())
 	require.NoError(t, err)
 	r, _, err := a.store.StartRefund(ctx, store.NewRefund{OrderID: attempt.OrderID, Reason: "returned", Origin: chargeonce.RefundByMerchant,
-		Key: uuid.Must(uuid.NewV7()).String(), ReferencePrefix: "chargeonce", Now: time.Now(), Provider: chargeonce.DefaultProvider})
+		Key: uuid.Must(uuid.NewV7()).String(), ReferencePrefix: "chargeonce", Now: time.Now()})
 	require.NoError(t, err)
 	require.Equal(t, acme, r.Provider)
 	body := fmt.Sprintf(`{"type":"refund.failed","data":{"id":"re_000001","object":"refund","charge":"ch_000001","merchant_reference":%q,"failure_reason":"expired_or_canceled_card"}}`,

@@ -123,16 +123,16 @@ func TestClient_UnknownRefundsChargesAndSettlementsAreProblems(t *testing.T) {
 	_, err = api.RefundCharge(ctx, "ch_000001", "", wire.RefundRequest{})
 	requireProblem(t, err, http.StatusConflict, wire.ProblemNotRefundable)
 
-	_, err = api.GetSettlement(ctx, time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly))
+	_, err = api.GetSettlement(ctx, "", time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly))
 	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
 
-	_, err = a.badInputClient(t, apikey.ScopeOperator).RunSettlement(ctx, "2026-13-01")
+	_, err = a.badInputClient(t, apikey.ScopeOperator).RunSettlement(ctx, "", "2026-13-01")
 	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
 }
 
 func TestClient_AKeyOutsideTheRoutesScopeIsForbidden(t *testing.T) {
 	a := startAPI(t, true)
-	_, err := a.client(t, apikey.ScopeCheckout).GetSettlement(context.Background(), "2026-03-14")
+	_, err := a.client(t, apikey.ScopeCheckout).GetSettlement(context.Background(), "", "2026-03-14")
 	requireProblem(t, err, http.StatusForbidden, wire.ProblemForbidden)
 
 	_, err = client.New(a.url, "", client.WithHTTPClient(checkedHTTP(t, true))).GetOrder(context.Background(), 1)

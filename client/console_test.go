@@ -20,39 +20,54 @@ func TestClient_ResolvesASettlementExceptionOnce(t *testing.T) {
 	api := a.client(t, apikey.ScopeOperator)
 	exception := store.SettlementException{Seq: 1, Kind: chargeonce.ExceptionUnknownCharge, ChargeID: "ch_000007", LineNo: 4,
 		ReportedMinor: 12000, ReportedCurrency: "TRY", Detail: "Refund charge ch_000007."}
-	require.NoError(t, a.store.AddSettlementExceptions(ctx, "2026-03-14", "r1", []store.SettlementException{exception}))
-	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Date: "2026-03-14", RunID: "r1", Status: store.SettlementFinal,
+	require.NoError(t, a.store.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, "2026-03-14", "r1", []store.SettlementException{exception}))
+	require.NoError(t, a.store.FinishSettlementRun(ctx, store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: "2026-03-14", RunID: "r1", Status: store.SettlementFinal,
 		Lines: 1, Exceptions: 1, FinishedAt: time.Now()}))
 
-	s, err := api.GetSettlement(ctx, "2026-03-14")
+	s, err := api.GetSettlement(ctx, "", "2026-03-14")
 	require.NoError(t, err)
 	require.Len(t, s.Exceptions, 1)
 	require.Equal(t, 1, s.OpenExceptions)
 	id := s.Exceptions[0].ID
 	require.Equal(t, store.ExceptionID("2026-03-14", exception), id)
 
-	res, err := api.ResolveException(ctx, "2026-03-14", id, "Refunded; ticket OPS-812.")
+	res, err := api.ResolveException(ctx, "", "2026-03-14", id, "Refunded; ticket OPS-812.")
 	require.NoError(t, err)
 	require.True(t, res.Created)
 	require.Equal(t, id, res.ExceptionID)
 	require.Equal(t, "Refunded; ticket OPS-812.", res.Note)
-	again, err := api.ResolveException(ctx, "2026-03-14", id, "Refunded; ticket OPS-812.")
+	again, err := api.ResolveException(ctx, "", "2026-03-14", id, "Refunded; ticket OPS-812.")
 	require.NoError(t, err)
 	require.False(t, again.Created, "a retry answers the resolution kept")
 	require.Equal(t, res.ExceptionResolution, again.ExceptionResolution)
 
-	_, err = api.ResolveException(ctx, "2026-03-14", id, "Written off.")
+	_, err = api.ResolveException(ctx, "", "2026-03-14", id, "Written off.")
 	p := requireProblem(t, err, http.StatusConflict, wire.ProblemAlreadyResolved)
 	require.Contains(t, p.Detail, res.ResolvedBy.KeyID)
-	_, err = api.ResolveException(ctx, "2026-03-14", "0123456789abcdef", "done")
+	_, err = api.ResolveException(ctx, "", "2026-03-14", "0123456789abcdef", "done")
 	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
-	_, err = a.badInputClient(t, apikey.ScopeOperator).ResolveException(ctx, "2026-03-14", id, "")
+	_, err = a.badInputClient(t, apikey.ScopeOperator).ResolveException(ctx, "", "2026-03-14", id, "")
 	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
 
-	s, err = api.GetSettlement(ctx, "2026-03-14")
+	s, err = api.GetSettlement(ctx, "", "2026-03-14")
 	require.NoError(t, err)
 	require.Equal(t, 0, s.OpenExceptions)
 	require.Equal(t, &res.ExceptionResolution, s.Exceptions[0].Resolution)
+	require.Equal(t, chargeonce.DefaultProvider, s.Provider)
+	named, err := api.GetSettlement(ctx, chargeonce.DefaultProvider, "2026-03-14")
+	require.NoError(t, err)
+	require.Equal(t, s, named, "the default provider's books, named or not")
+
+	// Another provider's books of the same date are its own.
+	_, err = api.GetSettlement(ctx, "backup", "2026-03-14")
+	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
+	_, err = api.ResolveException(ctx, "backup", "2026-03-14", id, "Refunded; ticket OPS-812.")
+	requireProblem(t, err, http.StatusNotFound, wire.ProblemNotFound)
+	_, err = a.badInputClient(t, apikey.ScopeOperator).GetSettlement(ctx, "Not A Name", "2026-03-14")
+	requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
+	_, err = api.RunSettlement(ctx, "backup", "2026-03-14")
+	p = requireProblem(t, err, http.StatusBadRequest, wire.ProblemInvalidRequest)
+	require.Contains(t, p.Detail, `payments are not routed to "backup"`)
 }
 
 func TestClient_ReadsTheAuditLogPageByPage(t *testing.T) {

@@ -59,8 +59,8 @@ func TestClient_CallsEveryOperationOfTheDocument(t *testing.T) {
 		func() error { _, err := api.Void(ctx, 1, ""); return err },
 		func() error { _, err := api.GetCapture(ctx, "c"); return err },
 		func() error { _, err := api.GetVoid(ctx, "v"); return err },
-		func() error { _, err := api.GetSettlement(ctx, "2026-03-14"); return err },
-		func() error { _, err := api.RunSettlement(ctx, "2026-03-14"); return err },
+		func() error { _, err := api.GetSettlement(ctx, "", "2026-03-14"); return err },
+		func() error { _, err := api.RunSettlement(ctx, "", "2026-03-14"); return err },
 		func() error { _, err := api.CreateEndpoint(ctx, wire.CreateEndpointRequest{}); return err },
 		func() error { _, err := api.Endpoints(ctx); return err },
 		func() error { _, err := api.GetEndpoint(ctx, "we_1"); return err },
@@ -69,7 +69,7 @@ func TestClient_CallsEveryOperationOfTheDocument(t *testing.T) {
 		func() error { _, err := api.RotateEndpointSecret(ctx, "we_1", wire.RotateSecretRequest{}); return err },
 		func() error { _, err := api.Deliveries(ctx, "we_1", 0); return err },
 		func() error { _, err := api.ReplayEvent(ctx, "evt_1", "we_1"); return err },
-		func() error { _, err := api.ResolveException(ctx, "2026-03-14", "e1", "n"); return err },
+		func() error { _, err := api.ResolveException(ctx, "", "2026-03-14", "e1", "n"); return err },
 		func() error { _, err := api.AuditLog(ctx, 0, 0); return err },
 	}
 	for _, call := range calls {

@@ -8,13 +8,15 @@ import (
 	"chargeonce/api/wire"
 )
 
-// GetSettlement reads the last settlement of a report date ("2026-03-14",
-// UTC). Scope operator. A date not settled yet is a *Problem of type
-// wire.ProblemNotFound; a date the API cannot settle, of type
+// GetSettlement reads the last settlement of a provider's report date
+// ("2026-03-14", UTC): each provider's books are settled on their own, and
+// an empty provider is the API's default one. Scope operator. A date not
+// settled yet is a *Problem of type wire.ProblemNotFound; a date the API
+// cannot settle, or a malformed provider name, of type
 // wire.ProblemInvalidRequest.
-func (c *Client) GetSettlement(ctx context.Context, date string) (wire.Settlement, error) {
+func (c *Client) GetSettlement(ctx context.Context, provider, date string) (wire.Settlement, error) {
 	var s wire.Settlement
-	_, err := c.call(ctx, http.MethodGet, settlementPath(date), nil, nil, &s)
+	_, err := c.call(ctx, http.MethodGet, settlementPath(provider, date, ""), nil, nil, &s)
 	return s, err
 }
 
@@ -27,13 +29,15 @@ type SettlementRun struct {
 	Running *wire.SettlementRunning
 }
 
-// RunSettlement settles a report date now: the provider's report against
-// the succeeded payments. Scope operator. Running it again is safe: it
-// joins the run in progress, or settles the day again.
-func (c *Client) RunSettlement(ctx context.Context, date string) (SettlementRun, error) {
+// RunSettlement settles a provider's report date now (an empty provider is
+// the API's default one): the provider's report against the payments that
+// succeeded there. Scope operator. Running it again is safe: it joins the
+// run in progress, or settles the day again. A provider that payments are
+// not routed to is a *Problem of type wire.ProblemInvalidRequest.
+func (c *Client) RunSettlement(ctx context.Context, provider, date string) (SettlementRun, error) {
 	var run SettlementRun
 	done, running := &wire.Settlement{}, &wire.SettlementRunning{}
-	a, err := c.call(ctx, http.MethodPost, settlementPath(date)+"/run", wire.SettlementRunRequest{}, nil,
+	a, err := c.call(ctx, http.MethodPost, settlementPath(provider, date, "/run"), wire.SettlementRunRequest{}, nil,
 		byStatus{http.StatusOK: done, http.StatusAccepted: running})
 	switch {
 	case err != nil:
@@ -45,8 +49,15 @@ func (c *Client) RunSettlement(ctx context.Context, date string) (SettlementRun,
 	return run, err
 }
 
-func settlementPath(date string) string {
-	return "/api/settlements/" + url.PathEscape(date)
+// settlementPath is the path of a provider's settlement of date, followed
+// by then, such as "/run"; an empty provider names none, which is the
+// API's default one.
+func settlementPath(provider, date, then string) string {
+	p := "/api/settlements/" + url.PathEscape(date) + then
+	if provider != "" {
+		p += "?" + url.Values{"provider": {provider}}.Encode()
+	}
+	return p
 }
 
 // ResolveResult is the answer of ResolveException.
@@ -59,7 +70,8 @@ type ResolveResult struct {
 }
 
 // ResolveException records what was decided about one exception of a
-// report date's settlement: exceptionID is the exception's ID as
+// provider's report date's settlement (an empty provider is the API's
+// default one): exceptionID is the exception's ID as
 // GetSettlement shows it, note says what was done and why (free text of 1
 // to 1000 characters, not blank). Scope operator. The first resolution is
 // kept: sending the same note again answers it, another note is a *Problem
@@ -67,9 +79,9 @@ type ResolveResult struct {
 // that resolved it and when. A date never settled, or an exception its
 // settlement does not list, is a *Problem of type wire.ProblemNotFound; a
 // bad note, of type wire.ProblemInvalidRequest.
-func (c *Client) ResolveException(ctx context.Context, date, exceptionID, note string) (ResolveResult, error) {
+func (c *Client) ResolveException(ctx context.Context, provider, date, exceptionID, note string) (ResolveResult, error) {
 	var res ResolveResult
-	a, err := c.call(ctx, http.MethodPost, settlementPath(date)+"/exceptions/"+url.PathEscape(exceptionID)+"/resolve",
+	a, err := c.call(ctx, http.MethodPost, settlementPath(provider, date, "/exceptions/"+url.PathEscape(exceptionID)+"/resolve"),
 		wire.ResolveExceptionRequest{Note: note}, nil, &res.ExceptionResolution)
 	res.Created = err == nil && a.status == http.StatusCreated
 	return res, err

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"chargeonce/api"
@@ -182,7 +183,7 @@ func printBanner(w io.Writer, cfg stack.Config, s *stack.Stack, took time.Durati
 			s.BackupURL(), b.Mode().Name, cmp.Or(cfg.Backup.DataFile, "in memory"))})
 	}
 	rows = append(rows,
-		[2]string{"settlement", fmt.Sprintf("schedule %s, %s/namespaces/%s/schedules", worker.SettlementScheduleID, s.UIURL(), temporalserver.DefaultNamespace)},
+		[2]string{"settlement", fmt.Sprintf("%s, %s/namespaces/%s/schedules", settlementSchedules(s.ProviderNames()), s.UIURL(), temporalserver.DefaultNamespace)},
 	)
 	if s.KeyCreated() {
 		rows = append(rows, [2]string{"payload key", fmt.Sprintf("generated into %s; keep it, or workflow payloads cannot be read", s.KeyFile())})
@@ -222,4 +223,18 @@ func tryCommand(cfg stack.Config, apiURL, keyFile string) string {
 		cmd += fmt.Sprintf(` --api-key "$(cat %s)"`, keyFile)
 	}
 	return cmd
+}
+
+// settlementSchedules names the schedule that settles each provider's
+// books.
+func settlementSchedules(providers []string) string {
+	ids := make([]string, len(providers))
+	for i, p := range providers {
+		ids[i] = worker.SettlementScheduleID(p)
+	}
+	word := "schedule "
+	if len(ids) > 1 {
+		word = "schedules "
+	}
+	return word + strings.Join(ids, ", ")
 }

@@ -64,11 +64,6 @@ type Config struct {
 	// it answers pending. Zero means checkout.DefaultBudget of the
 	// published timing, read at each request.
 	Budget time.Duration
-	// Provider names the provider that a refund is sent to when the books
-	// hold no attempt of its charge, one that a settlement report alone
-	// shows; every other refund goes to its charge's provider. Empty means
-	// chargeonce.DefaultProvider.
-	Provider string
 	// ReferencePrefix starts every merchant reference; empty means
 	// checkout.DefaultReferencePrefix.
 	ReferencePrefix string
@@ -97,7 +92,6 @@ type Service struct {
 	finders  map[string]Finder
 	budget   time.Duration
 	prefix   string
-	provider string
 	now      func() time.Time
 	newKey   func() (string, error)
 	log      *slog.Logger
@@ -123,12 +117,6 @@ func New(cfg Config) (*Service, error) {
 	if !chargeonce.ValidReferencePrefix(cfg.ReferencePrefix) {
 		return nil, fmt.Errorf("refund: config: reference prefix %q must be a lower-case letter followed by lower-case letters, digits or underscores", cfg.ReferencePrefix)
 	}
-	if cfg.Provider == "" {
-		cfg.Provider = chargeonce.DefaultProvider
-	}
-	if err := chargeonce.CheckProviderName(cfg.Provider); err != nil {
-		return nil, fmt.Errorf("refund: config: %w", err)
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -140,7 +128,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	return &Service{
 		store: cfg.Store, temporal: cfg.Temporal, finders: maps.Clone(cfg.Finders), budget: cfg.Budget,
-		prefix: cfg.ReferencePrefix, provider: cfg.Provider, now: cfg.Now, newKey: cfg.NewKey, log: cfg.Logger,
+		prefix: cfg.ReferencePrefix, now: cfg.Now, newKey: cfg.NewKey, log: cfg.Logger,
 	}, nil
 }
 
@@ -221,7 +209,6 @@ func (s *Service) Refund(ctx context.Context, req Request) (Result, error) {
 	r, decision, err := s.store.StartRefund(ctx, store.NewRefund{
 		OrderID: req.OrderID, ChargeID: req.ChargeID, Amount: amount, Reason: req.Reason, Origin: origin,
 		Key: key, ReferencePrefix: s.prefix, RequestKey: req.RequestKey, RequestFingerprint: req.Fingerprint(), Now: s.now(),
-		Provider: s.provider,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("refund: %w", err)

@@ -28,6 +28,7 @@ func settlementCommand(ctx context.Context, opts *options, args []string, stdout
 	}
 	fs := newFlagSet("settlement "+args[0], stderr, opts)
 	date := fs.String("date", "", "the report date, such as 2026-03-14 (UTC; required)")
+	provider := fs.String("provider", "", "the provider whose books are meant, as the routing file names it (default: the API's default provider); each provider's report is settled on its own")
 	api, err := parseFlags(fs, args[1:], opts, getenv)
 	if err != nil {
 		return 0, err
@@ -39,18 +40,27 @@ func settlementCommand(ctx context.Context, opts *options, args []string, stdout
 	if _, err := settlement.ParseSettlementDate(*date, time.Now()); err != nil {
 		return 0, usagef("settlement %s: --date %v", args[0], err)
 	}
+	if *provider != "" {
+		if err := chargeonce.CheckProviderName(*provider); err != nil {
+			return 0, usagef("settlement %s: --provider: %v", args[0], err)
+		}
+	}
 	var s wire.Settlement
 	if args[0] == "run" {
-		run, err := api.RunSettlement(ctx, *date)
+		run, err := api.RunSettlement(ctx, *provider, *date)
 		if err != nil {
 			return 0, err
 		}
 		if run.Running != nil {
-			fmt.Fprintf(stdout, "the settlement of %s is still running; see it with: starter settlement show --date %s\n", *date, *date)
+			show := "starter settlement show --date " + *date
+			if *provider != "" {
+				show += " --provider " + *provider
+			}
+			fmt.Fprintf(stdout, "the settlement of %s at %s is still running; see it with: %s\n", *date, run.Running.Provider, show)
 			return exitPending, nil
 		}
 		s = *run.Settlement
-	} else if s, err = api.GetSettlement(ctx, *date); err != nil {
+	} else if s, err = api.GetSettlement(ctx, *provider, *date); err != nil {
 		return 0, err
 	}
 	if opts.json {
@@ -62,7 +72,7 @@ func settlementCommand(ctx context.Context, opts *options, args []string, stdout
 
 // printSettlement prints the day as a few tables.
 func printSettlement(w io.Writer, s wire.Settlement) {
-	fmt.Fprintf(w, "settlement of %s: %s (grace %s), run at %s\n", s.Date, s.Status, chargeonce.Plural(s.GraceDays, "day"), s.FinishedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "settlement of %s at %s: %s (grace %s), run at %s\n", s.Date, s.Provider, s.Status, chargeonce.Plural(s.GraceDays, "day"), s.FinishedAt.Format(time.RFC3339))
 	exceptions := 0
 	for _, n := range s.ExceptionCounts {
 		exceptions += n

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const settledDay = `{"date": "2026-03-14", "status": "final", "finishedAt": "2026-03-15T00:30:00Z", "graceDays": 2,
+const settledDay = `{"provider": "backup", "date": "2026-03-14", "status": "final", "finishedAt": "2026-03-15T00:30:00Z", "graceDays": 2,
 	"lines": 3, "matched": 2, "awaiting": 0,
 	"totals": [{"currency": "TRY", "lines": 3, "gross": "678.90", "fee": "19.00", "net": "659.90"}],
 	"exceptionCounts": {"unknown_charge": 1},
@@ -19,17 +19,17 @@ const settledDay = `{"date": "2026-03-14", "status": "final", "finishedAt": "202
 func TestSettlement_RunPrintsTheDayAsTables(t *testing.T) {
 	var asked string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = r.Method + " " + r.URL.Path
+		asked = r.Method + " " + r.URL.RequestURI()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, settledDay)
 	}))
 	defer srv.Close()
 
-	code, stdout, stderr := runStarter(t, nil, "settlement", "run", "--date", "2026-03-14", "--api", srv.URL)
+	code, stdout, stderr := runStarter(t, nil, "settlement", "run", "--date", "2026-03-14", "--provider", "backup", "--api", srv.URL)
 
 	require.Equal(t, exitPaid, code, "stderr: %s", stderr)
-	require.Equal(t, "POST /api/settlements/2026-03-14/run", asked)
-	require.Equal(t, `settlement of 2026-03-14: final (grace 2 days), run at 2026-03-15T00:30:00Z
+	require.Equal(t, "POST /api/settlements/2026-03-14/run?provider=backup", asked)
+	require.Equal(t, `settlement of 2026-03-14 at backup: final (grace 2 days), run at 2026-03-15T00:30:00Z
   3 lines, 2 matched, 0 awaiting their report, exceptions: 1
 
 CURRENCY  LINES  GROSS   FEE    NET
@@ -68,4 +68,10 @@ func TestSettlement_ADateOutsideTheWindowIsAUsageErrorAndAsksNothing(t *testing.
 	require.Equal(t, exitUsage, code)
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, "--date 0000-01-01 is before 2000-01-01: no settlement is that old")
+
+	code, stdout, stderr = runStarter(t, nil, "settlement", "show", "--date", "2026-03-14", "--provider", "Backup!", "--api", srv.URL)
+
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, `--provider: provider name "Backup!" must be a lower-case letter`)
 }

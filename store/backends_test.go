@@ -26,7 +26,7 @@ const postgresURLEnv = "CHARGEONCE_TEST_POSTGRES_URL"
 
 // migrations is how many migrations each dialect has, so how many rows
 // schema_migrations holds once a database is up to date.
-const migrations = 15
+const migrations = 16
 
 // backend is one implementation of store.Store under test.
 type backend struct {

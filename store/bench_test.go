@@ -80,7 +80,6 @@ func benchRefund(b *testing.B, s store.Store) store.NewRefund {
 	return store.NewRefund{
 		OrderID: order.ID, Amount: 100, Reason: "damaged in transit", Origin: chargeonce.RefundByMerchant,
 		Key: newKey(b), ReferencePrefix: "bookstore", RequestKey: "req-1", RequestFingerprint: card("body"), Now: base,
-		Provider: chargeonce.DefaultProvider,
 	}
 }
 

@@ -39,17 +39,18 @@ type ConsoleStore interface {
 	// is below before, newest first; before <= 0 starts at the newest.
 	AuditLog(ctx context.Context, before int64, limit int) ([]AuditEntry, error)
 
-	// ResolveException stores the resolution of one exception of a report
-	// date unless that exception is resolved already, and returns the
+	// ResolveException stores the resolution of one exception of a
+	// provider's report date unless that exception is resolved already, and returns the
 	// resolution stored and whether this call created it. The first
 	// resolution is kept. Whether the exception exists is the caller's
 	// business: a resolution outlives the runs that found its exception.
 	ResolveException(ctx context.Context, r ExceptionResolution) (stored ExceptionResolution, created bool, err error)
-	// ExceptionResolutions returns the resolutions of the report date, by
-	// exception ID.
-	ExceptionResolutions(ctx context.Context, date string) (map[string]ExceptionResolution, error)
-	// SettlementRuns returns at most limit (1 to MaxConsolePage) runs,
-	// newest report date first, with their ByKind.
+	// ExceptionResolutions returns the resolutions of the provider's report
+	// date, by exception ID.
+	ExceptionResolutions(ctx context.Context, provider, date string) (map[string]ExceptionResolution, error)
+	// SettlementRuns returns at most limit (1 to MaxConsolePage) runs of
+	// every provider, newest report date first and then by provider, with
+	// their ByKind.
 	SettlementRuns(ctx context.Context, limit int) ([]SettlementRun, error)
 
 	// AttemptOutcomes counts the attempts created at or after since, by
@@ -151,8 +152,10 @@ type AuditEntry struct {
 // ExceptionResolution is what a person decided about one settlement
 // exception.
 type ExceptionResolution struct {
-	// Date is the report date of the exception.
-	Date string
+	// Provider and Date name the books of the exception: the provider
+	// whose report of that date the run matched.
+	Provider string
+	Date     string
 	// ExceptionID is ExceptionID of the exception.
 	ExceptionID string
 	// Note says what was decided and why; CheckResolutionNote is its rule.

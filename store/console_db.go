@@ -191,7 +191,7 @@ func scanAudit(r rows) (AuditEntry, error) {
 }
 
 func (r ExceptionResolution) validate() error {
-	if err := validDate(r.Date); err != nil {
+	if err := validBooks(r.Provider, r.Date); err != nil {
 		return err
 	}
 	switch {
@@ -208,7 +208,7 @@ func (r ExceptionResolution) validate() error {
 	return errors.Join(validText("the key ID", r.KeyID), validText("the key name", r.KeyName))
 }
 
-const resolutionColumns = `report_date, exception_id, note, key_id, key_name, resolved_at`
+const resolutionColumns = `provider, report_date, exception_id, note, key_id, key_name, resolved_at`
 
 func (s *db) ResolveException(ctx context.Context, r ExceptionResolution) (ExceptionResolution, bool, error) {
 	if err := r.validate(); err != nil {
@@ -221,36 +221,36 @@ func (s *db) ResolveException(ctx context.Context, r ExceptionResolution) (Excep
 	err := s.txs.inTx(ctx, true, func(q querier) error {
 		// A concurrent resolution that committed first wins; this one then
 		// inserts nothing and reads it.
-		n, err := q.exec(ctx, `INSERT INTO settlement_resolutions (`+resolutionColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (report_date, exception_id) DO NOTHING`,
-			r.Date, r.ExceptionID, r.Note, r.KeyID, r.KeyName, s.t(r.At))
+		n, err := q.exec(ctx, `INSERT INTO settlement_resolutions (`+resolutionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (provider, report_date, exception_id) DO NOTHING`,
+			r.Provider, r.Date, r.ExceptionID, r.Note, r.KeyID, r.KeyName, s.t(r.At))
 		if err != nil {
 			return err
 		}
 		created = n == 1
 		stored, err = queryOne(ctx, q, scanResolution, `SELECT `+resolutionColumns+` FROM settlement_resolutions
-			WHERE report_date = $1 AND exception_id = $2`, r.Date, r.ExceptionID)
+			WHERE provider = $1 AND report_date = $2 AND exception_id = $3`, r.Provider, r.Date, r.ExceptionID)
 		return err
 	})
 	if err != nil {
-		return ExceptionResolution{}, false, fmt.Errorf("store: resolve exception %s of %s: %w", r.ExceptionID, r.Date, err)
+		return ExceptionResolution{}, false, fmt.Errorf("store: resolve exception %s of %s at %s: %w", r.ExceptionID, r.Date, r.Provider, err)
 	}
 	return stored, created, nil
 }
 
-func (s *db) ExceptionResolutions(ctx context.Context, date string) (map[string]ExceptionResolution, error) {
-	if err := validDate(date); err != nil {
+func (s *db) ExceptionResolutions(ctx context.Context, provider, date string) (map[string]ExceptionResolution, error) {
+	if err := validBooks(provider, date); err != nil {
 		return nil, fmt.Errorf("store: exception resolutions: %w", err)
 	}
 	var all []ExceptionResolution
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
 		all, err = queryAll(ctx, q, scanResolution, `SELECT `+resolutionColumns+` FROM settlement_resolutions
-			WHERE report_date = $1`, date)
+			WHERE provider = $1 AND report_date = $2`, provider, date)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: exception resolutions of %s: %w", date, err)
+		return nil, fmt.Errorf("store: exception resolutions of %s at %s: %w", date, provider, err)
 	}
 	byID := make(map[string]ExceptionResolution, len(all))
 	for _, r := range all {
@@ -264,7 +264,7 @@ func scanResolution(r rows) (ExceptionResolution, error) {
 		x  ExceptionResolution
 		at timestamp
 	)
-	if err := r.Scan(&x.Date, &x.ExceptionID, &x.Note, &x.KeyID, &x.KeyName, &at); err != nil {
+	if err := r.Scan(&x.Provider, &x.Date, &x.ExceptionID, &x.Note, &x.KeyID, &x.KeyName, &at); err != nil {
 		return ExceptionResolution{}, err
 	}
 	var err error
@@ -281,7 +281,8 @@ func (s *db) SettlementRuns(ctx context.Context, limit int) ([]SettlementRun, er
 	var runs []SettlementRun
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		runs, err = queryAll(ctx, q, scanRun, `SELECT `+runColumns+` FROM settlement_runs ORDER BY report_date DESC LIMIT $1`, limit)
+		runs, err = queryAll(ctx, q, scanRun, `SELECT `+runColumns+` FROM settlement_runs
+			ORDER BY report_date DESC, provider LIMIT $1`, limit)
 		if err != nil {
 			return err
 		}

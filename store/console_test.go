@@ -243,11 +243,11 @@ func TestConsole_FirstResolutionOfAnExceptionIsKept(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
 		ctx := context.Background()
-		resolved, err := s.ExceptionResolutions(ctx, day)
+		resolved, err := s.ExceptionResolutions(ctx, chargeonce.DefaultProvider, day)
 		require.NoError(t, err)
 		require.Empty(t, resolved)
 
-		first := store.ExceptionResolution{Date: day, ExceptionID: store.ExceptionID(day, exception(1, chargeonce.ExceptionUnknownCharge)),
+		first := store.ExceptionResolution{Provider: chargeonce.DefaultProvider, Date: day, ExceptionID: store.ExceptionID(day, exception(1, chargeonce.ExceptionUnknownCharge)),
 			Note: "Refunded by hand, ticket 42 \u2014 caf\u00e9", KeyID: "0123456789abcdef", KeyName: "ops", At: base}
 		got, created, err := s.ResolveException(ctx, first)
 		require.NoError(t, err)
@@ -275,16 +275,16 @@ func TestConsole_FirstResolutionOfAnExceptionIsKept(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, created, "the same exception ID on another date is another exception")
 
-		resolved, err = s.ExceptionResolutions(ctx, day)
+		resolved, err = s.ExceptionResolutions(ctx, chargeonce.DefaultProvider, day)
 		require.NoError(t, err)
 		wantOther := other
 		wantOther.At = stored(other.At)
 		require.Equal(t, map[string]store.ExceptionResolution{first.ExceptionID: want, other.ExceptionID: wantOther}, resolved)
-		resolved, err = s.ExceptionResolutions(ctx, "2026-03-15")
+		resolved, err = s.ExceptionResolutions(ctx, chargeonce.DefaultProvider, "2026-03-15")
 		require.NoError(t, err)
 		require.Len(t, resolved, 1)
 		require.Equal(t, "2026-03-15", resolved[first.ExceptionID].Date)
-		_, err = s.ExceptionResolutions(ctx, "2026-3-15")
+		_, err = s.ExceptionResolutions(ctx, chargeonce.DefaultProvider, "2026-3-15")
 		require.Error(t, err)
 	})
 }
@@ -293,7 +293,7 @@ func TestConsole_BadResolutionsAreRefusedAndChangeNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
 		ctx := context.Background()
-		good := store.ExceptionResolution{Date: day, ExceptionID: "0123456789abcdef", Note: "Refunded by hand.",
+		good := store.ExceptionResolution{Provider: chargeonce.DefaultProvider, Date: day, ExceptionID: "0123456789abcdef", Note: "Refunded by hand.",
 			KeyID: "0123456789abcdef", KeyName: "ops", At: base}
 		for name, change := range map[string]func(*store.ExceptionResolution){
 			"no date":              func(r *store.ExceptionResolution) { r.Date = "" },
@@ -338,9 +338,9 @@ func TestConsole_SettlementRunsNewestFirstWithTheirKinds(t *testing.T) {
 		finish := func(date, runID string, exceptions ...store.SettlementException) {
 			t.Helper()
 			if len(exceptions) > 0 {
-				require.NoError(t, s.AddSettlementExceptions(ctx, date, runID, exceptions))
+				require.NoError(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, date, runID, exceptions))
 			}
-			require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Date: date, RunID: runID, Status: store.SettlementFinal,
+			require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: date, RunID: runID, Status: store.SettlementFinal,
 				Lines: 4, Matched: 3, Exceptions: len(exceptions),
 				Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 4, Gross: 400, Fee: 12, Net: 388}}, FinishedAt: base}))
 		}
@@ -349,7 +349,7 @@ func TestConsole_SettlementRunsNewestFirstWithTheirKinds(t *testing.T) {
 			exception(3, chargeonce.ExceptionAmountMismatch))
 		finish("2026-03-13", "run-13")
 		// A run of the 14th that did not finish: its exceptions are not the date's.
-		require.NoError(t, s.AddSettlementExceptions(ctx, "2026-03-14", "run-unfinished",
+		require.NoError(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, "2026-03-14", "run-unfinished",
 			[]store.SettlementException{exception(1, chargeonce.ExceptionDuplicateLine)}))
 
 		runs, err = s.SettlementRuns(ctx, 10)
@@ -357,7 +357,7 @@ func TestConsole_SettlementRunsNewestFirstWithTheirKinds(t *testing.T) {
 		var dates []string
 		for _, run := range runs {
 			dates = append(dates, run.Date)
-			one, err := s.SettlementRun(ctx, run.Date)
+			one, err := s.SettlementRun(ctx, chargeonce.DefaultProvider, run.Date)
 			require.NoError(t, err)
 			require.Equal(t, one, run, "as SettlementRun reads it")
 		}

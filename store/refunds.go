@@ -75,10 +75,6 @@ type NewRefund struct {
 	RequestFingerprint string
 	// Now is the creation time of a new refund.
 	Now time.Time
-	// Provider names the provider a new refund is sent to when the books
-	// do not name the charge's (RefundableCharge.Provider), a charge that
-	// only a settlement report shows; it must not be empty.
-	Provider string
 }
 
 // RefundableCharge is a charge that the books hold, as a refund of it sees
@@ -92,8 +88,9 @@ type RefundableCharge struct {
 	// that only a settlement report shows).
 	OrderID int64
 	// Provider names the provider that holds the charge: that of the
-	// attempt that made it; empty for a charge that only a settlement
-	// report shows.
+	// attempt that made it, or, for a charge that only a settlement report
+	// shows, the provider whose report shows it. A refund of the charge is
+	// sent there.
 	Provider string
 }
 

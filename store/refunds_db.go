@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,8 +78,6 @@ func (n NewRefund) validate() error {
 		return fmt.Errorf("request fingerprint %q is not a lower-case hex SHA-256", n.RequestFingerprint)
 	case n.Now.IsZero():
 		return errors.New("creation time is missing")
-	case n.Provider == "":
-		return errors.New("provider name is empty")
 	}
 	if err := chargeonce.ValidateText(n.ChargeID); err != nil {
 		return fmt.Errorf("the charge ID %w", err)
@@ -155,7 +152,7 @@ func (s *db) startRefund(ctx context.Context, q querier, n NewRefund) (Refund, R
 				MerchantReference: chargeonce.RefundReference(n.ReferencePrefix, n.Key),
 				Origin:            n.Origin,
 				CreatedAt:         n.Now,
-				Provider:          cmp.Or(c.Provider, n.Provider),
+				Provider:          c.Provider,
 			},
 			RequestKey:         n.RequestKey,
 			RequestFingerprint: n.RequestFingerprint,
@@ -261,7 +258,8 @@ func (s *db) lockCharge(ctx context.Context, q querier, chargeID string) error {
 
 // heldCharge finds a charge that the books hold: a succeeded attempt's, a
 // late charge, or, when orderID is 0, a charge line of a settlement report
-// (which belongs to no order that the store knows). A nonzero orderID
+// (which belongs to no order that the store knows, and is held by the
+// provider whose report shows it). A nonzero orderID
 // finds the charge among that order's alone, so that the provider found is
 // the one its attempt went to. It returns ErrNotRefundable for any other.
 // The hold of a manual capture is a charge only once captured, for what
@@ -297,7 +295,7 @@ func heldCharge(ctx context.Context, q querier, chargeID string, orderID int64) 
 		}
 		args = append(args, orderID)
 	} else {
-		queries = append(queries, `SELECT 0, gross_minor, currency, '' FROM settlement_lines
+		queries = append(queries, `SELECT 0, gross_minor, currency, provider FROM settlement_lines
 		WHERE charge_id = $1 AND reporting_category = 'charge' AND problem = '' AND gross_minor > 0
 		ORDER BY report_date, line_no`)
 	}

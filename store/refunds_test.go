@@ -44,7 +44,6 @@ func newRefund(t *testing.T, orderID, amount int64, requestKey string) store.New
 		Key:             newKey(t),
 		ReferencePrefix: "bookstore",
 		Now:             base,
-		Provider:        chargeonce.DefaultProvider,
 	}
 	if requestKey != "" {
 		n.RequestKey, n.RequestFingerprint = requestKey, fingerprint(requestKey)
@@ -507,13 +506,13 @@ func TestStore_RefundOfNothingIsRefused(t *testing.T) {
 func TestStore_OperatorRefundsAChargeOfNoOrder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
-		rawExec(t, dsn, `INSERT INTO settlement_lines (report_date, line_no, balance_transaction_id, charge_id, merchant_reference,
-				reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw)
-			VALUES ('2026-03-14', 2, 'txn_1', 'ch_stray', 'someone-else', 'charge', 2500, 100, 2400, 'USD', '', '')`)
+		rawExec(t, dsn, `INSERT INTO settlement_lines (provider, report_date, line_no, balance_transaction_id, charge_id, merchant_reference,
+				reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw, refund_id)
+			VALUES ('default', '2026-03-14', 2, 'txn_1', 'ch_stray', 'someone-else', 'charge', 2500, 100, 2400, 'USD', '', '', '')`)
 		ctx := context.Background()
 		c, err := s.RefundableCharge(ctx, "ch_stray")
 		require.NoError(t, err)
-		require.Equal(t, store.RefundableCharge{ID: "ch_stray", Amount: chargeonce.Money{Minor: 2500, Currency: "USD"}}, c)
+		require.Equal(t, store.RefundableCharge{ID: "ch_stray", Amount: chargeonce.Money{Minor: 2500, Currency: "USD"}, Provider: chargeonce.DefaultProvider}, c)
 		_, err = s.RefundableCharge(ctx, "ch_never_seen")
 		require.ErrorIs(t, err, store.ErrNotRefundable)
 
@@ -901,8 +900,9 @@ func TestStore_MigrationToRefundsKeepsTheDataAndTheOrderNumbers(t *testing.T) {
 	})
 }
 
-// A refund goes to the provider that holds its charge, whichever provider
-// new refunds are sent to by default, asked for by order or by charge.
+// A refund goes to the provider that holds its charge, asked for by order
+// or by charge, and a charge that only a settlement report shows is held
+// by the provider whose report shows it.
 func TestStore_RefundGoesToTheProviderOfItsCharge(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
@@ -913,9 +913,7 @@ func TestStore_RefundGoesToTheProviderOfItsCharge(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, settle(t, s, a.Key, chargeonce.AttemptSucceeded, "ch_eu"))
 
-		byOrder := newRefund(t, order.ID, 1500, "")
-		require.Equal(t, chargeonce.DefaultProvider, byOrder.Provider)
-		f, d := startRefund(t, s, byOrder)
+		f, d := startRefund(t, s, newRefund(t, order.ID, 1500, ""))
 		require.Equal(t, store.RefundCreated, d)
 		require.Equal(t, "eu", f.Provider)
 
@@ -924,5 +922,14 @@ func TestStore_RefundGoesToTheProviderOfItsCharge(t *testing.T) {
 		f, d = startRefund(t, s, byCharge)
 		require.Equal(t, store.RefundCreated, d)
 		require.Equal(t, "eu", f.Provider)
+
+		stray := line(2, "ch_stray_eu", 700)
+		stray.Provider = "eu"
+		require.NoError(t, s.AddSettlementLines(context.Background(), []store.SettlementLine{stray}))
+		ofNoOrder := newRefund(t, 0, 0, "")
+		ofNoOrder.ChargeID, ofNoOrder.Origin = "ch_stray_eu", chargeonce.RefundByOperator
+		f, d = startRefund(t, s, ofNoOrder)
+		require.Equal(t, store.RefundCreated, d)
+		require.Equal(t, "eu", f.Provider, "the provider whose report shows the charge")
 	})
 }

@@ -21,6 +21,8 @@ const MaxSettlementBatch = 1000
 // matching. A malformed line has Problem and Raw; its other fields are
 // whatever could be read, and are not used.
 type SettlementLine struct {
+	// Provider names the provider whose report holds the line.
+	Provider string
 	// Date is the report date, as in 2006-01-02.
 	Date string
 	// LineNo is the line's number in the report, the header being line 1.
@@ -108,7 +110,10 @@ type SettlementTotal struct {
 
 // SettlementRun is the result of matching one report date.
 type SettlementRun struct {
-	Date string
+	// Provider names the provider whose report was matched: each
+	// provider's books are settled on their own.
+	Provider string
+	Date     string
 	// RunID names the run whose exceptions are the date's.
 	RunID  string
 	Status SettlementStatus
@@ -132,17 +137,22 @@ type SettlementRun struct {
 }
 
 // SettlementStore keeps the staged report lines and the settlement runs.
+// Each provider's books are its own: a report, its lines, its runs and
+// their exceptions belong to one provider and one report date, and the
+// reads of attempts and refunds take the provider whose report they match.
 type SettlementStore interface {
-	// ClearSettlementLines deletes the staged lines of the report date.
-	ClearSettlementLines(ctx context.Context, date string) error
+	// ClearSettlementLines deletes the staged lines of the provider's
+	// report date.
+	ClearSettlementLines(ctx context.Context, provider, date string) error
 	// AddSettlementLines stages at most MaxSettlementBatch lines; a line
-	// already staged with the same date and number is replaced.
+	// already staged with the same provider, date and number is replaced.
 	AddSettlementLines(ctx context.Context, lines []SettlementLine) error
-	// SettlementLines returns at most limit staged lines of the date after
+	// SettlementLines returns at most limit staged lines of the provider's
+	// date after
 	// the cursor, by charge id (byte by byte, as Go compares strings) and
 	// then line number; malformed lines, whose charge id is empty, come
 	// first.
-	SettlementLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
+	SettlementLines(ctx context.Context, provider, date string, after LineCursor, limit int) ([]SettlementLine, error)
 	// SucceededAttempts returns at most limit succeeded attempts at the
 	// provider whose charge its report of [from, to) must show, whose charge id sorts
 	// after afterChargeID, by charge id (byte by byte), without their
@@ -158,12 +168,14 @@ type SettlementStore interface {
 	// at most MaxSettlementBatch merchant references, without Requests.
 	AttemptsByReference(ctx context.Context, provider string, references []string) ([]ReportedAttempt, error)
 	// ReportedCharges returns which of at most MaxSettlementBatch charge ids
-	// are in the staged lines of the report dates from to to, inclusive.
-	ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error)
-	// RefundLines returns at most limit staged lines of the date that name
+	// are in the staged lines of the provider's report dates from to to,
+	// inclusive.
+	ReportedCharges(ctx context.Context, provider, from, to string, chargeIDs []string) ([]string, error)
+	// RefundLines returns at most limit staged lines of the provider's
+	// date that name
 	// a refund, after the cursor's RefundID and LineNo, by refund id (byte
 	// by byte) and then line number.
-	RefundLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error)
+	RefundLines(ctx context.Context, provider, date string, after LineCursor, limit int) ([]SettlementLine, error)
 	// SucceededRefunds returns at most limit succeeded refunds at the
 	// provider created in [from, to) whose provider refund id sorts after
 	// afterRefundID, by that id (byte by byte), without their Requests.
@@ -176,25 +188,26 @@ type SettlementStore interface {
 	// at most MaxSettlementBatch merchant references, without Requests.
 	RefundsByReference(ctx context.Context, provider string, references []string) ([]Refund, error)
 	// ReportedRefunds returns which of at most MaxSettlementBatch refund
-	// ids are in the staged lines of the report dates from to to,
-	// inclusive.
-	ReportedRefunds(ctx context.Context, from, to string, refundIDs []string) ([]string, error)
+	// ids are in the staged lines of the provider's report dates from to
+	// to, inclusive.
+	ReportedRefunds(ctx context.Context, provider, from, to string, refundIDs []string) ([]string, error)
 	// LateCharges returns what RecordLateCharge decided for at most
 	// MaxSettlementBatch charge ids; a charge it never saw is left out.
 	LateCharges(ctx context.Context, chargeIDs []string) ([]RecordedLateCharge, error)
 	// AddSettlementExceptions stores at most MaxSettlementBatch exceptions
 	// of a run that FinishSettlementRun has not finished yet; one already
 	// stored with the same run and Seq is replaced.
-	AddSettlementExceptions(ctx context.Context, date, runID string, exceptions []SettlementException) error
-	// FinishSettlementRun makes run the date's result, in one transaction
-	// that also deletes the exceptions of every other run of the date, so
-	// that a rerun replaces the result and duplicates nothing.
+	AddSettlementExceptions(ctx context.Context, provider, date, runID string, exceptions []SettlementException) error
+	// FinishSettlementRun makes run the result of its provider's date, in
+	// one transaction that also deletes the exceptions of every other run
+	// of it, so that a rerun replaces the result and duplicates nothing.
 	FinishSettlementRun(ctx context.Context, run SettlementRun) error
-	// SettlementRun returns the date's result, or ErrNotFound.
-	SettlementRun(ctx context.Context, date string) (SettlementRun, error)
-	// SettlementExceptions returns the first limit exceptions of the date's
-	// result, by Seq.
-	SettlementExceptions(ctx context.Context, date string, limit int) ([]SettlementException, error)
+	// SettlementRun returns the result of the provider's date, or
+	// ErrNotFound.
+	SettlementRun(ctx context.Context, provider, date string) (SettlementRun, error)
+	// SettlementExceptions returns the first limit exceptions of the
+	// result of the provider's date, by Seq.
+	SettlementExceptions(ctx context.Context, provider, date string, limit int) ([]SettlementException, error)
 }
 
 // ReportedAttempt is an attempt as the settlement reads it: with its hold's
@@ -230,6 +243,16 @@ type RecordedLateCharge struct {
 	// RefundKey is the repair's refund, when the decision is refunded.
 	RefundKey string
 	FoundAt   time.Time
+}
+
+// validBooks reports whether provider names a provider and date is a
+// calendar date spelled 2006-01-02: the two that name a provider's books of
+// one day.
+func validBooks(provider, date string) error {
+	if provider == "" {
+		return errors.New("the provider is missing")
+	}
+	return validDate(date)
 }
 
 // validDate reports whether date is a calendar date spelled 2006-01-02.
@@ -268,21 +291,21 @@ func anys(values []string) []any {
 	return args
 }
 
-func (s *db) ClearSettlementLines(ctx context.Context, date string) error {
-	if err := validDate(date); err != nil {
+func (s *db) ClearSettlementLines(ctx context.Context, provider, date string) error {
+	if err := validBooks(provider, date); err != nil {
 		return fmt.Errorf("store: clear settlement lines: %w", err)
 	}
 	err := s.txs.inTx(ctx, true, func(q querier) error {
-		_, err := q.exec(ctx, `DELETE FROM settlement_lines WHERE report_date = $1`, date)
+		_, err := q.exec(ctx, `DELETE FROM settlement_lines WHERE provider = $1 AND report_date = $2`, provider, date)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store: clear settlement lines of %s: %w", date, err)
+		return fmt.Errorf("store: clear settlement lines of %s at %s: %w", date, provider, err)
 	}
 	return nil
 }
 
-const lineColumns = `report_date, line_no, balance_transaction_id, created_at, charge_id, merchant_reference,
+const lineColumns = `provider, report_date, line_no, balance_transaction_id, created_at, charge_id, merchant_reference,
 	reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw, refund_id`
 
 func (s *db) AddSettlementLines(ctx context.Context, lines []SettlementLine) error {
@@ -290,7 +313,7 @@ func (s *db) AddSettlementLines(ctx context.Context, lines []SettlementLine) err
 		return fmt.Errorf("store: add settlement lines: %w", err)
 	}
 	for _, l := range lines {
-		if err := validDate(l.Date); err != nil {
+		if err := validBooks(l.Provider, l.Date); err != nil {
 			return fmt.Errorf("store: add settlement lines: %w", err)
 		}
 		if l.LineNo < 2 {
@@ -304,14 +327,14 @@ func (s *db) AddSettlementLines(ctx context.Context, lines []SettlementLine) err
 				created = s.t(l.Created)
 			}
 			_, err := q.exec(ctx, `INSERT INTO settlement_lines (`+lineColumns+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-				ON CONFLICT (report_date, line_no) DO UPDATE SET
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+				ON CONFLICT (provider, report_date, line_no) DO UPDATE SET
 				balance_transaction_id = excluded.balance_transaction_id, created_at = excluded.created_at,
 				charge_id = excluded.charge_id, merchant_reference = excluded.merchant_reference,
 				reporting_category = excluded.reporting_category, gross_minor = excluded.gross_minor,
 				fee_minor = excluded.fee_minor, net_minor = excluded.net_minor, currency = excluded.currency,
 				problem = excluded.problem, raw = excluded.raw, refund_id = excluded.refund_id`,
-				l.Date, l.LineNo, l.BalanceTransactionID, created, l.ChargeID, l.MerchantReference,
+				l.Provider, l.Date, l.LineNo, l.BalanceTransactionID, created, l.ChargeID, l.MerchantReference,
 				l.Category, l.Gross, l.Fee, l.Net, l.Currency, l.Problem, l.Raw, l.RefundID)
 			if err != nil {
 				return err
@@ -330,14 +353,14 @@ func scanLine(r rows) (SettlementLine, error) {
 		l       SettlementLine
 		created timestamp
 	)
-	err := r.Scan(&l.Date, &l.LineNo, &l.BalanceTransactionID, &created, &l.ChargeID, &l.MerchantReference,
+	err := r.Scan(&l.Provider, &l.Date, &l.LineNo, &l.BalanceTransactionID, &created, &l.ChargeID, &l.MerchantReference,
 		&l.Category, &l.Gross, &l.Fee, &l.Net, &l.Currency, &l.Problem, &l.Raw, &l.RefundID)
 	l.Created = created.t
 	return l, err
 }
 
-func (s *db) SettlementLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error) {
-	if err := validDate(date); err != nil {
+func (s *db) SettlementLines(ctx context.Context, provider, date string, after LineCursor, limit int) ([]SettlementLine, error) {
+	if err := validBooks(provider, date); err != nil {
 		return nil, fmt.Errorf("store: settlement lines: %w", err)
 	}
 	if limit <= 0 || limit > MaxSettlementBatch {
@@ -348,12 +371,12 @@ func (s *db) SettlementLines(ctx context.Context, date string, after LineCursor,
 		var err error
 		charge := `charge_id` + s.d.byteOrder
 		lines, err = queryAll(ctx, q, scanLine, `SELECT `+lineColumns+` FROM settlement_lines
-			WHERE report_date = $1 AND (`+charge+` > $2 OR (charge_id = $2 AND line_no > $3))
-			ORDER BY `+charge+`, line_no LIMIT $4`, date, after.ChargeID, after.LineNo, limit)
+			WHERE provider = $5 AND report_date = $1 AND (`+charge+` > $2 OR (charge_id = $2 AND line_no > $3))
+			ORDER BY `+charge+`, line_no LIMIT $4`, date, after.ChargeID, after.LineNo, limit, provider)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: settlement lines of %s: %w", date, err)
+		return nil, fmt.Errorf("store: settlement lines of %s at %s: %w", date, provider, err)
 	}
 	return lines, nil
 }
@@ -436,18 +459,18 @@ func (s *db) attemptsIn(ctx context.Context, provider, column string, values []s
 	return attempts, nil
 }
 
-func (s *db) ReportedCharges(ctx context.Context, from, to string, chargeIDs []string) ([]string, error) {
-	return s.reported(ctx, "charge_id", from, to, chargeIDs)
+func (s *db) ReportedCharges(ctx context.Context, provider, from, to string, chargeIDs []string) ([]string, error) {
+	return s.reported(ctx, provider, "charge_id", from, to, chargeIDs)
 }
 
-func (s *db) ReportedRefunds(ctx context.Context, from, to string, refundIDs []string) ([]string, error) {
-	return s.reported(ctx, "refund_id", from, to, refundIDs)
+func (s *db) ReportedRefunds(ctx context.Context, provider, from, to string, refundIDs []string) ([]string, error) {
+	return s.reported(ctx, provider, "refund_id", from, to, refundIDs)
 }
 
 // reported returns which of ids the column of a good staged line of the
-// report dates from to to holds.
-func (s *db) reported(ctx context.Context, column, from, to string, ids []string) ([]string, error) {
-	if err := errors.Join(validDate(from), validDate(to), checkBatch("ids", len(ids))); err != nil {
+// provider's report dates from to to holds.
+func (s *db) reported(ctx context.Context, provider, column, from, to string, ids []string) ([]string, error) {
+	if err := errors.Join(validBooks(provider, from), validDate(to), checkBatch("ids", len(ids))); err != nil {
 		return nil, fmt.Errorf("store: reported %s: %w", column, err)
 	}
 	if len(ids) == 0 {
@@ -460,8 +483,9 @@ func (s *db) reported(ctx context.Context, column, from, to string, ids []string
 			var id string
 			return id, r.Scan(&id)
 		}, `SELECT DISTINCT `+column+` FROM settlement_lines
-			WHERE report_date >= $1 AND report_date <= $2 AND problem = '' AND `+column+` IN (`+inList(3, len(ids))+`)
-			ORDER BY `+column, append([]any{from, to}, anys(ids)...)...)
+			WHERE provider = $1 AND report_date >= $2 AND report_date <= $3 AND problem = ''
+			AND `+column+` IN (`+inList(4, len(ids))+`)
+			ORDER BY `+column, append([]any{provider, from, to}, anys(ids)...)...)
 		return err
 	})
 	if err != nil {
@@ -470,8 +494,8 @@ func (s *db) reported(ctx context.Context, column, from, to string, ids []string
 	return found, nil
 }
 
-func (s *db) RefundLines(ctx context.Context, date string, after LineCursor, limit int) ([]SettlementLine, error) {
-	if err := validDate(date); err != nil {
+func (s *db) RefundLines(ctx context.Context, provider, date string, after LineCursor, limit int) ([]SettlementLine, error) {
+	if err := validBooks(provider, date); err != nil {
 		return nil, fmt.Errorf("store: refund lines: %w", err)
 	}
 	if limit <= 0 || limit > MaxSettlementBatch {
@@ -482,12 +506,12 @@ func (s *db) RefundLines(ctx context.Context, date string, after LineCursor, lim
 		var err error
 		refund := `refund_id` + s.d.byteOrder
 		lines, err = queryAll(ctx, q, scanLine, `SELECT `+lineColumns+` FROM settlement_lines
-			WHERE report_date = $1 AND refund_id <> '' AND (`+refund+` > $2 OR (refund_id = $2 AND line_no > $3))
-			ORDER BY `+refund+`, line_no LIMIT $4`, date, after.RefundID, after.LineNo, limit)
+			WHERE provider = $5 AND report_date = $1 AND refund_id <> '' AND (`+refund+` > $2 OR (refund_id = $2 AND line_no > $3))
+			ORDER BY `+refund+`, line_no LIMIT $4`, date, after.RefundID, after.LineNo, limit, provider)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: refund lines of %s: %w", date, err)
+		return nil, fmt.Errorf("store: refund lines of %s at %s: %w", date, provider, err)
 	}
 	return lines, nil
 }
@@ -587,8 +611,8 @@ func scanLateCharge(r rows) (RecordedLateCharge, error) {
 const exceptionColumns = `seq, kind, charge_id, merchant_reference, order_id, attempt_key, line_no,
 	reported_minor, reported_currency, expected_minor, expected_currency, detail, refund_id, refund_key`
 
-func (s *db) AddSettlementExceptions(ctx context.Context, date, runID string, exceptions []SettlementException) error {
-	if err := errors.Join(validDate(date), checkBatch("exceptions", len(exceptions))); err != nil {
+func (s *db) AddSettlementExceptions(ctx context.Context, provider, date, runID string, exceptions []SettlementException) error {
+	if err := errors.Join(validBooks(provider, date), checkBatch("exceptions", len(exceptions))); err != nil {
 		return fmt.Errorf("store: add settlement exceptions: %w", err)
 	}
 	for _, e := range exceptions {
@@ -603,15 +627,15 @@ func (s *db) AddSettlementExceptions(ctx context.Context, date, runID string, ex
 	}
 	err := s.txs.inTx(ctx, true, func(q querier) error {
 		for _, e := range exceptions {
-			_, err := q.exec(ctx, `INSERT INTO settlement_exceptions (report_date, run_id, `+exceptionColumns+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-				ON CONFLICT (report_date, run_id, seq) DO UPDATE SET
+			_, err := q.exec(ctx, `INSERT INTO settlement_exceptions (provider, report_date, run_id, `+exceptionColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+				ON CONFLICT (provider, report_date, run_id, seq) DO UPDATE SET
 				kind = excluded.kind, charge_id = excluded.charge_id, merchant_reference = excluded.merchant_reference,
 				order_id = excluded.order_id, attempt_key = excluded.attempt_key, line_no = excluded.line_no,
 				reported_minor = excluded.reported_minor, reported_currency = excluded.reported_currency,
 				expected_minor = excluded.expected_minor, expected_currency = excluded.expected_currency,
 				detail = excluded.detail, refund_id = excluded.refund_id, refund_key = excluded.refund_key`,
-				date, runID, e.Seq, string(e.Kind), e.ChargeID, e.MerchantReference, e.OrderID, e.AttemptKey, e.LineNo,
+				provider, date, runID, e.Seq, string(e.Kind), e.ChargeID, e.MerchantReference, e.OrderID, e.AttemptKey, e.LineNo,
 				e.ReportedMinor, e.ReportedCurrency, e.ExpectedMinor, e.ExpectedCurrency, e.Detail, e.RefundID, e.RefundKey)
 			if err != nil {
 				return err
@@ -620,13 +644,13 @@ func (s *db) AddSettlementExceptions(ctx context.Context, date, runID string, ex
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: add settlement exceptions of %s: %w", date, err)
+		return fmt.Errorf("store: add settlement exceptions of %s at %s: %w", date, provider, err)
 	}
 	return nil
 }
 
 func (s *db) FinishSettlementRun(ctx context.Context, run SettlementRun) error {
-	switch err := validDate(run.Date); {
+	switch err := validBooks(run.Provider, run.Date); {
 	case err != nil:
 		return fmt.Errorf("store: finish settlement run: %w", err)
 	case run.RunID == "":
@@ -644,29 +668,30 @@ func (s *db) FinishSettlementRun(ctx context.Context, run SettlementRun) error {
 	}
 	err = s.txs.inTx(ctx, true, func(q querier) error {
 		stored, err := queryOne(ctx, q, scanInt64,
-			`SELECT count(*) FROM settlement_exceptions WHERE report_date = $1 AND run_id = $2`, run.Date, run.RunID)
+			`SELECT count(*) FROM settlement_exceptions WHERE provider = $1 AND report_date = $2 AND run_id = $3`,
+			run.Provider, run.Date, run.RunID)
 		if err != nil {
 			return err
 		}
 		if stored != int64(run.Exceptions) {
 			return fmt.Errorf("the run counts %s but %d are stored", chargeonce.Plural(run.Exceptions, "exception"), stored)
 		}
-		if _, err := q.exec(ctx, `DELETE FROM settlement_exceptions WHERE report_date = $1 AND run_id <> $2`, run.Date, run.RunID); err != nil {
+		if _, err := q.exec(ctx, `DELETE FROM settlement_exceptions WHERE provider = $1 AND report_date = $2 AND run_id <> $3`,
+			run.Provider, run.Date, run.RunID); err != nil {
 			return err
 		}
-		_, err = q.exec(ctx, `INSERT INTO settlement_runs (report_date, run_id, status, lines, matched, awaiting, exceptions,
-				totals, grace_days, finished_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-			ON CONFLICT (report_date) DO UPDATE SET
+		_, err = q.exec(ctx, `INSERT INTO settlement_runs (`+runColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (provider, report_date) DO UPDATE SET
 			run_id = excluded.run_id, status = excluded.status, lines = excluded.lines, matched = excluded.matched,
 			awaiting = excluded.awaiting, exceptions = excluded.exceptions, totals = excluded.totals,
 			grace_days = excluded.grace_days, finished_at = excluded.finished_at`,
-			run.Date, run.RunID, string(run.Status), run.Lines, run.Matched, run.Awaiting, run.Exceptions,
+			run.Provider, run.Date, run.RunID, string(run.Status), run.Lines, run.Matched, run.Awaiting, run.Exceptions,
 			string(totals), run.GraceDays, s.t(run.FinishedAt))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store: finish settlement run of %s: %w", run.Date, err)
+		return fmt.Errorf("store: finish settlement run of %s at %s: %w", run.Date, run.Provider, err)
 	}
 	return nil
 }
@@ -678,14 +703,15 @@ func nonNilTotals(t []SettlementTotal) []SettlementTotal {
 	return t
 }
 
-func (s *db) SettlementRun(ctx context.Context, date string) (SettlementRun, error) {
-	if err := validDate(date); err != nil {
+func (s *db) SettlementRun(ctx context.Context, provider, date string) (SettlementRun, error) {
+	if err := validBooks(provider, date); err != nil {
 		return SettlementRun{}, fmt.Errorf("store: settlement run: %w", err)
 	}
 	var run SettlementRun
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
-		run, err = queryOne(ctx, q, scanRun, `SELECT `+runColumns+` FROM settlement_runs WHERE report_date = $1`, date)
+		run, err = queryOne(ctx, q, scanRun, `SELECT `+runColumns+` FROM settlement_runs
+			WHERE provider = $1 AND report_date = $2`, provider, date)
 		if err != nil {
 			return err
 		}
@@ -695,12 +721,12 @@ func (s *db) SettlementRun(ctx context.Context, date string) (SettlementRun, err
 		return err
 	})
 	if err != nil {
-		return SettlementRun{}, fmt.Errorf("store: settlement run of %s: %w", date, err)
+		return SettlementRun{}, fmt.Errorf("store: settlement run of %s at %s: %w", date, provider, err)
 	}
 	return run, nil
 }
 
-const runColumns = `report_date, run_id, status, lines, matched, awaiting, exceptions, totals, grace_days, finished_at`
+const runColumns = `provider, report_date, run_id, status, lines, matched, awaiting, exceptions, totals, grace_days, finished_at`
 
 // countByKind sets the ByKind of runs, read in q's transaction, from the
 // stored exceptions of each run's RunID.
@@ -716,28 +742,30 @@ func countByKind(ctx context.Context, q querier, runs []SettlementRun) error {
 		if i > 0 {
 			match.WriteString(" OR ")
 		}
-		fmt.Fprintf(&match, "(report_date = $%d AND run_id = $%d)", 2*i+1, 2*i+2)
-		args = append(args, run.Date, run.RunID)
+		fmt.Fprintf(&match, "(provider = $%d AND report_date = $%d AND run_id = $%d)", 3*i+1, 3*i+2, 3*i+3)
+		args = append(args, run.Provider, run.Date, run.RunID)
 	}
+	type books struct{ provider, date string }
 	type count struct {
-		date, kind string
-		n          int
+		books
+		kind string
+		n    int
 	}
 	counts, err := queryAll(ctx, q, func(r rows) (count, error) {
 		var c count
-		return c, r.Scan(&c.date, &c.kind, &c.n)
-	}, `SELECT report_date, kind, count(*) FROM settlement_exceptions WHERE `+match.String()+`
-		GROUP BY report_date, kind`, args...)
+		return c, r.Scan(&c.provider, &c.date, &c.kind, &c.n)
+	}, `SELECT provider, report_date, kind, count(*) FROM settlement_exceptions WHERE `+match.String()+`
+		GROUP BY provider, report_date, kind`, args...)
 	if err != nil {
 		return err
 	}
-	byDate := make(map[string]map[chargeonce.ExceptionKind]int, len(runs))
+	byBooks := make(map[books]map[chargeonce.ExceptionKind]int, len(runs))
 	for i := range runs {
 		runs[i].ByKind = make(map[chargeonce.ExceptionKind]int)
-		byDate[runs[i].Date] = runs[i].ByKind
+		byBooks[books{runs[i].Provider, runs[i].Date}] = runs[i].ByKind
 	}
 	for _, c := range counts {
-		byDate[c.date][chargeonce.ExceptionKind(c.kind)] = c.n
+		byBooks[c.books][chargeonce.ExceptionKind(c.kind)] = c.n
 	}
 	return nil
 }
@@ -749,7 +777,7 @@ func scanRun(r rows) (SettlementRun, error) {
 		totals   string
 		finished timestamp
 	)
-	if err := r.Scan(&run.Date, &run.RunID, &status, &run.Lines, &run.Matched, &run.Awaiting, &run.Exceptions,
+	if err := r.Scan(&run.Provider, &run.Date, &run.RunID, &status, &run.Lines, &run.Matched, &run.Awaiting, &run.Exceptions,
 		&totals, &run.GraceDays, &finished); err != nil {
 		return SettlementRun{}, err
 	}
@@ -761,8 +789,8 @@ func scanRun(r rows) (SettlementRun, error) {
 	return run, nil
 }
 
-func (s *db) SettlementExceptions(ctx context.Context, date string, limit int) ([]SettlementException, error) {
-	if err := validDate(date); err != nil {
+func (s *db) SettlementExceptions(ctx context.Context, provider, date string, limit int) ([]SettlementException, error) {
+	if err := validBooks(provider, date); err != nil {
 		return nil, fmt.Errorf("store: settlement exceptions: %w", err)
 	}
 	if limit <= 0 || limit > MaxSettlementBatch {
@@ -772,12 +800,12 @@ func (s *db) SettlementExceptions(ctx context.Context, date string, limit int) (
 	err := s.txs.inTx(ctx, false, func(q querier) error {
 		var err error
 		exceptions, err = queryAll(ctx, q, scanException, `SELECT `+exceptionColumns+` FROM settlement_exceptions e
-			JOIN settlement_runs r ON r.report_date = e.report_date AND r.run_id = e.run_id
-			WHERE e.report_date = $1 ORDER BY e.seq LIMIT $2`, date, limit)
+			JOIN settlement_runs r ON r.provider = e.provider AND r.report_date = e.report_date AND r.run_id = e.run_id
+			WHERE e.provider = $1 AND e.report_date = $2 ORDER BY e.seq LIMIT $3`, provider, date, limit)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: settlement exceptions of %s: %w", date, err)
+		return nil, fmt.Errorf("store: settlement exceptions of %s at %s: %w", date, provider, err)
 	}
 	return exceptions, nil
 }

@@ -38,7 +38,7 @@ func storedAttempt(t *testing.T, s store.Store, key string) store.ReportedAttemp
 }
 
 func line(no int, chargeID string, gross int64) store.SettlementLine {
-	return store.SettlementLine{Date: day, LineNo: no, BalanceTransactionID: fmt.Sprintf("txn_%d", no), Created: base,
+	return store.SettlementLine{Provider: chargeonce.DefaultProvider, Date: day, LineNo: no, BalanceTransactionID: fmt.Sprintf("txn_%d", no), Created: base,
 		ChargeID: chargeID, MerchantReference: "ref-" + chargeID, Category: "charge", Gross: gross, Net: gross, Currency: "TRY"}
 }
 
@@ -46,7 +46,7 @@ func TestStore_SettlementLinesPageByChargeID(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
 		ctx := context.Background()
-		malformed := store.SettlementLine{Date: day, LineNo: 5, Problem: "gross is not an amount", Raw: "x,y"}
+		malformed := store.SettlementLine{Provider: chargeonce.DefaultProvider, Date: day, LineNo: 5, Problem: "gross is not an amount", Raw: "x,y"}
 		want := []store.SettlementLine{malformed, line(3, "ch_a", 100), line(6, "ch_a", 100), line(2, "ch_b", 200), line(4, "ch_c", 300)}
 		require.NoError(t, s.AddSettlementLines(ctx, []store.SettlementLine{want[3], want[1], want[4], want[0], want[2]}))
 		for i := range want[1:] {
@@ -56,7 +56,7 @@ func TestStore_SettlementLinesPageByChargeID(t *testing.T) {
 		var got []store.SettlementLine
 		after := store.LineCursor{}
 		for {
-			page, err := s.SettlementLines(ctx, day, after, 2)
+			page, err := s.SettlementLines(ctx, chargeonce.DefaultProvider, day, after, 2)
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break
@@ -67,15 +67,15 @@ func TestStore_SettlementLinesPageByChargeID(t *testing.T) {
 		}
 		require.Equal(t, want, got)
 
-		reported, err := s.ReportedCharges(ctx, day, day, []string{"ch_a", "ch_z", "ch_c"})
+		reported, err := s.ReportedCharges(ctx, chargeonce.DefaultProvider, day, day, []string{"ch_a", "ch_z", "ch_c"})
 		require.NoError(t, err)
 		require.Equal(t, []string{"ch_a", "ch_c"}, reported)
-		none, err := s.ReportedCharges(ctx, "2026-03-15", "2026-03-16", []string{"ch_a"})
+		none, err := s.ReportedCharges(ctx, chargeonce.DefaultProvider, "2026-03-15", "2026-03-16", []string{"ch_a"})
 		require.NoError(t, err)
 		require.Empty(t, none)
 
-		require.NoError(t, s.ClearSettlementLines(ctx, day))
-		page, err := s.SettlementLines(ctx, day, store.LineCursor{}, 10)
+		require.NoError(t, s.ClearSettlementLines(ctx, chargeonce.DefaultProvider, day))
+		page, err := s.SettlementLines(ctx, chargeonce.DefaultProvider, day, store.LineCursor{}, 10)
 		require.NoError(t, err)
 		require.Empty(t, page)
 	})
@@ -177,36 +177,36 @@ func TestStore_FinishingARunReplacesThePreviousOne(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
 		ctx := context.Background()
-		_, err := s.SettlementRun(ctx, day)
+		_, err := s.SettlementRun(ctx, chargeonce.DefaultProvider, day)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
 		firstRun := []store.SettlementException{exception(1, chargeonce.ExceptionUnknownCharge), exception(2, chargeonce.ExceptionAmountMismatch)}
-		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-1", firstRun))
-		run := store.SettlementRun{Date: day, RunID: "run-1", Status: store.SettlementFinal, Lines: 3, Matched: 2, Exceptions: 2,
+		require.NoError(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "run-1", firstRun))
+		run := store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: day, RunID: "run-1", Status: store.SettlementFinal, Lines: 3, Matched: 2, Exceptions: 2,
 			Totals: []store.SettlementTotal{{Currency: "TRY", Lines: 3, Gross: 300, Fee: 9, Net: 291}}, GraceDays: 2, FinishedAt: base}
 		require.NoError(t, s.FinishSettlementRun(ctx, run))
 
 		// A run that dies half way leaves exceptions that are not the date's.
-		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-2", []store.SettlementException{exception(1, chargeonce.ExceptionDuplicateLine)}))
-		got, err := s.SettlementRun(ctx, day)
+		require.NoError(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "run-2", []store.SettlementException{exception(1, chargeonce.ExceptionDuplicateLine)}))
+		got, err := s.SettlementRun(ctx, chargeonce.DefaultProvider, day)
 		require.NoError(t, err)
 		run.FinishedAt = stored(base)
 		run.ByKind = map[chargeonce.ExceptionKind]int{chargeonce.ExceptionUnknownCharge: 1, chargeonce.ExceptionAmountMismatch: 1}
 		require.Equal(t, run, got)
-		listed, err := s.SettlementExceptions(ctx, day, 10)
+		listed, err := s.SettlementExceptions(ctx, chargeonce.DefaultProvider, day, 10)
 		require.NoError(t, err)
 		require.Equal(t, firstRun, listed)
 
 		// The rerun replaces the result, and leaves no row of the others.
 		rerun := []store.SettlementException{exception(1, chargeonce.ExceptionMissingInReport)}
-		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-3", rerun))
-		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Date: day, RunID: "run-3", Status: store.SettlementProvisional,
+		require.NoError(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "run-3", rerun))
+		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: day, RunID: "run-3", Status: store.SettlementProvisional,
 			Exceptions: 1, Awaiting: 1, FinishedAt: base}))
-		listed, err = s.SettlementExceptions(ctx, day, 10)
+		listed, err = s.SettlementExceptions(ctx, chargeonce.DefaultProvider, day, 10)
 		require.NoError(t, err)
 		require.Equal(t, rerun, listed)
 		require.Equal(t, int64(1), rawCount(t, dsn, `SELECT count(*) FROM settlement_exceptions`))
-		got, err = s.SettlementRun(ctx, day)
+		got, err = s.SettlementRun(ctx, chargeonce.DefaultProvider, day)
 		require.NoError(t, err)
 		require.Equal(t, store.SettlementProvisional, got.Status)
 		require.Equal(t, []store.SettlementTotal{}, got.Totals)
@@ -217,7 +217,7 @@ func TestStore_BadSettlementInputIsRefusedAndChangesNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		s := openStore(t, dsn)
 		ctx := context.Background()
-		good := store.SettlementRun{Date: day, RunID: "r", Status: store.SettlementFinal, FinishedAt: base}
+		good := store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: day, RunID: "r", Status: store.SettlementFinal, FinishedAt: base}
 		badRuns := map[string]store.SettlementRun{
 			"bad date":          {Date: "2026-02-30", RunID: "r", Status: store.SettlementFinal, FinishedAt: base},
 			"no run id":         {Date: day, Status: store.SettlementFinal, FinishedAt: base},
@@ -229,12 +229,12 @@ func TestStore_BadSettlementInputIsRefusedAndChangesNothing(t *testing.T) {
 		for name, run := range badRuns {
 			require.Error(t, s.FinishSettlementRun(ctx, run), name)
 		}
-		require.Error(t, s.AddSettlementExceptions(ctx, day, "r", []store.SettlementException{{Seq: 1, Kind: "lost", Detail: "x"}}))
-		require.Error(t, s.AddSettlementExceptions(ctx, day, "r", []store.SettlementException{{Seq: 0, Kind: chargeonce.ExceptionDuplicateLine, Detail: "x"}}))
-		require.Error(t, s.AddSettlementExceptions(ctx, day, "r", []store.SettlementException{{Seq: 1, Kind: chargeonce.ExceptionDuplicateLine}}))
-		require.Error(t, s.AddSettlementLines(ctx, []store.SettlementLine{{Date: day, LineNo: 1}}))
+		require.Error(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "r", []store.SettlementException{{Seq: 1, Kind: "lost", Detail: "x"}}))
+		require.Error(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "r", []store.SettlementException{{Seq: 0, Kind: chargeonce.ExceptionDuplicateLine, Detail: "x"}}))
+		require.Error(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "r", []store.SettlementException{{Seq: 1, Kind: chargeonce.ExceptionDuplicateLine}}))
+		require.Error(t, s.AddSettlementLines(ctx, []store.SettlementLine{{Provider: chargeonce.DefaultProvider, Date: day, LineNo: 1}}))
 		require.Error(t, s.AddSettlementLines(ctx, make([]store.SettlementLine, store.MaxSettlementBatch+1)))
-		_, err := s.SettlementLines(ctx, day, store.LineCursor{}, 0)
+		_, err := s.SettlementLines(ctx, chargeonce.DefaultProvider, day, store.LineCursor{}, 0)
 		require.Error(t, err)
 		_, err = s.SucceededAttempts(ctx, chargeonce.DefaultProvider, base, base, "", store.MaxSettlementBatch+1)
 		require.Error(t, err)
@@ -263,7 +263,7 @@ func TestStore_SettlementPagesOrderChargeIDsByteByByte(t *testing.T) {
 		after := store.LineCursor{}
 		afterCharge := ""
 		for range ids {
-			page, err := s.SettlementLines(ctx, day, after, 1)
+			page, err := s.SettlementLines(ctx, chargeonce.DefaultProvider, day, after, 1)
 			require.NoError(t, err)
 			require.Len(t, page, 1)
 			gotLines = append(gotLines, page[0].ChargeID)
@@ -298,7 +298,7 @@ func TestStore_RefundLinesAndSucceededRefundsPageByRefundID(t *testing.T) {
 		var got []store.SettlementLine
 		after := store.LineCursor{}
 		for {
-			page, err := s.RefundLines(ctx, day, after, 3)
+			page, err := s.RefundLines(ctx, chargeonce.DefaultProvider, day, after, 3)
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break
@@ -308,7 +308,7 @@ func TestStore_RefundLinesAndSucceededRefundsPageByRefundID(t *testing.T) {
 			after = store.LineCursor{RefundID: last.RefundID, LineNo: last.LineNo}
 		}
 		require.Equal(t, want, got, "the charge line is no refund's")
-		reported, err := s.ReportedRefunds(ctx, day, day, []string{"re_c", "re_z", "re_a"})
+		reported, err := s.ReportedRefunds(ctx, chargeonce.DefaultProvider, day, day, []string{"re_c", "re_z", "re_a"})
 		require.NoError(t, err)
 		require.Equal(t, []string{"re_a", "re_c"}, reported)
 
@@ -372,10 +372,10 @@ func TestStore_LateChargesAndRefundExceptionsReadBack(t *testing.T) {
 
 		e := store.SettlementException{Seq: 1, Kind: chargeonce.ExceptionLateChargeRefunded, ChargeID: "ch_late", OrderID: o.ID,
 			RefundKey: refund.Key, RefundID: "re_1", Detail: "refunded"}
-		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-1", []store.SettlementException{e}))
-		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Date: day, RunID: "run-1", Status: store.SettlementFinal,
+		require.NoError(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "run-1", []store.SettlementException{e}))
+		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: day, RunID: "run-1", Status: store.SettlementFinal,
 			Exceptions: 1, FinishedAt: base}))
-		got, err := s.SettlementExceptions(ctx, day, 10)
+		got, err := s.SettlementExceptions(ctx, chargeonce.DefaultProvider, day, 10)
 		require.NoError(t, err)
 		require.Equal(t, []store.SettlementException{e}, got)
 	})
@@ -390,11 +390,119 @@ func TestStore_EveryExceptionKindIsStored(t *testing.T) {
 		for i, k := range chargeonce.ExceptionKinds {
 			all = append(all, exception(i+1, k))
 		}
-		require.NoError(t, s.AddSettlementExceptions(ctx, day, "run-1", all))
-		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Date: day, RunID: "run-1", Status: store.SettlementFinal,
+		require.NoError(t, s.AddSettlementExceptions(ctx, chargeonce.DefaultProvider, day, "run-1", all))
+		require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Provider: chargeonce.DefaultProvider, Date: day, RunID: "run-1", Status: store.SettlementFinal,
 			Exceptions: len(all), FinishedAt: base}))
-		listed, err := s.SettlementExceptions(ctx, day, store.MaxSettlementBatch)
+		listed, err := s.SettlementExceptions(ctx, chargeonce.DefaultProvider, day, store.MaxSettlementBatch)
 		require.NoError(t, err)
 		require.Equal(t, all, listed)
+	})
+}
+
+// Two providers' books of one date are apart: each has its own staged
+// lines, its own run and exceptions, and its own resolutions, so that
+// settling one provider's report neither replaces nor reads the other's.
+func TestStore_EachProvidersBooksOfADayAreApart(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		const other = "backup"
+		alpha, beta := line(2, "ch_a", 100), line(2, "ch_backup_a", 300)
+		beta.Provider = other
+		require.NoError(t, s.AddSettlementLines(ctx, []store.SettlementLine{alpha, beta}))
+		for provider, want := range map[string]store.SettlementLine{chargeonce.DefaultProvider: alpha, other: beta} {
+			got, err := s.SettlementLines(ctx, provider, day, store.LineCursor{}, 10)
+			require.NoError(t, err)
+			want.Created = stored(want.Created)
+			require.Equal(t, []store.SettlementLine{want}, got, "the same line number at %s", provider)
+		}
+		reported, err := s.ReportedCharges(ctx, other, day, day, []string{"ch_a", "ch_backup_a"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"ch_backup_a"}, reported, "the other provider's report does not show the charge")
+
+		finish := func(provider, runID string, exceptions ...store.SettlementException) {
+			t.Helper()
+			require.NoError(t, s.AddSettlementExceptions(ctx, provider, day, runID, exceptions))
+			require.NoError(t, s.FinishSettlementRun(ctx, store.SettlementRun{Provider: provider, Date: day, RunID: runID,
+				Status: store.SettlementFinal, Lines: 1, Exceptions: len(exceptions), FinishedAt: base}))
+		}
+		finish(chargeonce.DefaultProvider, "run-a", exception(1, chargeonce.ExceptionUnknownCharge))
+		finish(other, "run-b", exception(1, chargeonce.ExceptionMissingInReport), exception(2, chargeonce.ExceptionAmountMismatch))
+		// A rerun of the first provider's day keeps the other's exceptions.
+		finish(chargeonce.DefaultProvider, "run-a2", exception(1, chargeonce.ExceptionDuplicateLine))
+		listed, err := s.SettlementExceptions(ctx, other, day, 10)
+		require.NoError(t, err)
+		require.Len(t, listed, 2)
+		run, err := s.SettlementRun(ctx, other, day)
+		require.NoError(t, err)
+		require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionMissingInReport: 1, chargeonce.ExceptionAmountMismatch: 1}, run.ByKind)
+		require.NoError(t, s.ClearSettlementLines(ctx, chargeonce.DefaultProvider, day))
+		left, err := s.SettlementLines(ctx, other, day, store.LineCursor{}, 10)
+		require.NoError(t, err)
+		require.Len(t, left, 1, "clearing one provider's report keeps the other's")
+
+		runs, err := s.SettlementRuns(ctx, 10)
+		require.NoError(t, err)
+		var names []string
+		for _, r := range runs {
+			names = append(names, r.Provider+" "+r.Date)
+		}
+		require.Equal(t, []string{other + " " + day, chargeonce.DefaultProvider + " " + day}, names)
+		require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionDuplicateLine: 1}, runs[1].ByKind)
+
+		// One exception id, resolved at one provider, is open at the other.
+		id := store.ExceptionID(day, exception(1, chargeonce.ExceptionUnknownCharge))
+		_, created, err := s.ResolveException(ctx, store.ExceptionResolution{Provider: other, Date: day, ExceptionID: id,
+			Note: "Found the customer.", KeyID: "key_1", At: base})
+		require.NoError(t, err)
+		require.True(t, created)
+		mine, err := s.ExceptionResolutions(ctx, chargeonce.DefaultProvider, day)
+		require.NoError(t, err)
+		require.Empty(t, mine)
+		theirs, err := s.ExceptionResolutions(ctx, other, day)
+		require.NoError(t, err)
+		require.Contains(t, theirs, id)
+
+		_, err = s.SettlementRun(ctx, "", day)
+		require.ErrorContains(t, err, "the provider is missing")
+		require.ErrorContains(t, s.AddSettlementLines(ctx, []store.SettlementLine{{Date: day, LineNo: 2}}), "the provider is missing")
+	})
+}
+
+// TestStore_MigrationGivesTheSettledBooksToTheDefaultProvider migrates a
+// database of version 15, when one provider's books were settled, to the
+// current schema: its lines, run, exceptions and resolutions are the
+// default provider's, and the other providers' books of the day are empty.
+func TestStore_MigrationGivesTheSettledBooksToTheDefaultProvider(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		_, at := schemaAt(t, dsn, 15)
+		rawExec(t, dsn, `INSERT INTO settlement_lines (report_date, line_no, balance_transaction_id, charge_id, merchant_reference,
+				reporting_category, gross_minor, fee_minor, net_minor, currency, problem, raw)
+			VALUES ($1, 2, 'txn_2', 'ch_a', 'ref-ch_a', 'charge', 100, 0, 100, 'TRY', '', '')`, day)
+		rawExec(t, dsn, `INSERT INTO settlement_exceptions (report_date, run_id, seq, kind, charge_id, merchant_reference, order_id,
+				attempt_key, line_no, reported_minor, reported_currency, expected_minor, expected_currency, detail)
+			VALUES ($1, 'run-1', 1, 'unknown_charge', 'ch_a', 'ref-ch_a', 0, '', 2, 100, 'TRY', 0, '', 'Find the customer.')`, day)
+		rawExec(t, dsn, `INSERT INTO settlement_runs (report_date, run_id, status, lines, matched, awaiting, exceptions, totals, grace_days, finished_at)
+			VALUES ($1, 'run-1', 'final', 1, 0, 0, 1, '[]', 2, $2)`, day, at)
+		rawExec(t, dsn, `INSERT INTO settlement_resolutions (report_date, exception_id, note, key_id, key_name, resolved_at)
+			VALUES ($1, '0123456789abcdef', 'Refunded by hand.', 'key_1', 'ops', $2)`, day, at)
+
+		s := openStore(t, dsn)
+		ctx := context.Background()
+		lines, err := s.SettlementLines(ctx, chargeonce.DefaultProvider, day, store.LineCursor{}, 10)
+		require.NoError(t, err)
+		require.Len(t, lines, 1)
+		require.Equal(t, chargeonce.DefaultProvider, lines[0].Provider)
+		run, err := s.SettlementRun(ctx, chargeonce.DefaultProvider, day)
+		require.NoError(t, err)
+		require.Equal(t, map[chargeonce.ExceptionKind]int{chargeonce.ExceptionUnknownCharge: 1}, run.ByKind)
+		resolved, err := s.ExceptionResolutions(ctx, chargeonce.DefaultProvider, day)
+		require.NoError(t, err)
+		require.Contains(t, resolved, "0123456789abcdef")
+		_, err = s.SettlementRun(ctx, "backup", day)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		// Every new row names its provider: the column has no default.
+		require.Error(t, rawExecErr(t, dsn, `INSERT INTO settlement_runs (report_date, run_id, status, lines, matched, awaiting,
+				exceptions, totals, grace_days, finished_at) VALUES ('2026-03-15', 'run-2', 'final', 0, 0, 0, 0, '[]', 2, $1)`, at))
 	})
 }

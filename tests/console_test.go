@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/api/console"
 	"chargeonce/api/wire"
 	"chargeonce/fakeprovider"
@@ -171,7 +172,7 @@ func TestConsole_OperatorResolvesAnExceptionAndRefundsAnOrderInABrowser(t *testi
 	b.do(chromedp.Navigate(base + "/settlements/" + today))
 	require.Contains(t, b.text(`#exception-`+exceptionID+` .resolution`), "Resolved by dev stack")
 	require.Equal(t, note, b.text(`#exception-`+exceptionID+` .note`), "the note is shown as it was written")
-	resolutions, err := s.store.ExceptionResolutions(t.Context(), today)
+	resolutions, err := s.store.ExceptionResolutions(t.Context(), chargeonce.DefaultProvider, today)
 	require.NoError(t, err)
 	require.Equal(t, note, resolutions[exceptionID].Note)
 

@@ -438,7 +438,7 @@ func checkEveryRunReplays(t *testing.T, dev *devProcess, dataDir, paidOrderID st
 	open, err := temporal.DescribeWorkflowExecution(t.Context(), workflows.RefundWorkflowID(pending["id"].(string)), "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, open.GetWorkflowExecutionInfo().GetStatus())
-	schedule := temporal.ScheduleClient().GetHandle(t.Context(), worker.SettlementScheduleID)
+	schedule := temporal.ScheduleClient().GetHandle(t.Context(), worker.SettlementScheduleID(chargeonce.DefaultProvider))
 	require.NoError(t, schedule.Trigger(t.Context(), client.ScheduleTriggerOptions{}), "the worker created the schedule at its first start")
 
 	// Visibility lags the runs a little, and the daily settlement starts
@@ -590,13 +590,14 @@ func checkWebUIListsTheWorkflow(t *testing.T, dev *devProcess, orderID, key, run
 }
 
 // checkWebUIListsTheSettlementSchedule requires the Web UI's Schedules page
-// to list the daily settlement schedule, which the dev stack's worker
-// creates.
+// to list the daily settlement schedule of the first provider, which the
+// dev stack's worker creates.
 func checkWebUIListsTheSettlementSchedule(t *testing.T, dev *devProcess) {
 	t.Helper()
 	render := webUIRenderer(t)
 	page := dev.ui + "/namespaces/" + temporalserver.DefaultNamespace + "/schedules"
+	id := worker.SettlementScheduleID(chargeonce.DefaultProvider)
 	require.Eventually(t, func() bool {
-		return strings.Contains(render(page), worker.SettlementScheduleID)
-	}, time.Minute, time.Second, "%s lists %s", page, worker.SettlementScheduleID)
+		return strings.Contains(render(page), id)
+	}, time.Minute, time.Second, "%s lists %s", page, id)
 }

@@ -79,23 +79,42 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 		require.Contains(t, s.metrics(t), `chargeonce_checkout_failovers_total{provider="default",reason="provider_trouble"} 1`)
 	})
 
-	// Each provider's books are its own: the first provider's report is
+	// Each provider's books are its own: each provider's report is
 	// matched against the attempts sent to it alone, so the payment that
-	// the backup took is neither awaited in that report nor taken for one
-	// of its charges.
-	t.Run("the first provider's books", func(t *testing.T) {
+	// the backup took is neither awaited in the first provider's report
+	// nor taken for one of its charges, and the backup's own report
+	// balances it.
+	t.Run("each provider's books", func(t *testing.T) {
 		id := s.createOrder(t, "25.00", "TRY")
 		require.Equal(t, http.StatusOK, s.checkout(t, id, "tok_visa").status)
 		paid := s.order(t, id).Attempts[0]
 		require.Equal(t, first, paid.Provider)
+		date := paid.Requests[0].At.UTC().Format(time.DateOnly)
 
-		run := s.runSettlement(t, paid.Requests[0].At.UTC().Format(time.DateOnly))
+		run := s.runSettlement(t, date)
 
+		require.Equal(t, first, run.Provider)
 		require.Equal(t, "final", run.Status, "%+v", run)
 		require.Zero(t, run.Awaiting, "the backup's charge is not the first provider's to report")
 		require.Empty(t, run.ExceptionCounts)
 		require.Positive(t, run.Matched)
 		require.Equal(t, run.Lines, run.Matched)
+
+		backup := s.runSettlementAt(t, stack.BackupName, date)
+
+		require.Equal(t, stack.BackupName, backup.Provider)
+		require.Equal(t, "final", backup.Status, "%+v", backup)
+		require.Empty(t, backup.ExceptionCounts, "%+v", backup)
+		require.Zero(t, backup.Awaiting)
+		require.Positive(t, backup.Matched, "the payments that moved to the backup are in its report")
+		require.Equal(t, backup.Lines, backup.Matched)
+		again := s.runSettlement(t, date)
+		require.Equal(t, run.Matched, again.Matched, "settling the backup's books leaves the first provider's as they were")
+
+		res, err := s.send(http.MethodPost, "/api/settlements/"+date+"/run?provider=nowhere", "{}")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, res.status, "%s", res.body)
+		require.Contains(t, string(res.body), `payments are not routed to \"nowhere\"`)
 	})
 
 	// Neither a card's decline nor an unknown outcome ever moves a payment.

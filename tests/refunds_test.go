@@ -165,7 +165,6 @@ func TestRefund_SucceedsInPartsAndTheKeyRulesHold(t *testing.T) {
 	stored, _, err := s.store.StartRefund(t.Context(), store.NewRefund{
 		OrderID: legacyOrder, Reason: legacy.Reason, Origin: chargeonce.RefundByMerchant, Key: uuid.NewString(),
 		ReferencePrefix: "shop", RequestKey: legacy.RequestKey, RequestFingerprint: legacy.Fingerprint(), Now: time.Now().Add(-time.Hour),
-		Provider: chargeonce.DefaultProvider,
 	})
 	require.NoError(t, err)
 	_, err = s.store.SettleRefund(t.Context(), stored.Key, chargeonce.RefundSucceeded, "re_legacy", "", time.Now())

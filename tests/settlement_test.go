@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 
+	"chargeonce"
 	"chargeonce/fakeprovider"
 	"chargeonce/internal/syncbuf"
 	"chargeonce/store"
@@ -26,6 +28,7 @@ import (
 
 // settlementView is GET /api/settlements/{date}, as far as these tests read it.
 type settlementView struct {
+	Provider        string         `json:"provider"`
 	Date            string         `json:"date"`
 	Status          string         `json:"status"`
 	Lines           int            `json:"lines"`
@@ -41,7 +44,18 @@ type settlementView struct {
 
 func (s *checkoutStack) runSettlement(t *testing.T, date string) settlementView {
 	t.Helper()
-	res, err := s.send(http.MethodPost, "/api/settlements/"+date+"/run", "{}")
+	return s.runSettlementAt(t, "", date)
+}
+
+// runSettlementAt settles the date of the provider named by ?provider=,
+// or of the default one when provider is empty.
+func (s *checkoutStack) runSettlementAt(t *testing.T, provider, date string) settlementView {
+	t.Helper()
+	path := "/api/settlements/" + date + "/run"
+	if provider != "" {
+		path += "?provider=" + provider
+	}
+	res, err := s.send(http.MethodPost, path, "{}")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
 	var v settlementView
@@ -70,28 +84,35 @@ func TestSettlement_APIRunFindsAPlantedChargeAndARerunDuplicatesNothing(t *testi
 	require.Equal(t, planted.ID, first.Exceptions[0].ChargeID)
 	require.Contains(t, first.Exceptions[0].Detail, "which no payment attempt made: find the customer and refund charge "+planted.ID)
 
-	resp, err := s.temporal.QueryWorkflow(context.Background(), workflows.SettlementWorkflowID(today), "", "__temporal_workflow_metadata")
+	resp, err := s.temporal.QueryWorkflow(context.Background(), workflows.SettlementWorkflowID(chargeonce.DefaultProvider, today), "", "__temporal_workflow_metadata")
 	require.NoError(t, err)
 	var meta sdkpb.WorkflowMetadata
 	require.NoError(t, resp.Get(&meta))
-	require.Equal(t, fmt.Sprintf("Settled %s final: 2 lines, 1 matched, 0 awaiting their report, 1 exception (unknown_charge 1).", today), meta.GetCurrentDetails())
+	require.Equal(t, fmt.Sprintf("Settled default %s final: 2 lines, 1 matched, 0 awaiting their report, 1 exception (unknown_charge 1).", today), meta.GetCurrentDetails())
 
 	rerun := s.runSettlement(t, today)
 	require.Equal(t, first, rerun)
 	metrics := s.metrics(t)
-	require.Contains(t, metrics, `chargeonce_settlement_exceptions{kind="unknown_charge"} 1`)
+	require.Contains(t, metrics, `chargeonce_settlement_exceptions{kind="unknown_charge",provider="default"} 1`)
 	require.Contains(t, metrics, `chargeonce_alerts_total{alert="unknown_charge"} 2`, "one alert per run that found it")
 	require.Contains(t, logs.String(), "alert=unknown_charge")
 }
 
-// The worker creates the daily schedule at start and a second start finds
-// it and updates it; a day the schedule missed is settled by a backfill,
-// which runs the day's action as if it had been due then.
+// The worker creates each provider's daily schedule at start and a second
+// start finds it and updates it, and deletes the one schedule from before
+// each provider had its own; a day the schedule missed is settled by a
+// backfill, which runs the day's action as if it had been due then.
 func TestSettlement_ScheduleIsCreatedOnceAndAMissedDayIsCaughtUp(t *testing.T) {
 	s := startCheckoutStack(t, checkoutStackConfig{})
 	ctx := context.Background()
+	// The one schedule from before, as a worker of that version left it.
+	_, err := s.temporal.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: "chargeonce-daily-settlement",
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 24 * time.Hour}}},
+		Action: &client.ScheduleWorkflowAction{ID: "settlement-daily", Workflow: workflows.DailySettlementWorkflow,
+			Args: []any{workflows.DailySettlementInput{}}, TaskQueue: chargeonce.TaskQueue}})
+	require.NoError(t, err)
 	// What the second worker's start does.
-	require.NoError(t, worker.EnsureSettlementSchedule(ctx, s.temporal, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(t, worker.EnsureSettlementSchedules(ctx, s.temporal, []string{chargeonce.DefaultProvider}, slog.New(slog.NewTextHandler(io.Discard, nil))))
 
 	var ids []string
 	require.Eventually(t, func() bool {
@@ -103,10 +124,9 @@ func TestSettlement_ScheduleIsCreatedOnceAndAMissedDayIsCaughtUp(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, entry.ID)
 		}
-		return len(ids) > 0
-	}, 20*time.Second, 100*time.Millisecond, "the schedule is listed")
-	require.Equal(t, []string{worker.SettlementScheduleID}, ids)
-	handle := s.temporal.ScheduleClient().GetHandle(ctx, worker.SettlementScheduleID)
+		return slices.Equal(ids, []string{worker.SettlementScheduleID(chargeonce.DefaultProvider)})
+	}, 20*time.Second, 100*time.Millisecond, "the provider's schedule is listed, and the one from before is gone")
+	handle := s.temporal.ScheduleClient().GetHandle(ctx, worker.SettlementScheduleID(chargeonce.DefaultProvider))
 	desc, err := handle.Describe(ctx)
 	require.NoError(t, err)
 	require.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, desc.Schedule.Policy.Overlap)
@@ -141,12 +161,12 @@ func TestSettlement_ScheduleIsCreatedOnceAndAMissedDayIsCaughtUp(t *testing.T) {
 	require.NoError(t, daily.Get(ctx, &res))
 	require.Equal(t, []string{missed, due.AddDate(0, 0, -2).Format(time.DateOnly), due.AddDate(0, 0, -3).Format(time.DateOnly)}, res.Dates,
 		"the day before the one due, then the grace period's days, newest first")
-	require.True(t, strings.HasPrefix(daily.GetID(), "settlement-daily-"), daily.GetID())
-	run, err := s.store.SettlementRun(ctx, missed)
+	require.True(t, strings.HasPrefix(daily.GetID(), "settlement-daily-default-"), daily.GetID())
+	run, err := s.store.SettlementRun(ctx, chargeonce.DefaultProvider, missed)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"unknown_charge": 1}, kindsOf(run))
 	for _, date := range res.Dates[1:] {
-		run, err := s.store.SettlementRun(ctx, date)
+		run, err := s.store.SettlementRun(ctx, chargeonce.DefaultProvider, date)
 		require.NoError(t, err, date)
 		require.Zero(t, run.Exceptions, date)
 	}

@@ -35,13 +35,15 @@ type Config struct {
 	// Routing, when set, names every provider the worker reaches, which
 	// must be every provider the API routes payments to; Provider is then
 	// unused. Its first provider is the default: the provider of the
-	// payments stored before payments named theirs, and the one whose
-	// settlement reports the worker reads.
+	// payments stored before payments named theirs. The worker reads each
+	// provider's settlement reports at the provider's URL, except on
+	// Stripe's own API (see SettlementURL).
 	Routing *routing.Table
-	// SettlementURL is the base URL of the provider's settlement reports;
-	// empty means Provider.URL, except on Stripe's own API, which publishes
-	// its reports through its Reporting API, which chargeonce does not
-	// read: no settlement runs there.
+	// SettlementURL is the base URL of the one provider's settlement
+	// reports, for a worker without a Routing; empty means Provider.URL,
+	// except on Stripe's own API, which publishes its reports through its
+	// Reporting API, which chargeonce does not read: no settlement runs
+	// there.
 	SettlementURL string
 	// SettlementGraceDays is the settlement's grace period, 0 or more
 	// (Deps.SettlementGraceDays).
@@ -74,10 +76,12 @@ type Prepared struct {
 	cfg       Config
 	settings  []dialect.Settings
 	providers provider.Registry
-	reports   *settlement.Client
+	// reports read each provider's settlement reports, by its name; a
+	// provider without reports is not settled.
+	reports map[string]*settlement.Client
 }
 
-// Prepare checks cfg and builds the worker's clients of the provider: the
+// Prepare checks cfg and builds the worker's clients of each provider: the
 // port behind its circuit breakers and the reader of its settlement
 // reports, each on an HTTP client with a timeout. It connects to nothing,
 // so that a bad setting is reported before the process waits for Temporal
@@ -101,6 +105,7 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 		return nil, err
 	}
 	ports := make(map[string]provider.Port, len(settings))
+	reports := make(map[string]*settlement.Client, len(settings))
 	for _, pc := range settings {
 		port, err := dialect.New(dialect.Config{Settings: pc, Logger: logger})
 		if err != nil && cfg.Routing != nil {
@@ -110,15 +115,17 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 		ports[pc.NameOrDefault()] = port
+		r, err := settlementReports(cfg.SettlementURL, pc, logger)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			reports[pc.NameOrDefault()] = r
+		}
 	}
-	pc := settings[0]
-	providers, err := provider.NewRegistry(ports, pc.NameOrDefault())
+	providers, err := provider.NewRegistry(ports, settings[0].NameOrDefault())
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
-	}
-	reports, err := settlementReports(cfg.SettlementURL, pc.URL, logger)
-	if err != nil {
-		return nil, err
 	}
 	return &Prepared{cfg: cfg, settings: settings, providers: providers, reports: reports}, nil
 }
@@ -133,7 +140,7 @@ func (p *Prepared) Providers() []dialect.Settings {
 // default first: the routing's, or the one of Provider.
 func (cfg Config) providers() ([]dialect.Settings, error) {
 	if cfg.Routing != nil {
-		if cfg.Provider != (dialect.Settings{}) {
+		if cfg.Provider != (dialect.Settings{}) || cfg.SettlementURL != "" {
 			return nil, errors.New("worker: a routing file names the providers; give no provider settings besides it")
 		}
 		var settings []dialect.Settings
@@ -155,14 +162,15 @@ func (cfg Config) providers() ([]dialect.Settings, error) {
 // settlementReports is the client of the provider's settlement reports at
 // reportsURL, or by default at the provider's URL; nil, with a warning, on
 // Stripe's own API, which publishes its reports in another way.
-func settlementReports(reportsURL, providerURL string, logger *slog.Logger) (*settlement.Client, error) {
+func settlementReports(reportsURL string, pc dialect.Settings, logger *slog.Logger) (*settlement.Client, error) {
 	u := reportsURL
 	if u == "" {
-		if providerURL == stripe.DefaultBaseURL {
-			logger.Warn("no daily settlement: Stripe publishes its settlement reports through its Reporting API, which chargeonce does not read; give --settlement-url to read reports in the provider contract's format")
+		if pc.URL == stripe.DefaultBaseURL {
+			logger.Warn("no daily settlement of this provider: Stripe publishes its settlement reports through its Reporting API, which chargeonce does not read; give --settlement-url to read reports in the provider contract's format",
+				"provider", pc.NameOrDefault())
 			return nil, nil
 		}
-		u = providerURL
+		u = pc.URL
 	}
 	// A report download is bounded like its activity, not by the provider
 	// timeout, which bounds one charge or lookup.

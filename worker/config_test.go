@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce"
 	"chargeonce/notify"
 	"chargeonce/provider/dialect"
+	"chargeonce/provider/routing"
 	"chargeonce/provider/stripe"
 	"chargeonce/workflows"
 )
@@ -45,8 +47,9 @@ func TestPrepare_EveryClientOfTheProviderHasATimeout(t *testing.T) {
 	_, err = port.Limits(context.Background())
 	require.Error(t, err)
 	require.Less(t, time.Since(began), 5*time.Second, "the provider timeout bounds a call without a deadline")
-	require.Equal(t, silent.URL, p.reports.BaseURL)
-	require.Equal(t, workflows.SettlementActivityTimeout, p.reports.HTTP.Timeout, "a report download is bounded like its activity")
+	reports := p.reports[chargeonce.DefaultProvider]
+	require.Equal(t, silent.URL, reports.BaseURL)
+	require.Equal(t, workflows.SettlementActivityTimeout, reports.HTTP.Timeout, "a report download is bounded like its activity")
 }
 
 func TestPrepare_RefusesBadSettingsNamingTheirFlags(t *testing.T) {
@@ -87,7 +90,7 @@ func TestSettlementReports_ReadTheProvidersReportsExceptOnStripesOwnAPI(t *testi
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			reports, err := settlementReports(tc.reportsURL, tc.provider, slog.New(slog.NewTextHandler(&logs, nil)))
+			reports, err := settlementReports(tc.reportsURL, dialect.Settings{URL: tc.provider}, slog.New(slog.NewTextHandler(&logs, nil)))
 			require.NoError(t, err)
 			if tc.want == "" {
 				require.Nil(t, reports)
@@ -98,4 +101,36 @@ func TestSettlementReports_ReadTheProvidersReportsExceptOnStripesOwnAPI(t *testi
 			require.Empty(t, logs.String())
 		})
 	}
+}
+
+// A worker given a routing file reads each provider's settlement reports at
+// the provider's own URL, except a provider on Stripe's own API, whose
+// books it does not settle; a settlement URL beside the file is refused,
+// as it would not say whose reports it holds.
+func TestPrepare_ReadsEachRoutedProvidersReports(t *testing.T) {
+	table, err := routing.Parse([]byte(`
+providers:
+  - name: alpha
+    dialect: ietf
+    url: http://127.0.0.1:8099
+  - name: beta
+    dialect: ietf
+    url: http://127.0.0.1:8098
+  - name: gamma
+    dialect: stripe
+    api_key: sk_test_123
+`), t.TempDir())
+	require.NoError(t, err)
+	cfg := validConfig("")
+	cfg.Provider, cfg.Routing = dialect.Settings{}, table
+
+	p, err := Prepare(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Len(t, p.reports, 2)
+	require.Equal(t, "http://127.0.0.1:8099", p.reports["alpha"].BaseURL)
+	require.Equal(t, "http://127.0.0.1:8098", p.reports["beta"].BaseURL)
+
+	cfg.SettlementURL = "http://reports.example"
+	_, err = Prepare(cfg, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, "worker: a routing file names the providers; give no provider settings besides it")
 }

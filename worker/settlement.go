@@ -8,6 +8,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -22,14 +23,25 @@ import (
 // midnight, or settled late, in a later day's report.
 const DefaultSettlementGraceDays = 2
 
-// SettlementScheduleID is the ID of the Temporal Schedule that settles every
-// day; the Web UI's Schedules page lists it.
-const SettlementScheduleID = "chargeonce-daily-settlement"
+// SettlementScheduleID is the ID of the Temporal Schedule that settles the
+// provider's books every day; the Web UI's Schedules page lists each
+// provider's.
+func SettlementScheduleID(provider string) string {
+	return oneScheduleID + "-" + provider
+}
 
-// settlementWorkflowID starts the IDs of the schedule's runs of
+// oneScheduleID is the ID of the one schedule that settled the default
+// provider's books before each provider had its own, and the start of
+// theirs. A worker deletes it at start (keepSettlementSchedules), as the
+// default provider's own schedule settles those books now.
+const oneScheduleID = "chargeonce-daily-settlement"
+
+// settlementWorkflowID starts the IDs of the provider's schedule's runs of
 // DailySettlementWorkflow, to which the schedule appends the time each was
 // due.
-const settlementWorkflowID = "settlement-daily"
+func settlementWorkflowID(provider string) string {
+	return "settlement-daily-" + provider
+}
 
 // SettlementCatchupWindow is how far back a schedule that could not run
 // (Temporal was down) still takes its missed actions when it comes back:
@@ -44,17 +56,16 @@ var settlementAt = client.ScheduleCalendarSpec{
 	Comment: "every day at 00:30 UTC",
 }
 
-// settlementSchedule is the schedule a worker wants. Its action carries no
-// grace period: each run asks the worker for its own, which its matching
-// applies too. EnsureSettlementSchedule puts it in the schedule at each
-// start, which also clears the grace period that schedules created before
-// carried in their argument.
-func settlementSchedule() (client.ScheduleSpec, *client.ScheduleWorkflowAction, client.SchedulePolicies) {
+// settlementSchedule is the schedule a worker wants for the provider's
+// books. Its action carries no grace period: each run asks the worker for
+// its own, which its matching applies too. ensureSettlementSchedule puts it
+// in the schedule at each start.
+func settlementSchedule(provider string) (client.ScheduleSpec, *client.ScheduleWorkflowAction, client.SchedulePolicies) {
 	spec := client.ScheduleSpec{Calendars: []client.ScheduleCalendarSpec{settlementAt}, TimeZoneName: "UTC"}
 	action := &client.ScheduleWorkflowAction{
-		ID:        settlementWorkflowID,
+		ID:        settlementWorkflowID(provider),
 		Workflow:  workflows.DailySettlementWorkflow,
-		Args:      []any{workflows.DailySettlementInput{}},
+		Args:      []any{workflows.DailySettlementInput{Provider: provider}},
 		TaskQueue: chargeonce.TaskQueue,
 	}
 	// A day's run that is still going when the next is due is not doubled:
@@ -63,27 +74,28 @@ func settlementSchedule() (client.ScheduleSpec, *client.ScheduleWorkflowAction, 
 	return spec, action, policies
 }
 
-// EnsureSettlementSchedule creates the daily settlement schedule, or updates
-// it to this worker's settings when it exists: every worker may call it at
-// start, and the schedule exists once.
-func EnsureSettlementSchedule(ctx context.Context, c client.Client, log *slog.Logger) error {
-	spec, action, policies := settlementSchedule()
+// ensureSettlementSchedule creates the provider's daily settlement
+// schedule, or updates it to this worker's settings when it exists: every
+// worker may call it at start, and the schedule exists once.
+func ensureSettlementSchedule(ctx context.Context, c client.Client, provider string, log *slog.Logger) error {
+	id := SettlementScheduleID(provider)
+	spec, action, policies := settlementSchedule(provider)
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:            SettlementScheduleID,
+		ID:            id,
 		Spec:          spec,
 		Action:        action,
 		Overlap:       policies.Overlap,
 		CatchupWindow: policies.CatchupWindow,
-		Note:          "Settles the provider's settlement report of each day: see GET /api/settlements/{date}.",
+		Note:          fmt.Sprintf("Settles the settlement report of each day of provider %s: see GET /api/settlements/{date}?provider=%s.", provider, provider),
 	})
 	if err == nil {
-		log.Info("settlement schedule created", "schedule", SettlementScheduleID)
+		log.Info("settlement schedule created", "schedule", id, "provider", provider)
 		return nil
 	}
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("worker: create the settlement schedule: %w", err)
+		return fmt.Errorf("worker: create the settlement schedule of %s: %w", provider, err)
 	}
-	err = c.ScheduleClient().GetHandle(ctx, SettlementScheduleID).Update(ctx, client.ScheduleUpdateOptions{
+	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			s := in.Description.Schedule
 			s.Spec, s.Action = &spec, action
@@ -95,34 +107,57 @@ func EnsureSettlementSchedule(ctx context.Context, c client.Client, log *slog.Lo
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("worker: update the settlement schedule: %w", err)
+		return fmt.Errorf("worker: update the settlement schedule of %s: %w", provider, err)
 	}
-	log.Info("settlement schedule updated", "schedule", SettlementScheduleID)
+	log.Info("settlement schedule updated", "schedule", id, "provider", provider)
 	return nil
 }
 
-// Bounds of keepSettlementSchedule's attempts.
+// EnsureSettlementSchedules creates or updates the daily settlement
+// schedule of each provider (ensureSettlementSchedule), then deletes the
+// one schedule from before each provider had its own: left, it would
+// settle the default provider's books a second time. Every worker calls it
+// at start (keepSettlementSchedules).
+func EnsureSettlementSchedules(ctx context.Context, c client.Client, providers []string, log *slog.Logger) error {
+	for _, p := range providers {
+		if err := ensureSettlementSchedule(ctx, c, p, log); err != nil {
+			return err
+		}
+	}
+	err := c.ScheduleClient().GetHandle(ctx, oneScheduleID).Delete(ctx)
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("worker: delete the settlement schedule %s, which each provider's replaces: %w", oneScheduleID, err)
+	}
+	log.Info("settlement schedule deleted: each provider's replaces it", "schedule", oneScheduleID)
+	return nil
+}
+
+// Bounds of keepSettlementSchedules' attempts.
 const (
 	scheduleCallTimeout = 30 * time.Second
 	scheduleRetryFirst  = time.Second
 	scheduleRetryMax    = time.Minute
 )
 
-// keepSettlementSchedule runs EnsureSettlementSchedule until it succeeds or
-// ctx ends. It runs beside the payments rather than before them: a Temporal
+// keepSettlementSchedules runs EnsureSettlementSchedules until it succeeds
+// or ctx ends. It runs beside the payments rather than before them: a Temporal
 // server that has just started serves workflows before its schedules, and
 // a worker that refused to start for the settlement would leave payments
 // waiting for the books.
-func keepSettlementSchedule(ctx context.Context, c client.Client, log *slog.Logger) {
+func keepSettlementSchedules(ctx context.Context, c client.Client, providers []string, log *slog.Logger) {
 	wait := scheduleRetryFirst
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, scheduleCallTimeout)
-		err := EnsureSettlementSchedule(callCtx, c, log)
+		err := EnsureSettlementSchedules(callCtx, c, providers, log)
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		log.Warn("the settlement schedule is not set yet; payments go on, and the worker tries again", "error", err, "retry_in", wait)
+		log.Warn("the settlement schedules are not set yet; payments go on, and the worker tries again", "error", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return

@@ -101,12 +101,12 @@ type Deps struct {
 	BuildID string
 	// Logger receives the story of every payment.
 	Logger *slog.Logger
-	// Reports downloads the default provider's settlement reports, which
-	// are matched against its attempts and refunds alone. When set, the
-	// worker runs the settlement workflows and creates or updates their
-	// daily schedule (EnsureSettlementSchedule, in the background);
-	// nil runs no settlement.
-	Reports *settlement.Client
+	// Reports download each provider's settlement reports, by its name;
+	// each provider's are matched against its attempts and refunds alone.
+	// For each, the worker runs the settlement workflows and creates or
+	// updates the provider's daily schedule (EnsureSettlementSchedules, in
+	// the background); none runs no settlement.
+	Reports map[string]*settlement.Client
 	// SettlementGraceDays is the settlement's grace period, in days, 0 or
 	// more: see DefaultSettlementGraceDays. It is the one setting of it: the
 	// matching activity applies it to every run of a date, however started,
@@ -209,13 +209,14 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	}
 	w := sdkworker.New(d.Client, chargeonce.TaskQueue, options)
 	workflows.Register(w, acts)
-	if d.Reports != nil {
+	settled := slices.Sorted(maps.Keys(d.Reports))
+	if len(settled) > 0 {
 		var settleMetrics *activities.SettlementMetrics
 		if d.Registerer != nil {
-			settleMetrics = activities.NewSettlementMetrics(d.Registerer)
+			settleMetrics = activities.NewSettlementMetrics(d.Registerer, settled...)
 		}
-		books, _ := d.Providers.Default()
-		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Provider: books, Store: d.Store,
+		def, _ := d.Providers.Default()
+		workflows.RegisterSettlement(w, &activities.Settlement{Reports: d.Reports, Default: def, Store: d.Store,
 			GraceDays: d.SettlementGraceDays, Logger: d.Logger, Metrics: settleMetrics})
 	}
 	if err := w.Start(); err != nil {
@@ -243,8 +244,8 @@ func Start(ctx context.Context, d Deps) (*Worker, error) {
 	}
 	wk.group.Go(func() { watch.run(bgCtx, capacityCheckEvery) })
 	wk.group.Go(func() { events.Run(bgCtx) })
-	if d.Reports != nil {
-		wk.group.Go(func() { keepSettlementSchedule(bgCtx, d.Client, d.Logger) })
+	if len(settled) > 0 {
+		wk.group.Go(func() { keepSettlementSchedules(bgCtx, d.Client, settled, d.Logger) })
 	}
 	return wk, nil
 }

@@ -136,17 +136,17 @@ func TestPayloads_KeepTheirJSONNames(t *testing.T) {
 
 		// The settlement: the daily schedule's argument, the workflows and
 		// their activities.
-		{"DailySettlementInput", workflows.DailySettlementInput{GraceDays: 2}, `{"GraceDays": 2}`},
+		{"DailySettlementInput", workflows.DailySettlementInput{Provider: "eu", GraceDays: 2}, `{"Provider": "eu", "GraceDays": 2}`},
 		{"DailySettlementResult", workflows.DailySettlementResult{Dates: []string{"2026-03-14"}}, `{"Dates": ["2026-03-14"]}`},
-		{"SettlementInput", workflows.SettlementInput{Date: "2026-03-14"}, `{"Date": "2026-03-14"}`},
-		{"SettlementResult", workflows.SettlementResult{Date: "2026-03-14", Status: store.SettlementFinal, Lines: 3, Matched: 2,
+		{"SettlementInput", workflows.SettlementInput{Provider: "eu", Date: "2026-03-14"}, `{"Provider": "eu", "Date": "2026-03-14"}`},
+		{"SettlementResult", workflows.SettlementResult{Provider: "eu", Date: "2026-03-14", Status: store.SettlementFinal, Lines: 3, Matched: 2,
 			Awaiting: 1, Exceptions: 1, ByKind: byKind, Totals: totals},
-			`{"Date": "2026-03-14", "Status": "final", "Lines": 3, "Matched": 2, "Awaiting": 1, "Exceptions": 1,
+			`{"Provider": "eu", "Date": "2026-03-14", "Status": "final", "Lines": 3, "Matched": 2, "Awaiting": 1, "Exceptions": 1,
 			"ByKind": {"unknown_charge": 1}, "Totals": ` + totalsJSON + `}`},
 		{"GracePeriodResult", activities.GracePeriodResult{Days: 2}, `{"Days": 2}`},
-		{"StageReportInput", activities.StageReportInput{Date: "2026-03-14"}, `{"Date": "2026-03-14"}`},
+		{"StageReportInput", activities.StageReportInput{Provider: "eu", Date: "2026-03-14"}, `{"Provider": "eu", "Date": "2026-03-14"}`},
 		{"StageReportResult", activities.StageReportResult{Lines: 3, Malformed: 1}, `{"Lines": 3, "Malformed": 1}`},
-		{"MatchReportInput", activities.MatchReportInput{Date: "2026-03-14", RunID: "run-1"}, `{"Date": "2026-03-14", "RunID": "run-1"}`},
+		{"MatchReportInput", activities.MatchReportInput{Provider: "eu", Date: "2026-03-14", RunID: "run-1"}, `{"Provider": "eu", "Date": "2026-03-14", "RunID": "run-1"}`},
 		{"MatchReportResult", activities.MatchReportResult{Status: store.SettlementFinal, Lines: 3, Matched: 2, Awaiting: 1,
 			Exceptions: 1, ByKind: byKind, Totals: totals},
 			`{"Status": "final", "Lines": 3, "Matched": 2, "Awaiting": 1, "Exceptions": 1,

@@ -19,10 +19,17 @@ import (
 	"chargeonce/store"
 )
 
-// SettlementWorkflowID is the workflow ID of the settlement of a report
-// date: one run per date at a time, and a rerun replaces its result.
-func SettlementWorkflowID(date string) string {
-	return "settlement-" + date
+// SettlementWorkflowID is the workflow ID of the settlement of a
+// provider's report date: one run per provider and date at a time, and a
+// rerun replaces its result. An empty provider is that of a run started
+// before each provider's books were settled apart, which settled the
+// default provider's under the ID of its date alone; a provider's name
+// starts with a letter and a date with a digit, so the two never meet.
+func SettlementWorkflowID(provider, date string) string {
+	if provider == "" {
+		return "settlement-" + date
+	}
+	return "settlement-" + provider + "-" + date
 }
 
 // ErrTypeBadSettlementInput: the settlement's input is malformed. Not
@@ -33,14 +40,19 @@ const ErrTypeBadSettlementInput = "BadSettlementInput"
 // earlier input that also carried GraceDays still decodes: JSON drops the
 // unknown field, and the worker's grace period applies.
 type SettlementInput struct {
+	// Provider names the provider whose report is settled. Empty, in the
+	// runs started before each provider's books were settled apart, means
+	// the worker's default provider (activities.Settlement.Default).
+	Provider string `json:"Provider,omitempty"`
 	// Date is the report date, as in 2026-03-14 (UTC).
 	Date string `json:"Date"`
 }
 
-// SettlementResult is what a settlement run found: its date, and the
-// activities.MatchReportResult that MatchReport recorded for it, field by
-// field.
+// SettlementResult is what a settlement run found: its provider and date,
+// and the activities.MatchReportResult that MatchReport recorded for it,
+// field by field.
 type SettlementResult struct {
+	Provider   string                           `json:"Provider,omitempty"`
 	Date       string                           `json:"Date"`
 	Status     store.SettlementStatus           `json:"Status"`
 	Lines      int                              `json:"Lines"`
@@ -51,10 +63,10 @@ type SettlementResult struct {
 	Totals     []store.SettlementTotal          `json:"Totals"`
 }
 
-// newSettlementResult is the result of the run of date whose MatchReport
+// newSettlementResult is the result of the run of in whose MatchReport
 // found m.
-func newSettlementResult(date string, m activities.MatchReportResult) SettlementResult {
-	return SettlementResult{Date: date, Status: m.Status, Lines: m.Lines, Matched: m.Matched, Awaiting: m.Awaiting,
+func newSettlementResult(in SettlementInput, m activities.MatchReportResult) SettlementResult {
+	return SettlementResult{Provider: in.Provider, Date: in.Date, Status: m.Status, Lines: m.Lines, Matched: m.Matched, Awaiting: m.Awaiting,
 		Exceptions: m.Exceptions, ByKind: m.ByKind, Totals: m.Totals}
 }
 
@@ -70,7 +82,11 @@ func (r SettlementResult) Summary() string {
 	if r.Exceptions > 0 {
 		found = fmt.Sprintf("%s (%s)", chargeonce.Plural(r.Exceptions, "exception"), strings.Join(kinds, ", "))
 	}
-	return fmt.Sprintf("%s %s: %s, %d matched, %d awaiting their report, %s", r.Date, r.Status, chargeonce.Plural(r.Lines, "line"), r.Matched, r.Awaiting, found)
+	books := r.Date
+	if r.Provider != "" {
+		books = r.Provider + " " + r.Date
+	}
+	return fmt.Sprintf("%s %s: %s, %d matched, %d awaiting their report, %s", books, r.Status, chargeonce.Plural(r.Lines, "line"), r.Matched, r.Awaiting, found)
 }
 
 // settlementActs names the settlement activities for ExecuteActivity; it is
@@ -107,10 +123,10 @@ var settlementActivityOptions = workflow.ActivityOptions{
 	},
 }
 
-// SettlementWorkflow settles one report date: StageReport downloads the
-// provider's report into the store, and MatchReport matches it against the
-// day's succeeded attempts and records the result, which replaces any
-// earlier run's. Its current details say what it is doing, and then what it
+// SettlementWorkflow settles one provider's report date: StageReport
+// downloads the provider's report into the store, and MatchReport matches
+// it against the day's succeeded attempts at that provider and records the
+// result, which replaces any earlier run's of the provider's date. Its current details say what it is doing, and then what it
 // found.
 func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementResult, error) {
 	if _, err := settlement.ParseDate(in.Date); err != nil {
@@ -119,30 +135,39 @@ func SettlementWorkflow(ctx workflow.Context, in SettlementInput) (SettlementRes
 			ErrTypeBadSettlementInput, nil)
 	}
 	ctx = workflow.WithActivityOptions(ctx, settlementActivityOptions)
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Downloading the settlement report of %s.", in.Date))
+	report := "the settlement report of " + in.Date
+	if in.Provider != "" {
+		report = in.Provider + "'s settlement report of " + in.Date
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Downloading %s.", report))
 	var staged activities.StageReportResult
-	if err := workflow.ExecuteActivity(ctx, settlementActs.StageReport, activities.StageReportInput{Date: in.Date}).Get(ctx, &staged); err != nil {
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be staged: %v", in.Date, err))
+	stage := activities.StageReportInput{Provider: in.Provider, Date: in.Date}
+	if err := workflow.ExecuteActivity(ctx, settlementActs.StageReport, stage).Get(ctx, &staged); err != nil {
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("%s could not be staged: %v", report, err))
 		return SettlementResult{}, err
 	}
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching the settlement report of %s: %s (%d malformed).", in.Date, chargeonce.Plural(staged.Lines, "line"), staged.Malformed))
-	match := activities.MatchReportInput{Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Matching %s: %s (%d malformed).", report, chargeonce.Plural(staged.Lines, "line"), staged.Malformed))
+	match := activities.MatchReportInput{Provider: in.Provider, Date: in.Date, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	var matched activities.MatchReportResult
 	if err := workflow.ExecuteActivity(ctx, settlementActs.MatchReport, match).Get(ctx, &matched); err != nil {
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("The settlement report of %s could not be matched: %v", in.Date, err))
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("%s could not be matched: %v", report, err))
 		return SettlementResult{}, err
 	}
-	res := newSettlementResult(in.Date, matched)
+	res := newSettlementResult(in, matched)
 	workflow.SetCurrentDetails(ctx, "Settled "+res.Summary()+".")
-	workflow.GetLogger(ctx).Info("settlement run finished", "date", in.Date, "status", res.Status,
+	workflow.GetLogger(ctx).Info("settlement run finished", "provider", in.Provider, "date", in.Date, "status", res.Status,
 		"matched", res.Matched, "awaiting", res.Awaiting, "exceptions", res.Exceptions)
 	return res, nil
 }
 
 // DailySettlementInput is the input of DailySettlementWorkflow, fixed in the
-// schedule's action. The worker's schedule passes it empty: the grace period
-// is the worker's (activities.Settlement.GraceDays).
+// schedule's action. The grace period is the worker's
+// (activities.Settlement.GraceDays).
 type DailySettlementInput struct {
+	// Provider names the provider whose books the run settles: each
+	// provider has a schedule of its own. Empty in the runs of the one
+	// schedule that settled the default provider's before.
+	Provider string `json:"Provider,omitempty"`
 	// GraceDays is the grace period that schedules created before
 	// changeWorkersGracePeriod passed. Only the runs started before that
 	// change read it, on replay; it goes with the gate.
@@ -191,9 +216,10 @@ func graceDays(ctx workflow.Context, in DailySettlementInput) (int, error) {
 // a backfill that runs later.
 var scheduledStartTime = temporal.NewSearchAttributeKeyTime("TemporalScheduledStartTime")
 
-// DailySettlementWorkflow is the schedule's action. For the day before the
-// time it was due (its own time when it was not scheduled) it runs
-// SettlementWorkflow as a child, with the date's workflow ID, and so again
+// DailySettlementWorkflow is the action of a provider's schedule. For the
+// day before the time it was due (its own time when it was not scheduled)
+// it runs SettlementWorkflow of its provider as a child, with the
+// provider's date's workflow ID, and so again
 // for each of the worker's grace period's days before it, newest first:
 // their runs become final once the grace period is over, and a day that the
 // schedule skipped is settled by the next day's run. A date whose
@@ -212,14 +238,14 @@ func DailySettlementWorkflow(ctx workflow.Context, in DailySettlementInput) (Dai
 	for back := range max(grace, 0) + 1 {
 		date := day.AddDate(0, 0, -back).Format(settlement.DateLayout)
 		child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            SettlementWorkflowID(date),
+			WorkflowID:            SettlementWorkflowID(in.Provider, date),
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		})
-		err := workflow.ExecuteChildWorkflow(child, SettlementWorkflow, SettlementInput{Date: date}).Get(ctx, nil)
+		err := workflow.ExecuteChildWorkflow(child, SettlementWorkflow, SettlementInput{Provider: in.Provider, Date: date}).Get(ctx, nil)
 		var running *temporal.ChildWorkflowExecutionAlreadyStartedError
 		switch {
 		case errors.As(err, &running):
-			workflow.GetLogger(ctx).Info("settlement already running; left to that run", "date", date)
+			workflow.GetLogger(ctx).Info("settlement already running; left to that run", "provider", in.Provider, "date", date)
 		case err != nil:
 			return res, err
 		default:
@@ -229,12 +255,12 @@ func DailySettlementWorkflow(ctx workflow.Context, in DailySettlementInput) (Dai
 	return res, nil
 }
 
-// RunSettlement starts the SettlementWorkflow of in.Date, or joins the one
-// running for that date, and returns the run: a run of a date settled
-// before replaces its result.
+// RunSettlement starts the SettlementWorkflow of in.Provider's in.Date, or
+// joins the one running for them, and returns the run: a run of a date
+// settled before replaces its result.
 func RunSettlement(ctx context.Context, c client.Client, in SettlementInput) (client.WorkflowRun, error) {
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       SettlementWorkflowID(in.Date),
+		ID:                       SettlementWorkflowID(in.Provider, in.Date),
 		TaskQueue:                chargeonce.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,

@@ -38,19 +38,20 @@ func TestSettlementWorkflow_StagesThenMatchesUnderItsRunID(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	s := &activities.Settlement{}
 	env.RegisterActivity(s)
-	env.OnActivity(s.StageReport, mock.Anything, activities.StageReportInput{Date: "2026-03-14"}).
+	env.OnActivity(s.StageReport, mock.Anything, activities.StageReportInput{Provider: "backup", Date: "2026-03-14"}).
 		Return(activities.StageReportResult{Lines: 3}, nil).Once()
 	var match activities.MatchReportInput
 	env.OnActivity(s.MatchReport, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
 		match = args.Get(1).(activities.MatchReportInput)
 	}).Return(activities.MatchReportResult{Status: "final", Lines: 3, Matched: 3}, nil).Once()
 
-	env.ExecuteWorkflow(workflows.SettlementWorkflow, workflows.SettlementInput{Date: "2026-03-14"})
+	env.ExecuteWorkflow(workflows.SettlementWorkflow, workflows.SettlementInput{Provider: "backup", Date: "2026-03-14"})
 
 	require.NoError(t, env.GetWorkflowError())
 	var res workflows.SettlementResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, "2026-03-14 final: 3 lines, 3 matched, 0 awaiting their report, no exceptions", res.Summary())
+	require.Equal(t, "backup 2026-03-14 final: 3 lines, 3 matched, 0 awaiting their report, no exceptions", res.Summary())
+	require.Equal(t, "backup", match.Provider)
 	require.Equal(t, "2026-03-14", match.Date)
 	require.NotEmpty(t, match.RunID)
 }
@@ -58,7 +59,8 @@ func TestSettlementWorkflow_StagesThenMatchesUnderItsRunID(t *testing.T) {
 // dailyRun runs DailySettlementWorkflow on a worker whose grace period is
 // graceDays, as the schedule's backfill of the action due at 00:30 on
 // 2026-03-15 would, long after, and returns the dates it settled and how
-// often it asked the worker for the grace period.
+// often it asked the worker for the grace period. Each date is settled for
+// the input's provider, under that provider's date's workflow ID.
 func dailyRun(t *testing.T, graceDays int, in workflows.DailySettlementInput, setup func(*testsuite.TestWorkflowEnvironment)) ([]string, int) {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
@@ -66,7 +68,10 @@ func dailyRun(t *testing.T, graceDays int, in workflows.DailySettlementInput, se
 	workflows.RegisterSettlement(env, &activities.Settlement{GraceDays: graceDays})
 	var settled []string
 	env.OnWorkflow(workflows.SettlementWorkflow, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-		settled = append(settled, args.Get(1).(workflows.SettlementInput).Date)
+		child := args.Get(1).(workflows.SettlementInput)
+		require.Equal(t, in.Provider, child.Provider)
+		require.Equal(t, workflows.SettlementWorkflowID(in.Provider, child.Date), workflow.GetInfo(args.Get(0).(workflow.Context)).WorkflowExecution.ID)
+		settled = append(settled, child.Date)
 	}).Return(workflows.SettlementResult{}, nil)
 	asked := 0
 	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
@@ -92,10 +97,18 @@ func dailyRun(t *testing.T, graceDays int, in workflows.DailySettlementInput, se
 }
 
 func TestDailySettlementWorkflow_SettlesTheDayBeforeItWasDueThenTheWorkersGraceDays(t *testing.T) {
-	dates, asked := dailyRun(t, 2, workflows.DailySettlementInput{}, nil)
+	dates, asked := dailyRun(t, 2, workflows.DailySettlementInput{Provider: "backup"}, nil)
 
 	require.Equal(t, []string{"2026-03-14", "2026-03-13", "2026-03-12"}, dates)
 	require.Equal(t, 1, asked)
+}
+
+// Each provider's settlement of a date has an ID of its own; the runs of
+// the one schedule from before, which named no provider, keep the date's.
+func TestSettlementWorkflowID_IsEachProvidersOwn(t *testing.T) {
+	require.Equal(t, "settlement-backup-2026-03-14", workflows.SettlementWorkflowID("backup", "2026-03-14"))
+	require.Equal(t, "settlement-default-2026-03-14", workflows.SettlementWorkflowID("default", "2026-03-14"))
+	require.Equal(t, "settlement-2026-03-14", workflows.SettlementWorkflowID("", "2026-03-14"))
 }
 
 // A schedule created before the grace period became the worker's alone

@@ -193,10 +193,10 @@ func Start(ctx context.Context, opts Options, dir string) (*Env, error) {
 	}
 	e.Activities = &activities.Activities{Providers: providers, Store: st, Logger: logger}
 	e.Settlement = &activities.Settlement{
-		Reports:  &settlement.Client{BaseURL: e.srv.URL, HTTP: &http.Client{Transport: e.transports[1]}},
-		Provider: e.providerName,
-		Store:    st,
-		Logger:   logger,
+		Reports: map[string]*settlement.Client{e.providerName: {BaseURL: e.srv.URL, HTTP: &http.Client{Transport: e.transports[1]}}},
+		Default: e.providerName,
+		Store:   st,
+		Logger:  logger,
 	}
 	return e, nil
 }
@@ -405,7 +405,6 @@ func (e *Env) CreateRefund(ctx context.Context, orderID, minor int64, createdAt 
 		RequestKey:         requestKey.String(),
 		RequestFingerprint: fmt.Sprintf("%x", sha256.Sum256([]byte(requestKey.String()))),
 		Now:                createdAt,
-		Provider:           e.providerName,
 	})
 	if err != nil {
 		return chargeonce.RefundIntent{}, err

@@ -49,14 +49,24 @@ func esc(r *http.Request, name string) string { return url.PathEscape(r.PathValu
 
 func backToOrder(r *http.Request) string { return Path + "/orders/" + esc(r, "id") }
 
-// backToDay is the settlement day the form names, or the list of days.
+// backToDay is the settlement day of the provider that the form names, or
+// the list of days.
 func backToDay(form url.Values) string {
 	if d := form.Get("date"); d != "" {
 		if _, err := time.Parse(time.DateOnly, d); err == nil {
-			return Path + "/settlements/" + d
+			return Path + "/settlements/" + d + ofProvider(form)
 		}
 	}
 	return Path + "/settlements"
+}
+
+// ofProvider is the query that names the provider of the form's
+// settlement, or none for the default one's.
+func ofProvider(form url.Values) string {
+	if p := form.Get("provider"); p != "" {
+		return "?" + url.Values{"provider": {p}}.Encode()
+	}
+	return ""
 }
 
 var actions = []action{
@@ -87,17 +97,17 @@ var actions = []action{
 	{
 		pattern: "/settlements/{date}/exceptions/{id}/resolve", title: "Resolution",
 		route: func(r *http.Request) string {
-			return "/api/settlements/" + esc(r, "date") + "/exceptions/" + esc(r, "id") + "/resolve"
+			return "/api/settlements/" + esc(r, "date") + "/exceptions/" + esc(r, "id") + "/resolve" + ofProvider(r.PostForm)
 		},
 		body: func(f url.Values) any { return wire.ResolveExceptionRequest{Note: f.Get("note")} },
 		back: func(r *http.Request) string {
-			return Path + "/settlements/" + esc(r, "date") + "#exception-" + esc(r, "id")
+			return Path + "/settlements/" + esc(r, "date") + ofProvider(r.PostForm) + "#exception-" + esc(r, "id")
 		},
 	},
 	{
 		pattern: "/settlements/run", title: "Settlement run",
 		route: func(r *http.Request) string {
-			return "/api/settlements/" + url.PathEscape(r.PostForm.Get("date")) + "/run"
+			return "/api/settlements/" + url.PathEscape(r.PostForm.Get("date")) + "/run" + ofProvider(r.PostForm)
 		},
 		body: func(url.Values) any { return wire.SettlementRunRequest{} },
 		back: func(r *http.Request) string { return backToDay(r.PostForm) },

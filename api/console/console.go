@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"chargeonce"
 	"chargeonce/internal/apikey"
 	"chargeonce/store"
 )
@@ -69,6 +70,10 @@ type Config struct {
 	WebUI string
 	// Namespace is the Temporal namespace of the workflows.
 	Namespace string
+	// Providers names the providers whose books are settled, the default
+	// first: a settlement day names no provider is the default's. Empty
+	// means chargeonce.DefaultProvider alone.
+	Providers []string
 	// Logger receives what goes wrong; nil discards.
 	Logger *slog.Logger
 }
@@ -79,6 +84,7 @@ type Console struct {
 	act       func(w http.ResponseWriter, r *http.Request, key apikey.Record)
 	webUI     string
 	namespace string
+	providers []string
 	log       *slog.Logger
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -108,8 +114,12 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	providers := cfg.Providers
+	if len(providers) == 0 {
+		providers = []string{chargeonce.DefaultProvider}
+	}
 	c := &Console{store: cfg.Store, act: cfg.Act, webUI: strings.TrimSuffix(cfg.WebUI, "/"), namespace: cfg.Namespace,
-		log: cfg.Logger, pages: pages, mux: http.NewServeMux()}
+		providers: providers, log: cfg.Logger, pages: pages, mux: http.NewServeMux()}
 	c.routes()
 	return c, nil
 }

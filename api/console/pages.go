@@ -65,8 +65,9 @@ type overviewData struct {
 }
 
 type openException struct {
-	Date string
-	ID   string
+	Provider string
+	Date     string
+	ID       string
 	store.SettlementException
 }
 
@@ -125,8 +126,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *visit) {
 	c.render(w, r, http.StatusOK, "overview", v, "Overview", d)
 }
 
-// openExceptions returns the first limit unresolved exceptions of the
-// recent report dates, newest date first, and how many there are.
+// openExceptions returns the first limit unresolved exceptions of every
+// provider's recent report dates, newest date first, and how many there
+// are.
 func (c *Console) openExceptions(r *http.Request, limit int) ([]openException, int, error) {
 	runs, err := c.store.SettlementRuns(r.Context(), settlementDays)
 	if err != nil {
@@ -135,7 +137,7 @@ func (c *Console) openExceptions(r *http.Request, limit int) ([]openException, i
 	var open []openException
 	count := 0
 	for _, run := range runs {
-		days, err := c.exceptionsOf(r, run.Date)
+		days, err := c.exceptionsOf(r, run.Provider, run.Date)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -145,7 +147,7 @@ func (c *Console) openExceptions(r *http.Request, limit int) ([]openException, i
 			}
 			count++
 			if len(open) < limit {
-				open = append(open, openException{Date: run.Date, ID: e.ID, SettlementException: e.SettlementException})
+				open = append(open, openException{Provider: run.Provider, Date: run.Date, ID: e.ID, SettlementException: e.SettlementException})
 			}
 		}
 	}
@@ -160,12 +162,12 @@ type exception struct {
 	Resolution *store.ExceptionResolution
 }
 
-func (c *Console) exceptionsOf(r *http.Request, date string) ([]exception, error) {
-	list, err := c.store.SettlementExceptions(r.Context(), date, maxExceptions)
+func (c *Console) exceptionsOf(r *http.Request, provider, date string) ([]exception, error) {
+	list, err := c.store.SettlementExceptions(r.Context(), provider, date, maxExceptions)
 	if err != nil {
 		return nil, err
 	}
-	resolved, err := c.store.ExceptionResolutions(r.Context(), date)
+	resolved, err := c.store.ExceptionResolutions(r.Context(), provider, date)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +419,7 @@ func (c *Console) settlements(w http.ResponseWriter, r *http.Request, v *visit) 
 	}
 	rows := make([]settlementRow, len(runs))
 	for i, run := range runs {
-		list, err := c.exceptionsOf(r, run.Date)
+		list, err := c.exceptionsOf(r, run.Provider, run.Date)
 		if err != nil {
 			c.failRead(w, r, v, err)
 			return
@@ -430,7 +432,7 @@ func (c *Console) settlements(w http.ResponseWriter, r *http.Request, v *visit) 
 		}
 	}
 	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
-	c.render(w, r, http.StatusOK, "settlements", v, "Settlement days", map[string]any{"Runs": rows, "Yesterday": yesterday})
+	c.render(w, r, http.StatusOK, "settlements", v, "Settlement days", map[string]any{"Runs": rows, "Yesterday": yesterday, "Providers": c.providers})
 }
 
 type dayData struct {
@@ -439,15 +441,22 @@ type dayData struct {
 	Open       int
 }
 
+// settlementDay shows one provider's settlement of a date: the provider
+// of ?provider=, or the default one.
 func (c *Console) settlementDay(w http.ResponseWriter, r *http.Request, v *visit) {
 	date := r.PathValue("date")
 	if _, err := time.Parse(time.DateOnly, date); err != nil {
 		c.renderError(w, r, v, http.StatusNotFound, "There is no settlement day "+date+": dates are written as 2026-03-14.")
 		return
 	}
-	run, err := c.store.SettlementRun(r.Context(), date)
+	provider := cmp.Or(r.URL.Query().Get("provider"), c.providers[0])
+	if chargeonce.CheckProviderName(provider) != nil {
+		c.renderError(w, r, v, http.StatusNotFound, "There is no provider "+strconv.Quote(provider)+".")
+		return
+	}
+	run, err := c.store.SettlementRun(r.Context(), provider, date)
 	if errors.Is(err, store.ErrNotFound) {
-		c.renderError(w, r, v, http.StatusNotFound, "The report of "+date+" was not matched yet.")
+		c.renderError(w, r, v, http.StatusNotFound, "The report of "+date+" of provider "+provider+" was not matched yet.")
 		return
 	}
 	if err != nil {
@@ -455,7 +464,7 @@ func (c *Console) settlementDay(w http.ResponseWriter, r *http.Request, v *visit
 		return
 	}
 	d := dayData{Run: run}
-	if d.Exceptions, err = c.exceptionsOf(r, date); err != nil {
+	if d.Exceptions, err = c.exceptionsOf(r, provider, date); err != nil {
 		c.failRead(w, r, v, err)
 		return
 	}
@@ -464,7 +473,7 @@ func (c *Console) settlementDay(w http.ResponseWriter, r *http.Request, v *visit
 			d.Open++
 		}
 	}
-	c.render(w, r, http.StatusOK, "settlement", v, "Settlement of "+date, d)
+	c.render(w, r, http.StatusOK, "settlement", v, "Settlement of "+provider+" "+date, d)
 }
 
 func (c *Console) endpoints(w http.ResponseWriter, r *http.Request, v *visit) {

@@ -103,9 +103,13 @@ type CheckoutAnswer struct {
 }
 
 // Settlement is the body of GET /api/settlements/{date}, and of a POST
-// /api/settlements/{date}/run that finished in time.
+// /api/settlements/{date}/run that finished in time: one provider's books
+// of the date.
 type Settlement struct {
-	Date string `json:"date"`
+	// Provider names the provider whose report was matched: each
+	// provider's books are settled on their own.
+	Provider string `json:"provider"`
+	Date     string `json:"date"`
 	// Status is provisional while succeeded attempts await their report
 	// line within the grace period, final otherwise.
 	Status     string            `json:"status"`
@@ -167,7 +171,8 @@ type ResolveExceptionRequest struct {
 // the resolve route answers it and a settlement's exception shows it.
 type ExceptionResolution struct {
 	ExceptionID string `json:"exceptionId"`
-	// Date is the report date of the exception.
+	// Provider and Date name the provider's settlement of the exception.
+	Provider   string    `json:"provider"`
 	Date       string    `json:"date"`
 	Note       string    `json:"note"`
 	ResolvedBy KeyRef    `json:"resolvedBy"`
@@ -227,7 +232,8 @@ type Amount struct {
 // SettlementRunning is the body of a POST /api/settlements/{date}/run
 // answered 202: the run goes on.
 type SettlementRunning struct {
-	Date string `json:"date"`
+	Provider string `json:"provider"`
+	Date     string `json:"date"`
 	// Status is always "running".
 	Status     string `json:"status"`
 	WorkflowID string `json:"workflowId"`

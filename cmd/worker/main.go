@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	logFlags := cli.Logging(fs)
 	providerFlags := dialect.RegisterFlags(fs)
 	routingFlag := routing.RegisterFlag(fs)
-	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there")
+	settlementURL := fs.String("settlement-url", "", "base `URL` of the provider's settlement reports (GET /v1/settlements/{date}); default the provider URL, except Stripe's own API, whose reports chargeonce does not read, so that no settlement runs there; not with --routing, which reads each provider's reports at its URL")
 	graceDays := fs.Int("settlement-grace-days", worker.DefaultSettlementGraceDays, "days after its date that a charge may first appear in a settlement report before its attempt is missing_in_report")
 	sweepEvery := fs.Duration("sweep-every", worker.DefaultSweepEvery, "period of the outbox sweep that starts lost workflow starts")
 	eventRetries := fs.String("event-retries", notify.FormatSchedule(notify.DefaultSchedule), "`waits` between the tries of a merchant event's delivery, comma-separated Go durations, none shorter than the one before; after the last it is given up")
@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if logger, err = alert.Counting(logger, reg); err != nil {
 		return err
 	}
-	table, err := routingFlag.Table(providerFlags.Names()...)
+	table, err := routingFlag.Table(append(providerFlags.Names(), "settlement-url")...)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

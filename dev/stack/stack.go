@@ -838,6 +838,16 @@ func (s *Stack) ReceiverEndpoint() string { return s.receiverEndpoint }
 // Provider is the fake provider, for tests and demos.
 func (s *Stack) Provider() *fakeprovider.Provider { return s.provider }
 
+// ProviderNames names the stack's providers, the first one's first: each
+// one's books are settled on their own.
+func (s *Stack) ProviderNames() []string {
+	var names []string
+	for _, p := range s.routes.Providers() {
+		names = append(names, p.NameOrDefault())
+	}
+	return names
+}
+
 // Backup is the backup provider (Config.Backup); nil without one.
 func (s *Stack) Backup() *fakeprovider.Provider { return s.backup }
 

@@ -225,8 +225,8 @@ type Config struct {
 	// DefaultVisibilityWait.
 	VisibilityWait time.Duration
 	// SettlementDates are the report dates whose recorded settlement is
-	// checked (invariant 8); Check reads them and runs none. Empty checks
-	// none.
+	// checked, at the default provider and at each of Others (invariant
+	// 8); Check reads them and runs none. Empty checks none.
 	SettlementDates []string
 	// RepairWindow is how long a late or second charge may stay unrefunded
 	// (invariant 1): RepairDeadline of the run's timing. Zero gives none.
@@ -326,7 +326,8 @@ func Check(ctx context.Context, cfg Config, orderIDs []int64) (Report, error) {
 	c.noMoveAfterEnd()
 	c.holdEndsOnce()
 	c.noOverdueHold()
-	if err := c.booksBalance(ctx, cfg.Store, cfg.SettlementDates); err != nil {
+	books := append([]string{chargeonce.DefaultProvider}, slices.Sorted(maps.Keys(cfg.Others))...)
+	if err := c.booksBalance(ctx, cfg.Store, books, cfg.SettlementDates); err != nil {
 		return Report{}, err
 	}
 	if err := c.workflowsHealthy(ctx, cfg.Temporal, cfg.HistoryLimit, cfg.VisibilityWait); err != nil {

@@ -8,16 +8,27 @@ import (
 	"chargeonce/store"
 )
 
-// BooksBalance: the settlement of every report date the run covered is
-// recorded, found no exception but the repairs of late charges, and left
-// no succeeded attempt or refund awaiting its line: the provider's books
-// and the merchant's agree, charges and refunds alike.
+// BooksBalance: the settlement of every provider's report of every date
+// the run covered is recorded, found no exception but the repairs of late
+// charges, and left no succeeded attempt or refund awaiting its line: each
+// provider's books and the merchant's agree, charges and refunds alike.
 const BooksBalance Invariant = 8
 
-// booksBalance reads the settlement of each date; it does not run one.
-func (c *checker) booksBalance(ctx context.Context, st store.SettlementStore, dates []string) error {
-	for _, date := range dates {
-		run, err := st.SettlementRun(ctx, date)
+// booksBalance reads the settlement of each provider's date; it does not
+// run one.
+func (c *checker) booksBalance(ctx context.Context, st store.SettlementStore, providers, dates []string) error {
+	for _, p := range providers {
+		if err := c.providerBooksBalance(ctx, st, p, dates); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checker) providerBooksBalance(ctx context.Context, st store.SettlementStore, provider string, dates []string) error {
+	for _, d := range dates {
+		date := provider + " " + d
+		run, err := st.SettlementRun(ctx, provider, d)
 		if errors.Is(err, store.ErrNotFound) {
 			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s has no settlement run", date)})
 			continue
@@ -29,7 +40,7 @@ func (c *checker) booksBalance(ctx context.Context, st store.SettlementStore, da
 		if run.Awaiting > 0 {
 			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s: %d succeeded attempts or refunds are in no settlement report yet", date, run.Awaiting)})
 		}
-		exceptions, err := st.SettlementExceptions(ctx, date, store.MaxSettlementBatch)
+		exceptions, err := st.SettlementExceptions(ctx, provider, d, store.MaxSettlementBatch)
 		if err != nil {
 			return err
 		}
