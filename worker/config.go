@@ -100,23 +100,14 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports := make(map[string]provider.Port, len(settings))
-	for _, pc := range settings {
-		port, err := dialect.New(dialect.Config{Settings: pc, Logger: logger})
-		if err != nil && cfg.Routing != nil {
-			return nil, fmt.Errorf("worker: routing file: provider %q: %w", pc.NameOrDefault(), err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
-		}
-		ports[pc.NameOrDefault()] = port
+	providers, err := dialect.NewRegistry(logger, settings...)
+	if err != nil && cfg.Routing != nil {
+		return nil, fmt.Errorf("worker: routing file: %w", err)
 	}
-	pc := settings[0]
-	providers, err := provider.NewRegistry(ports, pc.NameOrDefault())
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	reports, err := settlementReports(cfg.SettlementURL, pc.URL, logger)
+	reports, err := settlementReports(cfg.SettlementURL, settings[0].URL, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +127,7 @@ func (cfg Config) providers() ([]dialect.Settings, error) {
 		if cfg.Provider != (dialect.Settings{}) {
 			return nil, errors.New("worker: a routing file names the providers; give no provider settings besides it")
 		}
-		var settings []dialect.Settings
-		for _, p := range cfg.Routing.Providers() {
-			settings = append(settings, p.Settings)
-		}
-		return settings, nil
+		return cfg.Routing.Settings(), nil
 	}
 	pc := cfg.Provider
 	if pc.Timeout <= 0 {
