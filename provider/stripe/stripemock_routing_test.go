@@ -288,12 +288,13 @@ func TestRouting_TwoProvidersOneOnStripeMock(t *testing.T) {
 	// provider's own trouble (docs/design.md, "Failover").
 	t.Run("nothing processed at the fake moves the payment to stripe-mock", func(t *testing.T) {
 		cases := []struct {
-			name string
-			mode fakeprovider.Mode
-			want provider.Outcome
+			name   string
+			mode   fakeprovider.Mode
+			status int
+			want   provider.Outcome
 		}{
-			{"503", fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}, provider.Unavailable},
-			{"429", fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 1}, provider.RateLimited},
+			{"503", fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}, http.StatusServiceUnavailable, provider.Unavailable},
+			{"429", fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 1}, http.StatusTooManyRequests, provider.RateLimited},
 		}
 		for i, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -309,6 +310,9 @@ func TestRouting_TwoProvidersOneOnStripeMock(t *testing.T) {
 				require.Equal(t, provider.ClassNotProcessed, refused.Class(), "%s: %s", refused.Outcome, refused.Detail)
 				require.Equal(t, tc.want, refused.Outcome)
 				require.True(t, refused.Sent, "the request reached the fake, which answered that it processed nothing")
+				got := d.fake.Requests()
+				require.Equal(t, first.Key, got[len(got)-1].Key)
+				require.Equal(t, tc.status, got[len(got)-1].Status)
 				require.Empty(t, d.chargesOf(first.MerchantReference))
 				require.Empty(t, d.stripe.requests()[stripeRequests:])
 
@@ -374,5 +378,33 @@ func TestRouting_TwoProvidersOneOnStripeMock(t *testing.T) {
 				require.Empty(t, d.stripe.requests()[stripeRequests:])
 			})
 		}
+	})
+
+	t.Run("an open breaker at the fake moves the payment to stripe-mock, whose breaker is its own", func(t *testing.T) {
+		d.mode(t, fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1})
+		r, err := d.table.Route(40, small)
+		require.NoError(t, err)
+		req := chargeFor(40, small, "6f5e4d3c-2b1a-4098-8f7e-6d5c4b3a2910")
+		fake := d.port(t, r.Providers[0])
+		// The key is sent again, as Temporal would, until the fake's
+		// breaker opens on its 503s.
+		for range 10 {
+			res := fake.Charge(ctx, req)
+			if res.Outcome == provider.BreakerOpen {
+				break
+			}
+			require.Equal(t, provider.Unavailable, res.Outcome, res.Detail)
+		}
+		fakeRequests, stripeRequests := len(d.fake.Requests()), len(d.stripe.requests())
+
+		held := fake.Charge(ctx, req)
+
+		require.Equal(t, provider.BreakerOpen, held.Outcome, held.Detail)
+		require.False(t, held.Sent)
+		require.Equal(t, provider.ClassNotProcessed, held.Class())
+		require.Len(t, d.fake.Requests(), fakeRequests, "the open breaker sent nothing")
+		moved := chargeFor(40, small, "6f5e4d3c-2b1a-4098-8f7e-6d5c4b3a2911")
+		requireStripeMockAnswer(t, d.port(t, r.Providers[1]).Charge(ctx, moved))
+		require.Equal(t, []stripeMockRequest{stripeCharge(moved)}, d.stripe.requests()[stripeRequests:])
 	})
 }
