@@ -104,17 +104,15 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports := make(map[string]provider.Port, len(settings))
+	providers, err := dialect.NewRegistry(logger, settings...)
+	if err != nil && cfg.Routing != nil {
+		return nil, fmt.Errorf("worker: routing file: %w", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	reports := make(map[string]*settlement.Client, len(settings))
 	for _, pc := range settings {
-		port, err := dialect.New(dialect.Config{Settings: pc, Logger: logger})
-		if err != nil && cfg.Routing != nil {
-			return nil, fmt.Errorf("worker: routing file: provider %q: %w", pc.NameOrDefault(), err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
-		}
-		ports[pc.NameOrDefault()] = port
 		r, err := settlementReports(cfg.SettlementURL, pc, logger)
 		if err != nil {
 			return nil, err
@@ -122,10 +120,6 @@ func Prepare(cfg Config, logger *slog.Logger) (*Prepared, error) {
 		if r != nil {
 			reports[pc.NameOrDefault()] = r
 		}
-	}
-	providers, err := provider.NewRegistry(ports, settings[0].NameOrDefault())
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
 	}
 	return &Prepared{cfg: cfg, settings: settings, providers: providers, reports: reports}, nil
 }
@@ -143,11 +137,7 @@ func (cfg Config) providers() ([]dialect.Settings, error) {
 		if cfg.Provider != (dialect.Settings{}) || cfg.SettlementURL != "" {
 			return nil, errors.New("worker: a routing file names the providers; give no provider settings besides it")
 		}
-		var settings []dialect.Settings
-		for _, p := range cfg.Routing.Providers() {
-			settings = append(settings, p.Settings)
-		}
-		return settings, nil
+		return cfg.Routing.Settings(), nil
 	}
 	pc := cfg.Provider
 	if pc.Timeout <= 0 {

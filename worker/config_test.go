@@ -64,7 +64,7 @@ func TestPrepare_RefusesBadSettingsNamingTheirFlags(t *testing.T) {
 		{"negative grace", func(c *Config) { c.SettlementGraceDays = -1 }, "worker: --settlement-grace-days must be 0 or more, got -1"},
 		{"no provider timeout", func(c *Config) { c.Provider.Timeout = 0 }, "worker: --provider-timeout must be positive"},
 		{"unknown API", func(c *Config) { c.Provider.API = "adyen" }, `worker: --provider: unknown API "adyen": want ietf or stripe`},
-		{"no provider URL", func(c *Config) { c.Provider.URL = "" }, "worker: ietf: config: BaseURL is empty"},
+		{"no provider URL", func(c *Config) { c.Provider.URL = "" }, `worker: provider "default": ietf: config: BaseURL is empty`},
 		{"settlement URL without a host", func(c *Config) { c.SettlementURL = "http://" }, `worker: --settlement-url: config: BaseURL "http://" has no host`},
 	}
 	for _, tc := range cases {

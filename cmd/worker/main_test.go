@@ -177,7 +177,7 @@ func TestRun_RefusesProviderFlagsNoAdapterCanUse(t *testing.T) {
 	}{
 		{"unknown API", []string{"--provider", "adyen"}, `worker: --provider: unknown API "adyen": want ietf or stripe (see --help)`},
 		{"Stripe without a key", []string{"--provider", "stripe"}, "worker: --provider stripe needs --stripe-api-key (sk_test_… for test mode) (see --help)"},
-		{"publishable key", []string{"--provider", "stripe", "--stripe-api-key", "pk_test_1"}, "worker: stripe: the API key must be a secret key, sk_test_… or sk_live_… (see --help)"},
+		{"publishable key", []string{"--provider", "stripe", "--stripe-api-key", "pk_test_1"}, `worker: provider "default": stripe: the API key must be a secret key, sk_test_… or sk_live_… (see --help)`},
 		{"Stripe key for the IETF API", []string{"--stripe-api-key", "sk_test_1"}, "worker: --stripe-api-key and --stripe-search-delay need --provider stripe (see --help)"},
 		{"no timeout", []string{"--provider-timeout", "0s"}, "worker: --provider-timeout must be positive (see --help)"},
 		{"settlement URL without a host", []string{"--settlement-url", "http://"}, `worker: --settlement-url: config: BaseURL "http://" has no host (see --help)`},

@@ -7,6 +7,7 @@ package dialect
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -122,4 +123,32 @@ func New(cfg Config) (*provider.Breaker, error) {
 		return nil, err
 	}
 	return provider.NewBreaker(port, cfg.Breaker, cfg.Logger)
+}
+
+// NewRegistry builds the provider registry of a process that reaches the
+// providers of settings: each one's port from New, behind breakers of its
+// own, under its name; the first is the default. The worker builds its
+// registry here, from its provider flags or from its routing file, so that
+// a test of the providers it reaches builds the very same one. logger
+// receives the breakers' state changes. An error names the provider at
+// fault.
+func NewRegistry(logger *slog.Logger, settings ...Settings) (provider.Registry, error) {
+	if len(settings) == 0 {
+		return provider.Registry{}, errors.New("provider registry: no provider")
+	}
+	ports := make(map[string]provider.Port, len(settings))
+	for _, s := range settings {
+		name := s.NameOrDefault()
+		// A second port under one name would replace the first silently,
+		// and the attempts stored under that name would reach either.
+		if _, dup := ports[name]; dup {
+			return provider.Registry{}, fmt.Errorf("provider %q: the name is given twice", name)
+		}
+		port, err := New(Config{Settings: s, Logger: logger})
+		if err != nil {
+			return provider.Registry{}, fmt.Errorf("provider %q: %w", name, err)
+		}
+		ports[name] = port
+	}
+	return provider.NewRegistry(ports, settings[0].NameOrDefault())
 }

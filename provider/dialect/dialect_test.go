@@ -51,3 +51,41 @@ func TestNew_BuildsEachAPI(t *testing.T) {
 func config(s dialect.Settings, hc *http.Client) dialect.Config {
 	return dialect.Config{Settings: s, HTTPClient: hc}
 }
+
+func TestNewRegistry_OnePortPerProviderTheFirstTheDefault(t *testing.T) {
+	reg, err := dialect.NewRegistry(nil,
+		dialect.Settings{Name: "alpha", URL: "http://127.0.0.1:8099", Timeout: time.Second},
+		dialect.Settings{Name: "beta", API: dialect.Stripe, StripeAPIKey: "sk_test_1", Timeout: time.Second},
+	)
+	require.NoError(t, err)
+
+	name, def := reg.Default()
+	require.Equal(t, "alpha", name)
+	beta, err := reg.Get("beta")
+	require.NoError(t, err)
+	require.NotSame(t, def, beta, "each provider has a port, and breakers, of its own")
+	var names []string
+	for name := range reg.All() {
+		names = append(names, name)
+	}
+	require.Equal(t, []string{"alpha", "beta"}, names)
+}
+
+func TestNewRegistry_RefusesNamingTheProviderAtFault(t *testing.T) {
+	alpha := dialect.Settings{Name: "alpha", URL: "http://127.0.0.1:8099", Timeout: time.Second}
+	cases := []struct {
+		name     string
+		settings []dialect.Settings
+		want     string
+	}{
+		{"no provider", nil, "provider registry: no provider"},
+		{"a bad provider", []dialect.Settings{alpha, {Name: "beta", API: dialect.Stripe, Timeout: time.Second}}, `provider "beta": stripe: `},
+		{"one name twice", []dialect.Settings{alpha, alpha}, `provider "alpha": the name is given twice`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := dialect.NewRegistry(nil, tc.settings...)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

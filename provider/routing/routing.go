@@ -92,6 +92,17 @@ func (t *Table) Providers() []Provider {
 	return slices.Clone(t.providers)
 }
 
+// Settings returns the settings of the table's providers, in the order the
+// file lists them, the default first: what a process reaching them builds
+// its provider registry from (dialect.NewRegistry).
+func (t *Table) Settings() []dialect.Settings {
+	settings := make([]dialect.Settings, len(t.providers))
+	for i, p := range t.providers {
+		settings[i] = p.Settings
+	}
+	return settings
+}
+
 // Default is the name of the table's first provider: the provider of the
 // attempts stored before attempts named theirs.
 func (t *Table) Default() string {

@@ -11,6 +11,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/internal/webhook"
+	"chargeonce/provider/dialect"
 	"chargeonce/provider/routing"
 )
 
@@ -78,6 +79,7 @@ func TestLoad_ReadsProvidersAndRoutesByCurrencyAndAmount(t *testing.T) {
 	require.Zero(t, ps[1].StripeLookupDelay)
 	require.Equal(t, "5s", ps[1].Timeout.String())
 	require.Equal(t, "alpha", table.Default())
+	require.Equal(t, []dialect.Settings{ps[0].Settings, ps[1].Settings}, table.Settings(), "the settings a registry is built from, the default first")
 
 	small, err := table.Route(1, money(t, 100000, "TRY"))
 	require.NoError(t, err)
