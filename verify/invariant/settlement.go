@@ -26,11 +26,10 @@ func (c *checker) booksBalance(ctx context.Context, st store.SettlementStore, pr
 }
 
 func (c *checker) providerBooksBalance(ctx context.Context, st store.SettlementStore, provider string, dates []string) error {
-	for _, d := range dates {
-		date := provider + " " + d
-		run, err := st.SettlementRun(ctx, provider, d)
+	for _, date := range dates {
+		run, err := st.SettlementRun(ctx, provider, date)
 		if errors.Is(err, store.ErrNotFound) {
-			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s has no settlement run", date)})
+			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s has no settlement run at %s", date, provider)})
 			continue
 		}
 		if err != nil {
@@ -38,9 +37,9 @@ func (c *checker) providerBooksBalance(ctx context.Context, st store.SettlementS
 		}
 		c.report.Settlements++
 		if run.Awaiting > 0 {
-			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s: %d succeeded attempts or refunds are in no settlement report yet", date, run.Awaiting)})
+			c.add(Violation{Invariant: BooksBalance, Message: fmt.Sprintf("%s: %d succeeded attempts or refunds at %s are in no settlement report yet", date, run.Awaiting, provider)})
 		}
-		exceptions, err := st.SettlementExceptions(ctx, provider, d, store.MaxSettlementBatch)
+		exceptions, err := st.SettlementExceptions(ctx, provider, date, store.MaxSettlementBatch)
 		if err != nil {
 			return err
 		}
@@ -49,7 +48,7 @@ func (c *checker) providerBooksBalance(ctx context.Context, st store.SettlementS
 				continue
 			}
 			c.add(Violation{Invariant: BooksBalance, Order: e.OrderID, Key: e.AttemptKey, ChargeID: e.ChargeID,
-				Message: fmt.Sprintf("%s %s: %s", date, e.Kind, e.Detail)})
+				Message: fmt.Sprintf("%s %s at %s: %s", date, e.Kind, provider, e.Detail)})
 		}
 	}
 	return nil
