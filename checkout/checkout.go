@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,6 +36,7 @@ import (
 
 	"chargeonce"
 	"chargeonce/internal/alert"
+	"chargeonce/provider"
 	"chargeonce/provider/routing"
 	"chargeonce/store"
 	"chargeonce/workflows"
@@ -142,6 +144,10 @@ type Config struct {
 	// order they are tried; nil sends every attempt to
 	// chargeonce.DefaultProvider.
 	Routing *routing.Table
+	// Health configures the breakers by which new attempts skip a provider
+	// that keeps refusing them (provider.Health); the zero value takes the
+	// workers' defaults.
+	Health provider.BreakerConfig
 	// ReferencePrefix starts every merchant reference; empty means
 	// DefaultReferencePrefix.
 	ReferencePrefix string
@@ -179,6 +185,10 @@ type Service struct {
 	// failovers counts the payments moved from a provider, by the
 	// provider and the reason.
 	failovers *prometheus.CounterVec
+	// health skips, for new attempts, a provider that keeps refusing
+	// them, and skips counts those skips, by the provider and the reason.
+	health *provider.Health
+	skips  *prometheus.CounterVec
 }
 
 // New validates cfg and returns a Service.
@@ -223,10 +233,20 @@ func New(cfg Config) (*Service, error) {
 		Name: "chargeonce_checkout_failovers_total",
 		Help: "Payments that a checkout moved from a provider to the next of their route, by the provider they left and the reason: not_processed or provider_trouble.",
 	}, []string{"provider", "reason"})
+	skips := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chargeonce_checkout_provider_skips_total",
+		Help: "New attempts that a checkout sent past a provider without asking it, by the provider skipped and the reason: breaker_open.",
+	}, []string{"provider", "reason"})
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(failovers); err != nil {
-			return nil, fmt.Errorf("checkout: %w", err)
+		for _, c := range []prometheus.Collector{failovers, skips} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("checkout: %w", err)
+			}
 		}
+	}
+	health, err := provider.NewHealth(cfg.Health, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("checkout: config: %w", err)
 	}
 	return &Service{
 		store:     cfg.Store,
@@ -241,6 +261,8 @@ func New(cfg Config) (*Service, error) {
 		refunds:   cfg.Refunds,
 		capture:   cfg.Capture,
 		failovers: failovers,
+		health:    health,
+		skips:     skips,
 	}, nil
 }
 
@@ -349,7 +371,9 @@ func (c Capture) resolve(merchant chargeonce.CaptureMode) (Capture, error) {
 // call: its requests were refused unprocessed, or it declined for its own
 // trouble. Nothing else moves it: an unknown outcome stays with its
 // provider until that provider's lookups settle it, and a card's decline is
-// the card's everywhere.
+// the card's everywhere. A provider that keeps refusing (provider.Health)
+// is skipped, as though it had refused, until its probe succeeds; when
+// every provider left is skipped, the first of them is asked all the same.
 func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken string, c Capture) (Result, error) {
 	if cardToken == "" {
 		return Result{}, errors.New("checkout: card token is empty")
@@ -362,13 +386,15 @@ func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken str
 	if err != nil {
 		return Result{}, err
 	}
-	at := hop{provider: route.Providers[0], why: route.Why}
 	var tried []string
+	at, report := s.next(orderID, route.Providers, &tried, route.Why)
 	for {
-		tried = append(tried, at.provider)
 		at.failOver = len(untried(route.Providers, tried)) > 0
 		res, err := s.checkoutAt(ctx, orderID, cardToken, c, at)
 		reason := mayFailOver(res)
+		if report != nil {
+			report(verdict(err, reason))
+		}
 		if err != nil || reason == "" {
 			return res, err
 		}
@@ -379,11 +405,41 @@ func (s *Service) CheckoutWith(ctx context.Context, orderID int64, cardToken str
 		if len(rest) == 0 {
 			return res, nil
 		}
-		s.log.Warn("the payment moves to the next provider of its route: the provider it went to charged nothing",
-			"order", orderID, "key", res.Attempt.Key, "from", from, "to", rest[0], "reason", reason)
 		s.failovers.WithLabelValues(from, reason).Inc()
-		at = hop{provider: rest[0], why: "failover from " + from + ": " + reason}
+		at, report = s.next(orderID, rest, &tried, "failover from "+from+": "+reason)
+		s.log.Warn("the payment moves to the next provider of its route: the provider it went to charged nothing",
+			"order", orderID, "key", res.Attempt.Key, "from", from, "to", at.provider, "reason", reason)
 	}
+}
+
+// next is the hop to the first of the providers left (rest, in route
+// order) whose health lets it take a new attempt, and the report of that
+// attempt's outcome to its health. It adds every provider it skips, and
+// the one it chooses, to tried. When it would skip them all, it asks the
+// first all the same, without a report: an attempt refused at once costs
+// less than a payment refused unasked. why says why the route reached
+// rest; a skip adds why it went past the providers it skipped.
+func (s *Service) next(orderID int64, rest []string, tried *[]string, why string) (hop, func(provider.Verdict)) {
+	var skipped []string
+	for _, p := range rest {
+		*tried = append(*tried, p)
+		report, ok := s.health.Try(p)
+		if !ok {
+			skipped = append(skipped, p)
+			continue
+		}
+		for _, sk := range skipped {
+			s.skips.WithLabelValues(sk, skipBreakerOpen).Inc()
+			s.log.Warn("a provider is skipped: it kept refusing new attempts, and its breaker is open until its probe succeeds",
+				"order", orderID, "skipped", sk, "to", p, "breaker", s.health.State(sk))
+		}
+		if len(skipped) > 0 {
+			why += fmt.Sprintf("; skipped %s: %s", strings.Join(skipped, ", "), skipBreakerOpen)
+		}
+		return hop{provider: p, why: why}, report
+	}
+	*tried = (*tried)[:len(*tried)-len(rest)+1]
+	return hop{provider: rest[0], why: why}, nil
 }
 
 // hop is where a checkout sends a new attempt.
@@ -396,6 +452,11 @@ type hop struct {
 	// (workflows.PaymentInput.FailOver).
 	failOver bool
 }
+
+// skipBreakerOpen is why a new attempt skips a provider, the label of the
+// skip metric: the router's breaker of the provider is open
+// (provider.Health).
+const skipBreakerOpen = "breaker_open"
 
 // The reasons a payment moves to another provider, the label of the
 // failover metric.
@@ -423,6 +484,18 @@ func mayFailOver(res Result) string {
 		return failoverProviderTrouble
 	}
 	return ""
+}
+
+// verdict is what a checkout's attempt tells of its provider's health: its
+// error, or the reason its outcome lets the payment move on.
+func verdict(err error, failover string) provider.Verdict {
+	switch {
+	case err != nil:
+		return provider.Unheard
+	case failover != "":
+		return provider.Refused
+	}
+	return provider.Took
 }
 
 // untried is the providers of route that are not in tried, in order.

@@ -182,6 +182,32 @@ func TestFailover_MovesAPaymentOnlyFromAnOutcomeThatChargedNothing(t *testing.T)
 		require.Contains(t, broken.String(), "successful charge at provider backup for an attempt sent to default")
 		require.Contains(t, broken.String(), "the key of an attempt sent to default reached backup and default")
 	})
+
+	// A provider that keeps refusing is skipped: once the API's breaker of
+	// it is open, after the workers' default of 5 refusals in a row, a new
+	// attempt goes straight to the next provider, and the first is not
+	// asked until its probe. This runs last: the breaker stays open.
+	t.Run("a provider that keeps refusing is skipped", func(t *testing.T) {
+		require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1}))
+		t.Cleanup(func() { require.NoError(t, s.provider.SetMode(fakeprovider.Mode{Name: fakeprovider.ModeNormal})) })
+		for range 5 {
+			id := s.createOrder(t, "25.00", "TRY")
+			require.Equal(t, http.StatusOK, s.checkout(t, id, "tok_visa").status)
+			require.Len(t, s.order(t, id).Attempts, 2, "refused at the first provider, paid at the backup")
+		}
+		asked := len(s.provider.ChargeRequests())
+		id := s.createOrder(t, "25.00", "TRY")
+
+		require.Equal(t, http.StatusOK, s.checkout(t, id, "tok_visa").status)
+
+		o := s.order(t, id)
+		require.Len(t, o.Attempts, 1, "no attempt at the first provider")
+		require.Equal(t, stack.BackupName, o.Attempts[0].Provider)
+		require.Equal(t, "succeeded", o.Attempts[0].Status)
+		require.Equal(t, "the providers in their order; skipped default: breaker_open", *o.Attempts[0].RoutedBy)
+		require.Len(t, s.provider.ChargeRequests(), asked, "the first provider was not asked")
+		require.Contains(t, s.metrics(t), `chargeonce_checkout_provider_skips_total{provider="default",reason="breaker_open"} 1`)
+	})
 }
 
 // chargesOf returns the charges that p holds under the merchant reference.
