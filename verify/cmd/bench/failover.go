@@ -11,6 +11,7 @@ import (
 	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
 	"chargeonce/store"
+	"chargeonce/workflows"
 )
 
 // Shape of the failover scenarios.
@@ -53,7 +54,8 @@ func (b *bench) failover(ctx context.Context, _ []system) error {
 		return err
 	}
 	defer stop()
-	f := &bench{o: b.o, log: b.log, progress: b.progress, st: st, amount: b.amount, rep: b.rep}
+	f := &bench{o: b.o, log: b.log, progress: b.progress, st: st, amount: b.amount, rep: b.rep,
+		eventsPerCheckout: b.eventsPerCheckout}
 	return f.failoverPhases(ctx, b.serialCheckout.throughput())
 }
 
@@ -119,6 +121,24 @@ func (b *bench) failoverPhases(ctx context.Context, serialRate float64) error {
 		roundTrips: answered.roundTrips, outage: outage, probes: skipped.sent}
 	b.failoverRows(fig, answered, outageFirst, skipped)
 	b.rep.failoverTargets(fig)
+	// What the first provider's attempt of a failover costs the server,
+	// beside a whole paid checkout: a skip is not free when it is a
+	// workflow.
+	for _, h := range []struct {
+		metric, does string
+		first        firstProvider
+	}{
+		{"events per attempt the breaker held back", "the breaker-open phase", skipped},
+		{"events per attempt refused 503", "the 503 checkouts", answered},
+	} {
+		cost, err := meanHistory(ctx, b.st.Client(), h.first.workflows)
+		if err != nil {
+			return fmt.Errorf("history of the first provider's attempts of %s: %w", h.does, err)
+		}
+		b.rep.add(Row{Section: "failover", Metric: h.metric, Unit: "events", Value: cost.events,
+			Refs: []Ref{{Name: "paid checkout", Value: b.eventsPerCheckout}},
+			Note: fmt.Sprintf("the payment workflow of the first provider's attempt in %s, before the backup's pays in one of its own; mean of the first %d, DescribeWorkflowExecution: %s", h.does, len(h.first.workflows), cost.lengths)})
+	}
 	return b.checkInvariants(ctx, "failover")
 }
 
@@ -181,6 +201,9 @@ type firstProvider struct {
 	// roundTrips are the exchanges of the requests that reached it, as the
 	// worker timed them.
 	roundTrips []time.Duration
+	// workflows are the payment workflows of the first historySamples
+	// attempts at it.
+	workflows []string
 }
 
 // add counts the attempts of one order.
@@ -188,6 +211,9 @@ func (t *firstProvider) add(attempts []store.Attempt) {
 	for _, a := range attempts {
 		if a.Provider != chargeonce.DefaultProvider {
 			continue
+		}
+		if len(t.workflows) < historySamples {
+			t.workflows = append(t.workflows, workflows.WorkflowID(a.Key))
 		}
 		if len(a.Requests) == 0 {
 			t.heldBack++

@@ -11,6 +11,7 @@ import (
 	"chargeonce"
 	"chargeonce/dev/stack"
 	"chargeonce/store"
+	"chargeonce/workflows"
 )
 
 func TestAlternate_RunsOneOperationOfEachOpInTurn(t *testing.T) {
@@ -109,12 +110,18 @@ func TestFirstProvider_CountsWhatReachedTheFirstProvider(t *testing.T) {
 	var f firstProvider
 	backup := store.Attempt{Provider: stack.BackupName, Requests: []chargeonce.ProviderRequest{{Duration: time.Hour}}}
 	f.add([]store.Attempt{
-		{Provider: chargeonce.DefaultProvider, Requests: []chargeonce.ProviderRequest{{StatusCode: 503, Duration: time.Millisecond}}},
+		{Key: "refused", Provider: chargeonce.DefaultProvider, Requests: []chargeonce.ProviderRequest{{StatusCode: 503, Duration: time.Millisecond}}},
 		backup,
 	})
-	f.add([]store.Attempt{{Provider: chargeonce.DefaultProvider}, backup})
+	f.add([]store.Attempt{{Key: "skipped", Provider: chargeonce.DefaultProvider}, backup})
 	f.add(nil)
 	require.Equal(t, 1, f.sent)
 	require.Equal(t, 1, f.heldBack, "an attempt whose log lists nothing was held back")
 	require.Equal(t, []time.Duration{time.Millisecond}, f.roundTrips, "the backup's exchanges are not the first provider's")
+	require.Equal(t, []string{workflows.WorkflowID("refused"), workflows.WorkflowID("skipped")}, f.workflows)
+
+	for range historySamples {
+		f.add([]store.Attempt{{Key: "more", Provider: chargeonce.DefaultProvider}})
+	}
+	require.Len(t, f.workflows, historySamples, "a sample of the workflows")
 }
