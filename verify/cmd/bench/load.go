@@ -173,3 +173,40 @@ func openLoop(ctx context.Context, rate float64, n int, d time.Duration, run op)
 	wg.Wait()
 	return rec.phase(start, cpuTime()-cpu0)
 }
+
+// alternate runs ops in turn, one operation at a time: operation i of
+// each op, then operation i+1 of each, until d has passed or n rounds have
+// run. It returns one phase per op, in the order of ops. The ops thus meet
+// the machine at the same moments, so that their figures compare even
+// while its load changes, and an op can leave state that the next one
+// needs, as a success that resets a breaker's count of failures. A phase's
+// CPU is not told apart and stays zero.
+func alternate(ctx context.Context, n int, d time.Duration, ops ...op) []phase {
+	start := time.Now()
+	deadline := start.Add(d)
+	recs := make([]recorder, len(ops))
+	for k := range recs {
+		recs[k].deadline = deadline
+	}
+	for i := 0; i < n && ctx.Err() == nil && time.Now().Before(deadline); i++ {
+		for k, run := range ops {
+			t := time.Now()
+			err := run(ctx, i)
+			recs[k].record(time.Since(t), err)
+		}
+	}
+	out := make([]phase, len(ops))
+	for k := range recs {
+		out[k] = recs[k].phase(start, 0)
+	}
+	return out
+}
+
+// paidShare is the share of a phase's operations that succeeded, failures
+// included: each operation of a phase that pays orders is one checkout.
+func (p phase) paidShare() float64 {
+	if p.ok+p.failed == 0 {
+		return math.NaN()
+	}
+	return float64(p.ok) / float64(p.ok+p.failed)
+}

@@ -140,6 +140,7 @@ func runBench(ctx context.Context, o options, log, progress *slog.Logger) (*Repo
 		// the provider go on reconciling in the background until the end.
 		b.refunds,
 		b.captures,
+		b.failover,
 		b.fakeProvider,
 		b.unknownOutcomes,
 	}
@@ -155,42 +156,15 @@ func runBench(ctx context.Context, o options, log, progress *slog.Logger) (*Repo
 // start starts the stack, the bare workflow's worker and the direct loop's
 // provider client, and returns what stops them.
 func (b *bench) start(ctx context.Context) (func(), error) {
-	dataDir := ""
-	if !b.o.memoryTemporal {
-		dir, err := os.MkdirTemp("", "chargeonce-bench-")
-		if err != nil {
-			return nil, err
-		}
-		dataDir = dir
-	}
-	removeDir := func() {
-		if dataDir != "" {
-			_ = os.RemoveAll(dataDir)
-		}
-	}
-	b.progress.Info("starting the embedded stack")
-	st, err := stack.Start(ctx, stack.Config{
-		DataDir:       dataDir,
-		UIPort:        -1,
-		Timing:        benchTiming(),
-		Provider:      fakeprovider.Config{After: b.gate.after},
-		WorkerOptions: b.workerOptions(),
-		Logger:        b.log,
-	})
+	st, stopStack, err := b.startStack(ctx, fakeprovider.Config{After: b.gate.after}, nil)
 	if err != nil {
-		removeDir()
 		return nil, err
 	}
 	b.st = st
 	stop := func() {
 		// Held charges would keep the provider's Close waiting.
 		b.gate.release()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := st.Close(ctx); err != nil {
-			b.progress.Warn("stack did not stop cleanly", "error", err)
-		}
-		removeDir()
+		stopStack()
 	}
 	if b.bare, err = startBare(st.Client(), b.workerOptions(), b.o.eager); err != nil {
 		stop()
@@ -206,6 +180,48 @@ func (b *bench) start(ctx context.Context) (func(), error) {
 	}
 	b.direct = &direct{store: st.Store(), provider: pc, timing: benchTiming(), hasher: st.CardHasher()}
 	return func() { b.bare.stop(); stop() }, nil
+}
+
+// startStack starts an embedded stack with the run's settings, its fake
+// provider configured by fake and, when backup is set, a backup provider
+// beside it, and returns it with what stops it and removes its files.
+func (b *bench) startStack(ctx context.Context, fake fakeprovider.Config, backup *fakeprovider.Config) (*stack.Stack, func(), error) {
+	dataDir := ""
+	if !b.o.memoryTemporal {
+		dir, err := os.MkdirTemp("", "chargeonce-bench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		dataDir = dir
+	}
+	removeDir := func() {
+		if dataDir != "" {
+			_ = os.RemoveAll(dataDir)
+		}
+	}
+	b.progress.Info("starting the embedded stack", "backup", backup != nil)
+	st, err := stack.Start(ctx, stack.Config{
+		DataDir:       dataDir,
+		UIPort:        -1,
+		Timing:        benchTiming(),
+		Provider:      fake,
+		Backup:        backup,
+		WorkerOptions: b.workerOptions(),
+		Logger:        b.log,
+	})
+	if err != nil {
+		removeDir()
+		return nil, nil, err
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := st.Close(ctx); err != nil {
+			b.progress.Warn("stack did not stop cleanly", "error", err)
+		}
+		removeDir()
+	}
+	return st, stop, nil
 }
 
 func (b *bench) workerOptions() sdkworker.Options {
@@ -329,11 +345,17 @@ func (b *bench) prepareOrders(ctx context.Context, n int, delay time.Duration, p
 	if err != nil {
 		return nil, err
 	}
+	return payEach(ids, pay), nil
+}
+
+// payEach is the operation that pays order number i of ids with pay,
+// within opTimeout.
+func payEach(ids []int64, pay func(ctx context.Context, orderID int64) error) op {
 	return func(ctx context.Context, i int) error {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
 		return pay(ctx, ids[i])
-	}, nil
+	}
 }
 
 // warmUp runs a few operations of each system, so that connections, caches
@@ -591,12 +613,18 @@ func (b *bench) checkInvariants(ctx context.Context, step string) error {
 	orders := b.orders
 	b.orders = nil
 	b.mu.Unlock()
-	report, err := invariant.Check(ctx, invariant.Config{
+	cfg := invariant.Config{
 		Store:    b.st.Store(),
 		Provider: invariant.InProcess{Provider: b.st.Provider()},
 		Temporal: b.st.Client(),
 		Interval: benchTiming().Interval,
-	}, orders)
+	}
+	if backup := b.st.Backup(); backup != nil {
+		// One net charge per order across both providers, each charge at
+		// the provider its attempt went to.
+		cfg.Others = map[string]invariant.ProviderSource{stack.BackupName: invariant.InProcess{Provider: backup}}
+	}
+	report, err := invariant.Check(ctx, cfg, orders)
 	if err != nil {
 		return fmt.Errorf("invariants after %s: %w", step, err)
 	}

@@ -1,6 +1,12 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"chargeonce/provider"
+)
 
 // The targets: each compares the checkout with the bare one-activity
 // workflow in the same run, embedded or on the cluster, and this file owns
@@ -24,6 +30,25 @@ const (
 	// loadedFraction is the load of the loaded-latency target.
 	loadedFraction = 0.9
 )
+
+// The failover targets (failover.go) compare checkouts on a stack whose
+// first provider has a backup, in the same run: each at p50 and at p99
+// (failoverQuantiles).
+const (
+	// maxSkipRatio: a checkout while the first provider's breaker is open
+	// over one with both providers healthy. A skip must cost nothing.
+	maxSkipRatio = 1.2
+	// maxExtraRoundTrips: what a 503 of the first provider adds to a
+	// checkout over one with both healthy, in round trips to that provider
+	// answering 503 at the same percentile.
+	maxExtraRoundTrips = 1.0
+	// minOutagePaidShare: the share of checkouts paid while the first
+	// provider answers every request 503.
+	minOutagePaidShare = 0.99
+)
+
+// failoverQuantiles are the percentiles of the failover rows and targets.
+var failoverQuantiles = []float64{0.5, 0.99}
 
 // ratio is f of the checkout over f of the bare workflow: results holds
 // them first and second.
@@ -62,3 +87,50 @@ func (r *Report) eventsTarget(measured float64, suffix string) {
 
 // overhead is a phase's p50 less the provider's delay.
 func overhead(p phase) float64 { return p.percentile(0.5) - ms(providerDelay) }
+
+// failoverFigures are what the failover scenarios measured.
+type failoverFigures struct {
+	// healthy, unavailable and open are checkouts one at a time: with both
+	// providers healthy, with the first answering 503, and with the first
+	// provider's breaker open.
+	healthy, unavailable, open phase
+	// roundTrips are the first provider's 503 answers to the unavailable
+	// checkouts, each exchange as the worker timed it.
+	roundTrips []time.Duration
+	// outage is checkouts at outageConcurrency while the first provider
+	// answers every request 503.
+	outage phase
+	// probes counts the open phase's requests that reached the first
+	// provider.
+	probes int
+}
+
+// extraRoundTrips is what the first provider's 503 added to the checkout's
+// q-quantile over both healthy, in round trips to it at that quantile.
+func (f failoverFigures) extraRoundTrips(q float64) float64 {
+	return (f.unavailable.percentile(q) - f.healthy.percentile(q)) / percentileMillis(f.roundTrips, q)
+}
+
+// allowedProbes is how many requests an open breaker lets through over d:
+// one each time it has been open for its timeout, the first of them
+// possibly at once, since the phase may start just as a timeout ends.
+func allowedProbes(d time.Duration) float64 {
+	return math.Floor(d.Seconds()/provider.DefaultBreakerOpenTimeout.Seconds()) + 1
+}
+
+// failoverTargets adds the targets of the failover scenarios; the last
+// says whether the open phase measured skips at all, that is whether the
+// breaker really was open.
+func (r *Report) failoverTargets(f failoverFigures) {
+	for _, q := range failoverQuantiles {
+		r.target(fmt.Sprintf("failover p%.0f: first provider's breaker open / both healthy", q*100),
+			f.open.percentile(q)/f.healthy.percentile(q), maxSkipRatio, false)
+	}
+	for _, q := range failoverQuantiles {
+		r.target(fmt.Sprintf("failover p%.0f: (first provider answers 503 - both healthy) / one round trip to it", q*100),
+			f.extraRoundTrips(q), maxExtraRoundTrips, false)
+	}
+	r.target("failover: share of checkouts paid while the first provider is down", f.outage.paidShare(), minOutagePaidShare, true)
+	r.target("failover: requests reaching the first provider with its breaker open / probes it lets through",
+		float64(f.probes)/allowedProbes(f.open.elapsed), 1, false)
+}
