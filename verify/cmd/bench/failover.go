@@ -43,11 +43,13 @@ var (
 //     success, which resets the count that opens the worker's breaker, so
 //     that every one of them meets the 503 rather than the breaker;
 //   - the first provider down for a phase at outageConcurrency, which opens
-//     its breaker: the paid share;
-//   - checkouts one at a time with the breaker open, the provider still
-//     down: each skips it. The attempts' request logs tell whether the
-//     breaker held each request back, and a target holds the requests that
-//     reached the provider to the probes an open breaker lets through.
+//     its breakers, the workers' and the checkout's (provider.Health): the
+//     paid share;
+//   - checkouts one at a time with the breakers open, the provider still
+//     down: each skips it, storing no attempt there. The orders' attempts
+//     tell which checkouts skipped it, and a target holds the requests
+//     that reached the provider to the probes an open breaker lets
+//     through.
 func (b *bench) failover(ctx context.Context, _ []system) error {
 	st, stop, err := b.startStack(ctx, fakeprovider.Config{}, &fakeprovider.Config{})
 	if err != nil {
@@ -118,27 +120,18 @@ func (b *bench) failoverPhases(ctx context.Context, serialRate float64) error {
 	}
 
 	fig := failoverFigures{healthy: healthy, unavailable: unavailable, open: open,
-		roundTrips: answered.roundTrips, outage: outage, probes: skipped.sent}
+		outage: outage, probes: skipped.sent}
 	b.failoverRows(fig, answered, outageFirst, skipped)
 	b.rep.failoverTargets(fig)
-	// What the first provider's attempt of a failover costs the server,
-	// beside a whole paid checkout: a skip is not free when it is a
-	// workflow.
-	for _, h := range []struct {
-		metric, does string
-		first        firstProvider
-	}{
-		{"events per attempt the breaker held back", "the breaker-open phase", skipped},
-		{"events per attempt refused 503", "the 503 checkouts", answered},
-	} {
-		cost, err := meanHistory(ctx, b.st.Client(), h.first.workflows)
-		if err != nil {
-			return fmt.Errorf("history of the first provider's attempts of %s: %w", h.does, err)
-		}
-		b.rep.add(Row{Section: "failover", Metric: h.metric, Unit: "events", Value: cost.events,
-			Refs: []Ref{{Name: "paid checkout", Value: b.eventsPerCheckout}},
-			Note: fmt.Sprintf("the payment workflow of the first provider's attempt in %s, before the backup's pays in one of its own; mean of the first %d, DescribeWorkflowExecution: %s", h.does, len(h.first.workflows), cost.lengths)})
+	// What the first provider's refused attempt costs the server, beside a
+	// whole paid checkout: the round trip a 503 adds.
+	cost, err := meanHistory(ctx, b.st.Client(), answered.workflows)
+	if err != nil {
+		return fmt.Errorf("history of the first provider's attempts refused 503: %w", err)
 	}
+	b.rep.add(Row{Section: "failover", Metric: "events per attempt refused 503", Unit: "events", Value: cost.events,
+		Refs: []Ref{{Name: "paid checkout", Value: b.eventsPerCheckout}},
+		Note: fmt.Sprintf("the payment workflow of the first provider's attempt in the 503 checkouts, before the backup's pays in one of its own; mean of the first %d, DescribeWorkflowExecution: %s", len(answered.workflows), cost.lengths)})
 	return b.checkInvariants(ctx, "failover")
 }
 
@@ -195,12 +188,12 @@ func (b *bench) paidAt(want string) func(context.Context, int64) error {
 // checkouts, read from their request logs.
 type firstProvider struct {
 	// sent counts the attempts at the first provider whose request
-	// reached it, and heldBack those its breaker sent nothing of: the log
-	// lists only what went out.
+	// reached it, and heldBack those the workers' breaker sent nothing of:
+	// the log lists only what went out.
 	sent, heldBack int
-	// roundTrips are the exchanges of the requests that reached it, as the
-	// worker timed them.
-	roundTrips []time.Duration
+	// skipped counts the orders with no attempt at the first provider:
+	// the checkout's breaker skipped it.
+	skipped int
 	// workflows are the payment workflows of the first historySamples
 	// attempts at it.
 	workflows []string
@@ -208,10 +201,12 @@ type firstProvider struct {
 
 // add counts the attempts of one order.
 func (t *firstProvider) add(attempts []store.Attempt) {
+	asked := false
 	for _, a := range attempts {
 		if a.Provider != chargeonce.DefaultProvider {
 			continue
 		}
+		asked = true
 		if len(t.workflows) < historySamples {
 			t.workflows = append(t.workflows, workflows.WorkflowID(a.Key))
 		}
@@ -220,9 +215,9 @@ func (t *firstProvider) add(attempts []store.Attempt) {
 			continue
 		}
 		t.sent++
-		for _, r := range a.Requests {
-			t.roundTrips = append(t.roundTrips, r.Duration)
-		}
+	}
+	if !asked {
+		t.skipped++
 	}
 }
 
@@ -247,8 +242,8 @@ func (b *bench) failoverRows(f failoverFigures, answered, outageFirst, skipped f
 	results := []phase{f.healthy, f.unavailable, f.open}
 	alt := fmt.Sprintf("closed loop at concurrency 1; with both providers healthy (paid at the first) and with the first answering 503 (paid at the backup) alternating, one checkout each in turn, for %s: %d and %d checkouts; %d of the 503 checkouts met the 503, %d its breaker",
 		2*b.o.phase, f.healthy.ok+f.healthy.failed, f.unavailable.ok+f.unavailable.failed, answered.sent, answered.heldBack)
-	openNote := fmt.Sprintf("closed loop at concurrency 1 for %s after the outage below, the first provider still down: %d checkouts, %d held back by its breaker, %d reached it (the breaker's probes); reference: both healthy, alternating with the 503s",
-		2*b.o.phase, f.open.ok+f.open.failed, skipped.heldBack, skipped.sent)
+	openNote := fmt.Sprintf("closed loop at concurrency 1 for %s after the outage below, the first provider still down: %d checkouts, %d skipped it by the checkout's breaker, %d held back by the workers' breaker, %d reached it (the probes); reference: both healthy, alternating with the 503s",
+		2*b.o.phase, f.open.ok+f.open.failed, skipped.skipped, skipped.heldBack, skipped.sent)
 	for i, q := range failoverQuantiles {
 		pct := func(p phase) float64 { return p.percentile(q) }
 		note := ""
@@ -270,13 +265,13 @@ func (b *bench) failoverRows(f failoverFigures, answered, outageFirst, skipped f
 	for i, q := range failoverQuantiles {
 		note := ""
 		if i == 0 {
-			note = fmt.Sprintf("p50 with the 503 less p50 with both healthy (p99 alike), against one round trip to the first provider answering 503: the %d exchanges of the 503 checkouts as the worker timed them, at the same percentile; the ratio is the round trips the 503 cost", len(f.roundTrips))
+			note = "p50 with the 503 less p50 with both healthy (p99 alike), against one round trip: a checkout with both healthy at the same percentile, an attempt that asks a provider and hears its answer; the ratio is the round trips the 503 cost"
 		}
 		b.rep.add(Row{Section: "failover", Metric: fmt.Sprintf("p%.0f added by the first provider's 503", q*100), Unit: "ms",
-			Value: f.unavailable.percentile(q) - f.healthy.percentile(q), Refs: []Ref{{Name: "one round trip", Value: percentileMillis(f.roundTrips, q)}}, Note: note})
+			Value: f.unavailable.percentile(q) - f.healthy.percentile(q), Refs: []Ref{{Name: "one round trip", Value: f.healthy.percentile(q)}}, Note: note})
 	}
-	notes := []string{fmt.Sprintf("closed loop at concurrency %d for %s, the first provider answering every request 503 from the start: %d of %d checkouts paid; %d met its 503, %d were held back by its breaker",
-		outageConcurrency, b.o.phase, f.outage.ok, f.outage.ok+f.outage.failed, outageFirst.sent, outageFirst.heldBack)}
+	notes := []string{fmt.Sprintf("closed loop at concurrency %d for %s, the first provider answering every request 503 from the start: %d of %d checkouts paid; %d met its 503, %d were held back by the workers' breaker, %d skipped it by the checkout's",
+		outageConcurrency, b.o.phase, f.outage.ok, f.outage.ok+f.outage.failed, outageFirst.sent, outageFirst.heldBack, outageFirst.skipped)}
 	if s := phaseNote([]system{{name: "the outage"}}, []phase{f.outage}, b.o.phase); s != "" {
 		notes = append(notes, s)
 	}

@@ -73,7 +73,6 @@ func TestReport_FailoverTargets(t *testing.T) {
 		healthy:     millis(10, 20, 20, 40),
 		open:        millis(11, 25, 25, 44),
 		unavailable: millis(12, 21, 21, 48),
-		roundTrips:  []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond},
 		outage:      phase{ok: 98, failed: 2},
 		probes:      2,
 	})
@@ -88,13 +87,15 @@ func TestReport_FailoverTargets(t *testing.T) {
 	require.False(t, skip50.Met, "1.25× the healthy p50 is more than a skip may cost")
 	require.True(t, got["failover p99: first provider's breaker open / both healthy"].Met, "44 / 40 ms")
 
-	// p50: 21 - 20 ms against a 2 ms round trip; p99: 48 - 40 ms against 4 ms.
-	trips50 := got["failover p50: (first provider answers 503 - both healthy) / one round trip to it"]
-	require.InDelta(t, 0.5, trips50.Measured, 1e-9)
+	// p50: 21 - 20 ms against a 20 ms round trip; p99: 48 - 40 ms against 40 ms.
+	trips50 := got["failover p50: (first provider answers 503 - both healthy) / both healthy"]
+	require.InDelta(t, 0.05, trips50.Measured, 1e-9)
 	require.True(t, trips50.Met)
-	trips99 := got["failover p99: (first provider answers 503 - both healthy) / one round trip to it"]
-	require.InDelta(t, 2, trips99.Measured, 1e-9)
-	require.False(t, trips99.Met)
+	trips99 := got["failover p99: (first provider answers 503 - both healthy) / both healthy"]
+	require.InDelta(t, 0.2, trips99.Measured, 1e-9)
+	require.True(t, trips99.Met)
+	require.InDelta(t, 2.3, failoverFigures{healthy: millis(10), unavailable: millis(33)}.extraRoundTrips(0.5), 1e-9,
+		"a 503 that cost more than one round trip")
 
 	paid := got["failover: share of checkouts paid while the first provider is down"]
 	require.InDelta(t, 0.98, paid.Measured, 1e-9)
@@ -113,12 +114,12 @@ func TestFirstProvider_CountsWhatReachedTheFirstProvider(t *testing.T) {
 		{Key: "refused", Provider: chargeonce.DefaultProvider, Requests: []chargeonce.ProviderRequest{{StatusCode: 503, Duration: time.Millisecond}}},
 		backup,
 	})
-	f.add([]store.Attempt{{Key: "skipped", Provider: chargeonce.DefaultProvider}, backup})
-	f.add(nil)
+	f.add([]store.Attempt{{Key: "held", Provider: chargeonce.DefaultProvider}, backup})
+	f.add([]store.Attempt{backup})
 	require.Equal(t, 1, f.sent)
 	require.Equal(t, 1, f.heldBack, "an attempt whose log lists nothing was held back")
-	require.Equal(t, []time.Duration{time.Millisecond}, f.roundTrips, "the backup's exchanges are not the first provider's")
-	require.Equal(t, []string{workflows.WorkflowID("refused"), workflows.WorkflowID("skipped")}, f.workflows)
+	require.Equal(t, 1, f.skipped, "an order with no attempt at the first provider skipped it")
+	require.Equal(t, []string{workflows.WorkflowID("refused"), workflows.WorkflowID("held")}, f.workflows)
 
 	for range historySamples {
 		f.add([]store.Attempt{{Key: "more", Provider: chargeonce.DefaultProvider}})
