@@ -360,6 +360,9 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	a.key = res.IdempotencyKey
 	r.mu.Lock()
 	r.answers[a.status]++
+	if notProcessed(a) {
+		r.refused++
+	}
 	r.mu.Unlock()
 	return a
 }
@@ -412,7 +415,7 @@ func (r *run) lateRetries(ctx context.Context) error {
 		return ctx.Err()
 	}
 	// Every key these orders sent is now forgotten by the provider.
-	records, err := r.stack.ProviderRequests(ctx)
+	records, err := r.providerRequests(ctx)
 	if err != nil {
 		return fmt.Errorf("chaos: provider requests: %w", err)
 	}

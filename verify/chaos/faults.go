@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
 )
 
@@ -33,7 +34,7 @@ func (r *run) plan() []fault {
 	for j := range r.cfg.ModeSwitches {
 		m := r.modeFor(j)
 		plan = append(plan, fault{at: spread(j, r.cfg.ModeSwitches, 0), kind: FaultMode,
-			fire: func(ctx context.Context) error { return r.setMode(ctx, m) }})
+			fire: func(ctx context.Context) error { return r.switchModes(ctx, m) }})
 	}
 	for j := range r.cfg.WorkerKills {
 		fire := func(ctx context.Context) error { return r.restartProcess(ctx, r.currentWorker(j)) }
@@ -70,21 +71,115 @@ func (r *run) plan() []fault {
 	return plan
 }
 
-// modeFor is the j-th provider mode of the run: each misbehaviour in turn,
-// then normal service, over and over.
-func (r *run) modeFor(j int) fakeprovider.Mode {
+// providerModes is one mode switch: the first provider's mode and, in a
+// run with a backup, the backup's. shows is what the switch waits to see
+// before the run's next fault, so that a window the customers must meet
+// cannot pass unmet by chance; empty waits for nothing.
+type providerModes struct {
+	first, backup fakeprovider.Mode
+	shows         string
+}
+
+// What a mode switch waits to see (providerModes.shows).
+const (
+	// showsPaidAtBackup: a charge succeeded at the backup, which only a
+	// checkout that failed over sends.
+	showsPaidAtBackup = "a payment at the backup"
+	// showsRefused: a checkout was answered 503, nothing charged.
+	showsRefused = "a checkout refused, nothing charged"
+)
+
+// modeFor is the j-th mode switch of the run: each misbehaviour in turn,
+// then normal service, over and over; with a backup, backupModes.
+func (r *run) modeFor(j int) providerModes {
 	seed := r.cfg.Seed + uint64(j)
-	modes := []fakeprovider.Mode{
-		// Twice the attempt timeout: the first request times out, the next
-		// finds the key in flight, a later one gets the replay.
-		{Name: fakeprovider.ModeSlow, Delay: 2 * r.cfg.Timing.AttemptTimeout},
-		{Name: fakeprovider.ModeError, Rate: 0.2, Seed: seed},
-		{Name: fakeprovider.ModeLostResponse, Rate: 0.3, Seed: seed},
-		{Name: fakeprovider.ModeDrop},
-		{Name: fakeprovider.ModeRateLimit, Rate: 0.3, Seed: seed},
-		{Name: fakeprovider.ModeNormal},
+	normal := fakeprovider.Mode{Name: fakeprovider.ModeNormal}
+	// Twice the attempt timeout: the first request times out, the next
+	// finds the key in flight, a later one gets the replay.
+	slow := fakeprovider.Mode{Name: fakeprovider.ModeSlow, Delay: 2 * r.cfg.Timing.AttemptTimeout}
+	lost := fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 0.3, Seed: seed}
+	drop := fakeprovider.Mode{Name: fakeprovider.ModeDrop}
+	rateLimit := fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 0.3, Seed: seed}
+	if r.cfg.Backup {
+		outage := fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1, Seed: seed}
+		modes := []providerModes{
+			{first: outage, backup: normal, shows: showsPaidAtBackup},
+			{first: lost, backup: normal},
+			{first: slow, backup: normal},
+			{first: outage, backup: outage, shows: showsRefused},
+			{first: drop, backup: normal},
+			{first: rateLimit, backup: normal},
+			{first: normal, backup: normal},
+		}
+		return modes[j%len(modes)]
 	}
-	return modes[j%len(modes)]
+	modes := []fakeprovider.Mode{slow, {Name: fakeprovider.ModeError, Rate: 0.2, Seed: seed}, lost, drop, rateLimit, normal}
+	return providerModes{first: modes[j%len(modes)]}
+}
+
+// showTimeout bounds a mode switch's wait for what it shows: the
+// customers who keep checking out meet the new modes within seconds.
+const showTimeout = 30 * time.Second
+
+// switchModes switches every provider of the run to its mode of m, and
+// then waits, at most showTimeout, until the run has shown what m shows.
+func (r *run) switchModes(ctx context.Context, m providerModes) error {
+	modes := []fakeprovider.Mode{m.first, m.backup}
+	for i, p := range r.providers() {
+		if err := r.setMode(ctx, p, modes[i]); err != nil {
+			return err
+		}
+	}
+	if m.shows == "" {
+		return nil
+	}
+	before, err := r.shown(ctx, m.shows)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, showTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// The summary's counts then say what the window missed.
+			r.cfg.Logger.Warn("a mode switch did not show what it waits for", "shows", m.shows, "within", showTimeout)
+			return nil
+		case <-tick.C:
+		}
+		n, err := r.shown(ctx, m.shows)
+		if err == nil && n > before {
+			return nil
+		}
+	}
+}
+
+// shown counts what a mode switch waits to see so far.
+func (r *run) shown(ctx context.Context, what string) (int, error) {
+	if what == showsRefused {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.refused, nil
+	}
+	url, err := r.providerURL(stack.BackupName)
+	if err != nil {
+		return 0, err
+	}
+	var charges struct {
+		Data []fakeprovider.Charge `json:"data"`
+	}
+	if err := r.admin(ctx, url, http.MethodGet, "/_admin/charges", nil, &charges); err != nil {
+		return 0, err
+	}
+	paid := 0
+	for _, c := range charges.Data {
+		if c.Status == fakeprovider.ChargeSucceeded {
+			paid++
+		}
+	}
+	return paid, nil
 }
 
 // injectFaults fires the plan as the checkouts progress.
@@ -137,16 +232,11 @@ func (r *run) killWorker(ctx context.Context, w *workerProcess) error {
 	return w.start()
 }
 
-// setMode switches the provider's chaos mode through its admin API, as an
+// setMode switches the chaos mode of p through its admin API, as an
 // operator of a separate provider process would.
-func (r *run) setMode(ctx context.Context, m fakeprovider.Mode) error {
-	if err := r.putAdmin(ctx, "/_admin/mode", m); err != nil {
-		return fmt.Errorf("chaos: set provider mode %s: %w", m.Name, err)
+func (r *run) setMode(ctx context.Context, p fakeAt, m fakeprovider.Mode) error {
+	if err := r.admin(ctx, p.url, http.MethodPut, "/_admin/mode", m, nil); err != nil {
+		return fmt.Errorf("chaos: set provider %s's mode %s: %w", p.name, m.Name, err)
 	}
 	return nil
-}
-
-// putAdmin PUTs v as JSON to the provider's admin API at path.
-func (r *run) putAdmin(ctx context.Context, path string, v any) error {
-	return r.admin(ctx, http.MethodPut, path, v, nil)
 }
