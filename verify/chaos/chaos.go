@@ -22,6 +22,16 @@
 //     dropped, duplicated and reordered, and forged events are posted to
 //     the API, which must refuse every one.
 //
+// With a backup provider (Config.Backup), the run has two fake providers,
+// and the payments move from the first to the backup when the first
+// charged nothing. The mode switches then break the first alone, in an
+// outage, lost responses, slow answers, drops and rate limits, then its
+// recovery, while the backup stays healthy, and both at once for a part
+// of the run, when checkouts must be refused with the promise that nothing
+// was charged. The summary counts the checkouts that failed over, those
+// paid at the backup, and those refused honestly, and the checker counts
+// every order's charges across both providers.
+//
 // Customers retry after a pending answer, double-click, switch cards while a
 // payment is pending (which must be refused) and after a decline (which must
 // be allowed). Some check out with a manual capture and then capture the
@@ -295,9 +305,9 @@ type Summary struct {
 	Answers    map[int]int
 	Behaviours map[string]int
 	Faults     map[string]int
-	// Provider's view at the end: its charges that took money (captured at
-	// once or captured holds) and the failed ones; Report.Holds counts the
-	// holds.
+	// The providers' view at the end, summed over them: their charges that
+	// took money (captured at once or captured holds), the failed ones, and
+	// the charge requests; Report.Holds counts the holds.
 	ChargesSucceeded, ChargesFailed, ChargeRequests int
 	// LateRequests counts charge and refund requests that reached the
 	// provider with a key first seen longer than the retention before:
@@ -357,7 +367,7 @@ func (s Summary) String() string {
 	for _, k := range sortedStrings(s.Behaviours) {
 		row("  "+k, s.Behaviours[k])
 	}
-	row("charge requests at the provider", s.ChargeRequests)
+	row("charge requests at the providers", s.ChargeRequests)
 	row("charges succeeded / failed", fmt.Sprintf("%d / %d", s.ChargesSucceeded, s.ChargesFailed))
 	for _, k := range sortedStrings(s.Faults) {
 		row("fault: "+k, s.Faults[k])

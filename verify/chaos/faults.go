@@ -72,22 +72,28 @@ func (r *run) plan() []fault {
 }
 
 // providerModes is one mode switch: the first provider's mode and, in a
-// run with a backup, the backup's. shows is what the switch waits to see
-// before the run's next fault, so that a window the customers must meet
-// cannot pass unmet by chance; empty waits for nothing.
+// run with a backup, the backup's, and what the switch waits to see before
+// the run's next fault.
 type providerModes struct {
 	first, backup fakeprovider.Mode
-	shows         string
+	shows         show
 }
 
-// What a mode switch waits to see (providerModes.shows).
-const (
-	// showsPaidAtBackup: a charge succeeded at the backup, which only a
-	// checkout that failed over sends.
-	showsPaidAtBackup = "a payment at the backup"
-	// showsRefused: a checkout was answered 503, nothing charged.
-	showsRefused = "a checkout refused, nothing charged"
-)
+// A show is what a mode switch waits to see, so that a window that the
+// customers, or a later part of the run, must meet cannot pass unmet by
+// chance: the switch waits until count has grown by need, or showTimeout
+// has passed. A zero show waits for nothing.
+type show struct {
+	what  string
+	count func(context.Context) (int, error)
+	need  int
+}
+
+// showTimeout bounds a mode switch's wait for what it shows. The customers
+// who keep checking out meet a new mode within seconds; an attempt the
+// provider dropped is abandoned at its deadline, and the breaker that the
+// drops open lets a request through again after 10 s.
+const showTimeout = time.Minute
 
 // modeFor is the j-th mode switch of the run: each misbehaviour in turn,
 // then normal service, over and over; with a backup, backupModes.
@@ -100,29 +106,42 @@ func (r *run) modeFor(j int) providerModes {
 	lost := fakeprovider.Mode{Name: fakeprovider.ModeLostResponse, Rate: 0.3, Seed: seed}
 	drop := fakeprovider.Mode{Name: fakeprovider.ModeDrop}
 	rateLimit := fakeprovider.Mode{Name: fakeprovider.ModeRateLimit, Rate: 0.3, Seed: seed}
-	if r.cfg.Backup {
-		outage := fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1, Seed: seed}
-		modes := []providerModes{
-			{first: outage, backup: normal, shows: showsPaidAtBackup},
-			{first: lost, backup: normal},
-			{first: slow, backup: normal},
-			{first: outage, backup: outage, shows: showsRefused},
-			{first: drop, backup: normal},
-			{first: rateLimit, backup: normal},
-			{first: normal, backup: normal},
-		}
-		return modes[j%len(modes)]
+	if !r.cfg.Backup {
+		modes := []fakeprovider.Mode{slow, {Name: fakeprovider.ModeError, Rate: 0.2, Seed: seed}, lost, drop, rateLimit, normal}
+		return providerModes{first: modes[j%len(modes)]}
 	}
-	modes := []fakeprovider.Mode{slow, {Name: fakeprovider.ModeError, Rate: 0.2, Seed: seed}, lost, drop, rateLimit, normal}
-	return providerModes{first: modes[j%len(modes)]}
+	modes := r.backupModes(slow, lost, drop, rateLimit, normal, fakeprovider.Mode{Name: fakeprovider.ModeError, Rate: 1, Seed: seed})
+	m := modes[j%len(modes)]
+	if j >= len(modes) {
+		// The first round has shown what each window shows.
+		m.shows = show{}
+	}
+	return m
 }
 
-// showTimeout bounds a mode switch's wait for what it shows: the
-// customers who keep checking out meet the new modes within seconds.
-const showTimeout = 30 * time.Second
+// backupModes are the mode switches of a run with a backup, in turn. The
+// first provider drops requests first, while its breakers are still
+// closed: five failures in a row open a worker's breaker for 10 s, and
+// an open breaker moves the payments to the backup instead. Then it
+// answers slowly, loses responses, goes through an outage while the backup
+// pays, and recovers; then both are down, when checkouts are refused with
+// nothing charged, and the first provider limits the rate.
+func (r *run) backupModes(slow, lost, drop, rateLimit, normal, outage fakeprovider.Mode) []providerModes {
+	return []providerModes{
+		// Two such customers give the late charges an order of each
+		// order of arrival: one left unpaid, and one paid again first.
+		{first: drop, backup: normal, shows: show{what: "unpaid attempts that the first provider dropped", count: r.droppedUnpaid, need: min(2, r.cfg.LateCharges)}},
+		{first: slow, backup: normal},
+		{first: lost, backup: normal},
+		{first: outage, backup: normal, shows: show{what: "a payment at the backup", count: r.paidAtBackup, need: 1}},
+		{first: normal, backup: normal},
+		{first: outage, backup: outage, shows: show{what: "a checkout refused, nothing charged", count: r.refusedCount, need: 1}},
+		{first: rateLimit, backup: normal},
+	}
+}
 
 // switchModes switches every provider of the run to its mode of m, and
-// then waits, at most showTimeout, until the run has shown what m shows.
+// then waits until the run has shown what m shows.
 func (r *run) switchModes(ctx context.Context, m providerModes) error {
 	modes := []fakeprovider.Mode{m.first, m.backup}
 	for i, p := range r.providers() {
@@ -130,39 +149,81 @@ func (r *run) switchModes(ctx context.Context, m providerModes) error {
 			return err
 		}
 	}
-	if m.shows == "" {
+	if m.shows.need <= 0 {
 		return nil
 	}
-	before, err := r.shown(ctx, m.shows)
+	before, err := m.shows.count(ctx)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, showTimeout)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			// The summary's counts then say what the window missed.
-			r.cfg.Logger.Warn("a mode switch did not show what it waits for", "shows", m.shows, "within", showTimeout)
+			r.cfg.Logger.Warn("a mode switch did not show what it waits for", "shows", m.shows.what, "within", showTimeout)
 			return nil
 		case <-tick.C:
 		}
-		n, err := r.shown(ctx, m.shows)
-		if err == nil && n > before {
+		n, err := m.shows.count(ctx)
+		if err == nil && n-before >= m.shows.need {
+			r.cfg.Logger.Info("the mode switch showed what it waits for", "shows", m.shows.what, "count", n-before)
 			return nil
 		}
 	}
 }
 
-// shown counts what a mode switch waits to see so far.
-func (r *run) shown(ctx context.Context, what string) (int, error) {
-	if what == showsRefused {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.refused, nil
+// refusedCount counts the checkouts refused so far, nothing charged.
+func (r *run) refusedCount(context.Context) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused, nil
+}
+
+// droppedUnpaid counts the attempts of which the first provider dropped a
+// charge request and charged nothing so far, with an automatic capture
+// and a card that is not declined. Each is abandoned at its deadline, as
+// the outage that follows the drops charges nothing either, and its
+// customer pays no other way, so the run can plant a late charge for it
+// (plantLateCharges).
+func (r *run) droppedUnpaid(ctx context.Context) (int, error) {
+	state, err := r.providerSource(r.providers()[0]).ProviderState(ctx)
+	if err != nil {
+		return 0, err
 	}
+	charged := map[string]bool{}
+	for _, c := range state.Charges {
+		charged[c.IdempotencyKey] = true
+	}
+	// A request answered nothing whose key charged nothing was dropped.
+	dropped := map[string]bool{}
+	for _, rec := range state.Requests {
+		if rec.IsCharge() && rec.Key != "" && rec.Status == 0 && !charged[rec.Key] {
+			dropped[rec.Key] = true
+		}
+	}
+	n := 0
+	for key := range dropped {
+		a, err := r.stack.Store().GetAttempt(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		r.mu.Lock()
+		card := r.cards[a.OrderID]
+		r.mu.Unlock()
+		if !a.Capture.Manual() && !isDeclineCard(card) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// paidAtBackup counts the backup's charges that took money, which only a
+// checkout that failed over sends.
+func (r *run) paidAtBackup(ctx context.Context) (int, error) {
 	url, err := r.providerURL(stack.BackupName)
 	if err != nil {
 		return 0, err
