@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -103,7 +102,6 @@ type externalStack struct {
 	ext    External
 	store  store.Store
 	client client.Client
-	http   *http.Client
 	next   atomic.Uint64
 }
 
@@ -198,7 +196,7 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 		return Summary{}, err
 	}
 	defer closeLost()
-	r := newRun(cfg, &externalStack{ext: ext, store: st, client: tc, http: &http.Client{Timeout: time.Minute}}, lost)
+	r := newRun(cfg, &externalStack{ext: ext, store: st, client: tc}, lost)
 	r.processes = ext.Processes
 	r.workerNames, r.apiNames, r.postgresName = ext.Workers, ext.APIs, ext.Postgres
 	r.versions, r.version = ext.Versions, ext.BuildID

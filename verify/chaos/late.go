@@ -140,12 +140,12 @@ func (r *run) payAgain(ctx context.Context, c lateCandidate) bool {
 // works on a provider in another process too; it returns the charge id.
 func (r *run) plantCharge(ctx context.Context, a store.Attempt) (string, error) {
 	// The charge is the attempt's provider's to finish.
-	url, err := r.providerURL(a.Provider)
+	p, err := r.provider(a.Provider)
 	if err != nil {
 		return "", err
 	}
 	var c fakeprovider.Charge
-	err = r.admin(ctx, url, http.MethodPost, "/_admin/charges", fakeprovider.PlantedCharge{
+	err = r.admin(ctx, p.url, http.MethodPost, "/_admin/charges", fakeprovider.PlantedCharge{
 		Amount: a.Amount.Minor, Currency: a.Amount.Currency, MerchantReference: a.MerchantReference,
 		Status: fakeprovider.ChargeSucceeded, IdempotencyKey: a.Key, SendEvent: true,
 	}, &c)

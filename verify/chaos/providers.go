@@ -38,14 +38,14 @@ func fakes(t target) []fakeAt {
 	return ps
 }
 
-// providerURL is the base URL of the named provider of the run.
-func (r *run) providerURL(name string) (string, error) {
+// provider is the named provider of the run.
+func (r *run) provider(name string) (fakeAt, error) {
 	for _, p := range r.providers() {
 		if p.name == name {
-			return p.url, nil
+			return p, nil
 		}
 	}
-	return "", fmt.Errorf("chaos: the run has no provider %q", name)
+	return fakeAt{}, fmt.Errorf("chaos: the run has no provider %q", name)
 }
 
 // providerStates reads every provider's charges, refunds and requests, by
