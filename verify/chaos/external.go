@@ -151,7 +151,7 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, its payload and card-hash keys and an API key")
 	}
 	if cfg.Backup != (ext.BackupURL != "") {
-		return Summary{}, errors.New("chaos: a run with a backup provider needs an external stack that runs one (External.BackupURL), and only such a run may use it")
+		return Summary{}, errors.New("chaos: Config.Backup and an external stack's backup provider (External.BackupURL) go together: the run drives and checks every provider the stack routes payments to")
 	}
 	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
 		return Summary{}, errors.New("chaos: process faults on an external stack need its processes")
