@@ -34,9 +34,17 @@ func TestChaos_CISizedRunUnderEveryFaultKeepsEveryPromise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos run takes minutes")
 	}
-	_, sum := runChaos(t, 8*time.Minute, func(cfg *chaos.Config) { cfg.Seed = 7 })
+	_, sum := runChaos(t, 8*time.Minute, func(cfg *chaos.Config) { cfg.Seed, cfg.Backup = 7, true })
 
 	requireEveryPromiseKept(t, sum)
+	// The first provider's outages moved payments to the healthy backup,
+	// which paid them within their checkouts, and while both were down,
+	// checkouts were refused with the promise that nothing was charged,
+	// which the checker held.
+	require.Positive(t, sum.FailedOver, "checkouts failed over")
+	require.Positive(t, sum.PaidAtBackup, "payments at the backup")
+	require.Positive(t, sum.Refused, "checkouts refused honestly while both providers were down")
+	require.Positive(t, sum.Orders[chargeonce.OrderPaid], "orders paid")
 
 	// The run did what it claims: every planned fault fired, and the
 	// customers behaved in every way.

@@ -22,6 +22,16 @@
 //     dropped, duplicated and reordered, and forged events are posted to
 //     the API, which must refuse every one.
 //
+// With a backup provider (Config.Backup), the run has two fake providers,
+// and the payments move from the first to the backup when the first
+// charged nothing. The mode switches then break the first alone, in an
+// outage, lost responses, slow answers, drops and rate limits, then its
+// recovery, while the backup stays healthy, and both at once for a part
+// of the run, when checkouts must be refused with the promise that nothing
+// was charged. The summary counts the checkouts that failed over, those
+// paid at the backup, and those refused honestly, and the checker counts
+// every order's charges across both providers.
+//
 // Customers retry after a pending answer, double-click, switch cards while a
 // payment is pending (which must be refused) and after a decline (which must
 // be allowed). Some check out with a manual capture and then capture the
@@ -153,6 +163,17 @@ type Config struct {
 	// ProviderAPI is the dialect the worker processes speak to the fake
 	// provider, dialect.IETF or dialect.Stripe; empty means IETF.
 	ProviderAPI string
+	// Backup runs a second fake provider, named stack.BackupName, beside
+	// the first: every payment goes to the first and moves to the backup,
+	// within its checkout, when the first charged nothing. The worker
+	// processes reach both through a routing file in DataDir, and the
+	// checker counts every order's charges across both. The mode switches
+	// then take the first provider through an outage, lost responses, slow
+	// answers, drops, rate limits and its recovery while the backup stays
+	// healthy, and take both down at once for a part of the run, when
+	// checkouts must be refused with the promise that nothing was charged
+	// (backupModes).
+	Backup bool
 	// SettleTimeout bounds the wait for every attempt to settle at the end
 	// (AbandonAfter plus a minute).
 	SettleTimeout time.Duration
@@ -284,9 +305,9 @@ type Summary struct {
 	Answers    map[int]int
 	Behaviours map[string]int
 	Faults     map[string]int
-	// Provider's view at the end: its charges that took money (captured at
-	// once or captured holds) and the failed ones; Report.Holds counts the
-	// holds.
+	// The providers' view at the end, summed over them: their charges that
+	// took money (captured at once or captured holds), the failed ones, and
+	// the charge requests; Report.Holds counts the holds.
 	ChargesSucceeded, ChargesFailed, ChargeRequests int
 	// LateRequests counts charge and refund requests that reached the
 	// provider with a key first seen longer than the retention before:
@@ -302,6 +323,14 @@ type Summary struct {
 	// EventTries counts the provider's event delivery tries by outcome
 	// (fakeprovider.Delivery.Outcome).
 	EventTries map[string]int
+	// FailedOver counts the attempts that a checkout sent to the backup
+	// after the first provider charged nothing (Config.Backup), and
+	// PaidAtBackup those of them that succeeded.
+	FailedOver, PaidAtBackup int
+	// Refused counts the checkouts answered 503 with the promise that
+	// nothing was charged (wire.ProblemProviderUnavailable), which the
+	// checker holds (invariant 7).
+	Refused int
 	// Unexpected lists answers that break the checkout contract, such as
 	// another card accepted while a payment is pending.
 	Unexpected []string
@@ -338,7 +367,7 @@ func (s Summary) String() string {
 	for _, k := range sortedStrings(s.Behaviours) {
 		row("  "+k, s.Behaviours[k])
 	}
-	row("charge requests at the provider", s.ChargeRequests)
+	row("charge requests at the providers", s.ChargeRequests)
 	row("charges succeeded / failed", fmt.Sprintf("%d / %d", s.ChargesSucceeded, s.ChargesFailed))
 	for _, k := range sortedStrings(s.Faults) {
 		row("fault: "+k, s.Faults[k])
@@ -350,6 +379,8 @@ func (s Summary) String() string {
 	row("refunds left pending that could settle", s.RefundsUnsettled)
 	row("orders paid / placed / pending", fmt.Sprintf("%d / %d / %d",
 		s.Orders[chargeonce.OrderPaid], s.Orders[chargeonce.OrderPlaced], s.Orders[chargeonce.OrderPaymentPending]))
+	row("checkouts failed over to the backup / paid there", fmt.Sprintf("%d / %d", s.FailedOver, s.PaidAtBackup))
+	row("checkouts refused honestly (503, nothing charged)", s.Refused)
 	row("holds authorized / captured / voided / expired / still authorized", fmt.Sprintf("%d / %d / %d / %d / %d",
 		holds, s.Report.Holds[chargeonce.HoldCaptured], s.Report.Holds[chargeonce.HoldVoided],
 		s.Report.Holds[chargeonce.HoldExpired], s.Report.Holds[chargeonce.HoldAuthorized]))
@@ -426,6 +457,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	// The stack's API and the worker processes share one card-hash key.
 	cardHashKey := chargeonce.NewCardHashKey()
+	// The backup is the same fake, with its own books, chaos and events.
+	fake := fakeprovider.Config{Retention: cfg.Retention, HoldWindow: holdWindow, Webhooks: fakeprovider.WebhookConfig{Schedule: webhookSchedule}}
+	var backup *fakeprovider.Config
+	if cfg.Backup {
+		backup = &fake
+	}
 	st, err := stack.Start(ctx, stack.Config{
 		CardHashKey:     cardHashKey,
 		DatabaseURL:     databaseURL,
@@ -433,7 +470,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		Host:            "127.0.0.1",
 		UIPort:          -1,
 		CheckoutBudget:  cfg.CheckoutBudget,
-		Provider:        fakeprovider.Config{Retention: cfg.Retention, HoldWindow: holdWindow, Webhooks: fakeprovider.WebhookConfig{Schedule: webhookSchedule}},
+		Provider:        fake,
+		Backup:          backup,
 		ProviderEvents:  true,
 		ExternalWorkers: true,
 		CodecKeys:       keys,
@@ -450,12 +488,16 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	}()
 
+	args, err := workerArgs(cfg, st, dir, keys, cardHashKey)
+	if err != nil {
+		return Summary{}, err
+	}
 	workers := make([]*workerProcess, 2)
 	for i := range workers {
 		workers[i] = &workerProcess{
 			name:    "worker-" + strconv.Itoa(i+1),
 			bin:     cfg.WorkerBinary,
-			args:    workerArgs(cfg, st, keys, cardHashKey),
+			args:    args,
 			logPath: filepath.Join(dir, "worker-"+strconv.Itoa(i+1)+".log"),
 		}
 		if err := workers[i].start(); err != nil {
@@ -500,7 +542,7 @@ func newKeyring() (string, error) {
 // timing, a sweep as frequent as the lookups, and a provider timeout that
 // ends a dropped request well within the run.
 func workerSettings(cfg Config) map[string]string {
-	settings := map[string]string{"sweep-every": cfg.Timing.Interval.String(), "provider-timeout": "10s"}
+	settings := map[string]string{"sweep-every": cfg.Timing.Interval.String(), "provider-timeout": providerTimeout.String()}
 	// A timing that leaves fields zero means their defaults, which a
 	// process's flag must then spell: a zero flag is refused.
 	timing := cfg.Timing.WithDefaults()
@@ -510,7 +552,13 @@ func workerSettings(cfg Config) map[string]string {
 	return settings
 }
 
-func workerArgs(cfg Config, st *stack.Stack, keys, cardHashKey string) []string {
+// providerTimeout bounds one exchange with a provider in a run.
+const providerTimeout = 10 * time.Second
+
+// workerArgs are the flags of the worker processes on the embedded stack
+// st. With a backup, a routing file in dir names both providers in place
+// of the provider flags, which the worker refuses beside it.
+func workerArgs(cfg Config, st *stack.Stack, dir, keys, cardHashKey string) ([]string, error) {
 	settings := workerSettings(cfg)
 	maps.Copy(settings, map[string]string{
 		"temporal-address":   st.TemporalAddress(),
@@ -519,18 +567,28 @@ func workerArgs(cfg Config, st *stack.Stack, keys, cardHashKey string) []string 
 		"codec-keys":         keys,
 		"codec-token":        codec.NewToken(),
 		"card-hash-key":      cardHashKey,
-		"provider-url":       st.ProviderURL(),
 		"listen":             "127.0.0.1:0",
 	})
-	if cfg.ProviderAPI == dialect.Stripe {
+	switch {
+	case cfg.Backup:
+		path, err := writeRouting(dir, cfg, fakes(embeddedStack{st}))
+		if err != nil {
+			return nil, err
+		}
+		delete(settings, "provider-timeout")
+		settings["routing"] = path
+	case cfg.ProviderAPI == dialect.Stripe:
 		// The fake's search reads its books at once.
-		maps.Copy(settings, map[string]string{"provider": dialect.Stripe, "stripe-api-key": fakeprovider.StripeTestKey, "stripe-search-delay": "0s"})
+		maps.Copy(settings, map[string]string{"provider": dialect.Stripe, "provider-url": st.ProviderURL(),
+			"stripe-api-key": fakeprovider.StripeTestKey, "stripe-search-delay": "0s"})
+	default:
+		settings["provider-url"] = st.ProviderURL()
 	}
 	args := make([]string, 0, 2*len(settings))
 	for _, flag := range slices.Sorted(maps.Keys(settings)) {
 		args = append(args, "--"+flag, settings[flag])
 	}
-	return args
+	return args, nil
 }
 
 // timingTimeout bounds the wait for the first worker to publish its timing.
@@ -592,17 +650,13 @@ type target interface {
 	APIURL() string
 	// APIKey is a key with every scope, which the customers send.
 	APIKey() string
+	// ProviderURL is the first fake provider's base URL, and BackupURL the
+	// backup's, empty without one.
 	ProviderURL() string
+	BackupURL() string
 	Store() store.Store
 	Client() client.Client
 	RestartTemporal(ctx context.Context) error
-	// ExpireKeys makes the provider forget the keys older than retention.
-	ExpireKeys(ctx context.Context, retention time.Duration) (int, error)
-	// ProviderRequests is the provider's request log.
-	ProviderRequests(ctx context.Context) ([]fakeprovider.RequestRecord, error)
-	// ProviderWebhooks is the provider's webhook state, with every
-	// delivery.
-	ProviderWebhooks(ctx context.Context) (fakeprovider.WebhookState, error)
 	// WebhookSecret is the secret the API verifies the provider's events
 	// with.
 	WebhookSecret() (webhook.Secret, error)
@@ -633,9 +687,11 @@ type run struct {
 	orders []int64
 	cards  map[int64]string
 	// manual marks the orders whose checkouts ask for a manual capture.
-	manual     map[int64]bool
-	requests   int
-	answers    map[int]int
+	manual   map[int64]bool
+	requests int
+	answers  map[int]int
+	// refused counts the checkouts answered 503, nothing charged.
+	refused    int
 	behave     map[string]int
 	faults     map[string]int
 	unexpected []string
@@ -715,8 +771,9 @@ func (r *run) execute(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	log.Info("checkouts done; provider back to normal", "orders", len(r.orders))
-	if err := r.setMode(ctx, fakeprovider.Mode{Name: fakeprovider.ModeNormal}); err != nil {
+	log.Info("checkouts done; providers back to normal", "orders", len(r.orders))
+	normal := fakeprovider.Mode{Name: fakeprovider.ModeNormal}
+	if err := r.switchModes(ctx, providerModes{first: normal, backup: normal}); err != nil {
 		return err
 	}
 	if err := r.lateRetries(ctx); err != nil {
@@ -748,7 +805,7 @@ func (r *run) expireKeys(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		n, err := r.stack.ExpireKeys(ctx, r.cfg.Retention)
+		n, err := r.expireKeysEverywhere(ctx)
 		if err != nil {
 			r.cfg.Logger.Warn("provider keys not expired", "error", err)
 		}
@@ -807,7 +864,7 @@ func (r *run) settle(ctx context.Context, refunds bool) error {
 // refund_unknown at its key's horizon): waiting for it would only wait out
 // the settle timeout.
 func (r *run) settleableRefunds(ctx context.Context) (int, error) {
-	requests, err := r.stack.ProviderRequests(ctx)
+	requests, err := r.providerRequests(ctx)
 	if err != nil {
 		return 0, err
 	}

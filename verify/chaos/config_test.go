@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"chargeonce/internal/temporalclient"
 	"chargeonce/verify/chaos"
 )
 
@@ -32,4 +33,30 @@ func TestConfig_ValidateAcceptsTheDefaultsAndAPostgreSQLRun(t *testing.T) {
 	cfg := chaos.DefaultConfig()
 	cfg.DatabaseURL, cfg.PostgresRestarts, cfg.ServerRestarts = "postgresql://u:p@127.0.0.1:5432/db", 2, 0
 	require.NoError(t, cfg.Validate())
+}
+
+// A run drives and checks every provider that the stack routes payments
+// to: a run with a backup needs a stack that has one, and a stack with one
+// needs a run with a backup. Neither reaches the stack.
+func TestRunExternal_RefusesABackupOnOneSideOnly(t *testing.T) {
+	ext := chaos.External{APIURLs: []string{"http://127.0.0.1:1"}, ProviderURL: "http://127.0.0.1:2",
+		Temporal: temporalclient.Config{Address: "127.0.0.1:3"}, DatabaseURL: "postgres://127.0.0.1:4/db",
+		CodecKeys: "k", CardHashKey: "h", APIKey: "a"}
+	for _, tc := range []struct {
+		name      string
+		backup    bool
+		backupURL string
+	}{
+		{"a run with a backup", true, ""},
+		{"a stack with a backup", false, "http://127.0.0.1:5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := chaos.DefaultConfig()
+			cfg.Backup, cfg.PostgresRestarts = tc.backup, 0
+			ext := ext
+			ext.BackupURL = tc.backupURL
+			_, err := chaos.RunExternal(t.Context(), cfg, ext)
+			require.ErrorContains(t, err, "Config.Backup and an external stack's backup provider (External.BackupURL) go together")
+		})
+	}
 }

@@ -141,8 +141,9 @@ func (r *run) customer(ctx context.Context, i int) {
 
 // follow reacts to an answer as a customer would: retry with the same card
 // after pending, or after a 503 that says nothing was charged, which opens a
-// new attempt; maybe try another card while pending, which must be refused;
-// and, once the card was declined, maybe pay with another, which must be
+// new attempt; maybe try another card while pending, which must be refused
+// while the payment is open (every customer does until one was,
+// conflictOwed); and, once the card was declined, maybe pay with another, which must be
 // allowed. A customer who still does not know after the retries
 // asks for the order until it settles, as the API tells them to. A server
 // error or no answer during a database outage tells them nothing, so they
@@ -161,7 +162,7 @@ func (r *run) follow(ctx context.Context, rng *rand.Rand, id int64, card string,
 			}
 			return
 		case http.StatusAccepted:
-			if switchWhilePending {
+			if switchWhilePending || r.conflictOwed() {
 				switchWhilePending = false
 				r.count(r.behave, BehaviourSwitchWhile)
 				// An outage answer to the other card leaves the customer
@@ -203,6 +204,16 @@ func (r *run) follow(ctx context.Context, rng *rand.Rand, id int64, card string,
 			return
 		}
 	}
+}
+
+// conflictOwed reports that no checkout has been refused 409 yet. Until
+// one is, every customer told pending tries another card, so that the run
+// shows the refusal however few customers choose to switch, or meet a
+// payment still open when they do.
+func (r *run) conflictOwed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.answers[http.StatusConflict] == 0
 }
 
 // switchAfterDecline pays a declined order with another card, which must
@@ -360,6 +371,9 @@ func (r *run) checkout(ctx context.Context, id int64, card string) answer {
 	a.key = res.IdempotencyKey
 	r.mu.Lock()
 	r.answers[a.status]++
+	if notProcessed(a) {
+		r.refused++
+	}
 	r.mu.Unlock()
 	return a
 }
@@ -412,7 +426,7 @@ func (r *run) lateRetries(ctx context.Context) error {
 		return ctx.Err()
 	}
 	// Every key these orders sent is now forgotten by the provider.
-	records, err := r.stack.ProviderRequests(ctx)
+	records, err := r.providerRequests(ctx)
 	if err != nil {
 		return fmt.Errorf("chaos: provider requests: %w", err)
 	}

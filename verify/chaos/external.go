@@ -1,12 +1,9 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -16,13 +13,11 @@ import (
 	"chargeonce/checkout"
 	"chargeonce/dev/cluster"
 	"chargeonce/dev/stack"
-	"chargeonce/fakeprovider"
 	"chargeonce/internal/cli"
 	"chargeonce/internal/codec"
 	"chargeonce/internal/temporalclient"
 	"chargeonce/internal/webhook"
 	"chargeonce/store"
-	"chargeonce/verify/invariant"
 )
 
 // FaultAPIKill is the kind of an API instance killed with SIGKILL while
@@ -38,6 +33,10 @@ type External struct {
 	// ProviderURL is the fake provider, whose admin API switches its mode,
 	// forgets keys and reports what it was asked.
 	ProviderURL string
+	// BackupURL is the backup fake provider (Config.Backup), whose
+	// payments the stack's workers and APIs route as stack.BackupName, by
+	// a routing file of both; empty without one.
+	BackupURL string
 	// Temporal is where the checker reads the workflows, and how it
 	// connects.
 	Temporal temporalclient.Config
@@ -103,7 +102,6 @@ type externalStack struct {
 	ext    External
 	store  store.Store
 	client client.Client
-	http   *http.Client
 	next   atomic.Uint64
 }
 
@@ -114,6 +112,7 @@ func (e *externalStack) APIURL() string {
 
 func (e *externalStack) APIKey() string        { return e.ext.APIKey }
 func (e *externalStack) ProviderURL() string   { return e.ext.ProviderURL }
+func (e *externalStack) BackupURL() string     { return e.ext.BackupURL }
 func (e *externalStack) Store() store.Store    { return e.store }
 func (e *externalStack) Client() client.Client { return e.client }
 
@@ -126,72 +125,12 @@ func (e *externalStack) RestartTemporal(ctx context.Context) error {
 	return e.ext.Processes.StartAgain(ctx, e.ext.TemporalServer)
 }
 
-func (e *externalStack) ExpireKeys(ctx context.Context, retention time.Duration) (int, error) {
-	body, err := json.Marshal(map[string]string{"older_than": retention.String()})
-	if err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.ext.ProviderURL+"/_admin/expire-keys", bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := e.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("expire keys: %s", resp.Status)
-	}
-	var out struct {
-		Forgotten int `json:"forgotten"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&out)
-	return out.Forgotten, err
-}
-
-func (e *externalStack) ProviderRequests(ctx context.Context) ([]fakeprovider.RequestRecord, error) {
-	ps, err := invariant.OverHTTP{BaseURL: e.ext.ProviderURL, Client: e.http}.ProviderState(ctx)
-	return ps.Requests, err
-}
-
-func (e *externalStack) ProviderWebhooks(ctx context.Context) (fakeprovider.WebhookState, error) {
-	var st fakeprovider.WebhookState
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ext.ProviderURL+"/_admin/webhooks", nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := e.http.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("webhooks: %s", resp.Status)
-	}
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	return st, err
-}
-
 func (e *externalStack) WebhookSecret() (webhook.Secret, error) {
 	return webhook.ParseSecret(e.ext.WebhookSecret)
 }
 
 // embeddedStack is the target of a run on the stack it starts itself.
 type embeddedStack struct{ *stack.Stack }
-
-func (s embeddedStack) ExpireKeys(_ context.Context, retention time.Duration) (int, error) {
-	return s.Provider().ExpireKeys(retention)
-}
-
-func (s embeddedStack) ProviderRequests(context.Context) ([]fakeprovider.RequestRecord, error) {
-	return s.Provider().Requests(), nil
-}
-
-func (s embeddedStack) ProviderWebhooks(context.Context) (fakeprovider.WebhookState, error) {
-	return s.Provider().Webhooks(), nil
-}
 
 func (s embeddedStack) WebhookSecret() (webhook.Secret, error) {
 	secret, _, err := webhook.LoadOrCreateSecretFile(s.WebhookSecretFile())
@@ -210,6 +149,9 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 	}
 	if len(ext.APIURLs) == 0 || ext.ProviderURL == "" || ext.Temporal.Address == "" || ext.DatabaseURL == "" || ext.CodecKeys == "" || ext.CardHashKey == "" || ext.APIKey == "" {
 		return Summary{}, errors.New("chaos: an external stack needs the URLs of its APIs, provider, Temporal and database, its payload and card-hash keys and an API key")
+	}
+	if cfg.Backup != (ext.BackupURL != "") {
+		return Summary{}, errors.New("chaos: Config.Backup and an external stack's backup provider (External.BackupURL) go together: the run drives and checks every provider the stack routes payments to")
 	}
 	if ext.Processes == nil && (cfg.WorkerKills+cfg.ServerRestarts+cfg.PostgresRestarts+cfg.APIKills > 0) {
 		return Summary{}, errors.New("chaos: process faults on an external stack need its processes")
@@ -254,7 +196,7 @@ func RunExternal(ctx context.Context, cfg Config, ext External) (Summary, error)
 		return Summary{}, err
 	}
 	defer closeLost()
-	r := newRun(cfg, &externalStack{ext: ext, store: st, client: tc, http: &http.Client{Timeout: time.Minute}}, lost)
+	r := newRun(cfg, &externalStack{ext: ext, store: st, client: tc}, lost)
 	r.processes = ext.Processes
 	r.workerNames, r.apiNames, r.postgresName = ext.Workers, ext.APIs, ext.Postgres
 	r.versions, r.version = ext.Versions, ext.BuildID

@@ -1,12 +1,9 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -99,7 +96,11 @@ func (r *run) lateCandidates(ctx context.Context) (unpaid, paid []lateCandidate,
 		for i, a := range attempts {
 			// A manual capture's late answer is a hold, not the
 			// succeeded charge planted here: its orders are left out.
-			if a.Status == chargeonce.AttemptAbandoned && !a.Capture.Manual() {
+			// So are the backup's attempts: only the first provider's
+			// late charges are repaired in a run, by its events, which
+			// the stack's API confirms at that provider alone, or by its
+			// settlement report, the only one the settlement reads.
+			if a.Status == chargeonce.AttemptAbandoned && !a.Capture.Manual() && a.Provider == chargeonce.DefaultProvider {
 				lost = &attempts[i]
 			}
 		}
@@ -138,8 +139,13 @@ func (r *run) payAgain(ctx context.Context, c lateCandidate) bool {
 // key and reference, and announce it, through the admin API, so that it
 // works on a provider in another process too; it returns the charge id.
 func (r *run) plantCharge(ctx context.Context, a store.Attempt) (string, error) {
+	// The charge is the attempt's provider's to finish.
+	p, err := r.provider(a.Provider)
+	if err != nil {
+		return "", err
+	}
 	var c fakeprovider.Charge
-	err := r.admin(ctx, http.MethodPost, "/_admin/charges", fakeprovider.PlantedCharge{
+	err = r.admin(ctx, p.url, http.MethodPost, "/_admin/charges", fakeprovider.PlantedCharge{
 		Amount: a.Amount.Minor, Currency: a.Amount.Currency, MerchantReference: a.MerchantReference,
 		Status: fakeprovider.ChargeSucceeded, IdempotencyKey: a.Key, SendEvent: true,
 	}, &c)
@@ -182,34 +188,4 @@ func (r *run) awaitRepairs(ctx context.Context, charges []string) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// admin sends v as JSON to the provider's admin API at path and, when out
-// is not nil, decodes the answer into it.
-func (r *run) admin(ctx context.Context, method, path string, v, out any) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.stack.ProviderURL()+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
 }

@@ -3,10 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"chargeonce"
+	"chargeonce/dev/stack"
 	"chargeonce/fakeprovider"
 	"chargeonce/verify/invariant"
 )
@@ -38,40 +38,39 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		Checkouts:        len(r.orders),
 		CheckoutRequests: r.requests,
 		Answers:          r.answers,
+		Refused:          r.refused,
 		Behaviours:       r.behave,
 		Faults:           r.faults,
 		Unexpected:       r.unexpected,
 		Deploys:          r.deployed,
 		Orders:           map[chargeonce.OrderStatus]int{},
 		Attempts:         map[chargeonce.AttemptStatus]int{},
-		EventTries:       map[string]int{},
 	}
 	ids := append([]int64(nil), r.orders...)
 	r.mu.Unlock()
 
-	provider := invariant.OverHTTP{BaseURL: r.stack.ProviderURL(), Client: &http.Client{Timeout: time.Minute}}
-	ps, err := provider.ProviderState(ctx)
+	states, err := r.providerStates(ctx)
 	if err != nil {
 		return s, err
 	}
-	for _, c := range ps.Charges {
-		switch c.Status {
-		case fakeprovider.ChargeSucceeded:
-			s.ChargesSucceeded++
-		case fakeprovider.ChargeFailed:
-			s.ChargesFailed++
+	var requests []fakeprovider.RequestRecord
+	for _, ps := range states {
+		for _, c := range ps.Charges {
+			switch c.Status {
+			case fakeprovider.ChargeSucceeded:
+				s.ChargesSucceeded++
+			case fakeprovider.ChargeFailed:
+				s.ChargesFailed++
+			}
 		}
+		requests = append(requests, ps.Requests...)
 	}
-	s.ChargeRequests, s.LateRequests = chargeRequests(ps.Requests, r.cfg.Retention)
+	s.ChargeRequests, s.LateRequests = chargeRequests(requests, r.cfg.Retention)
 	if s.RefundsUnsettled, err = r.settleableRefunds(ctx); err != nil {
 		return s, fmt.Errorf("chaos: pending refunds: %w", err)
 	}
-	hooks, err := r.stack.ProviderWebhooks(ctx)
-	if err != nil {
-		return s, fmt.Errorf("chaos: the provider's webhooks: %w", err)
-	}
-	for _, d := range hooks.Deliveries {
-		s.EventTries[d.Outcome]++
+	if s.EventTries, err = r.eventTries(ctx); err != nil {
+		return s, err
 	}
 	for _, id := range ids {
 		o, attempts, err := r.stack.Store().GetOrder(ctx, id)
@@ -81,11 +80,27 @@ func (r *run) summarize(ctx context.Context, settled []string) (Summary, error) 
 		s.Orders[o.Status]++
 		for _, a := range attempts {
 			s.Attempts[a.Status]++
+			// Every route starts at the first provider, so an attempt at
+			// the backup is a failover's.
+			if a.Provider == stack.BackupName {
+				s.FailedOver++
+				if a.Status == chargeonce.AttemptSucceeded {
+					s.PaidAtBackup++
+				}
+			}
 		}
+	}
+	// The checker reads the first provider as the default one, and every
+	// other by its name.
+	providers := r.providers()
+	others := map[string]invariant.ProviderSource{}
+	for _, p := range providers[1:] {
+		others[p.name] = r.providerSource(p)
 	}
 	s.Report, err = invariant.Check(ctx, invariant.Config{
 		Store:    r.stack.Store(),
-		Provider: provider,
+		Provider: r.providerSource(providers[0]),
+		Others:   others,
 		Temporal: r.stack.Client(),
 		Interval: r.cfg.Timing.Interval,
 		// The settlement of the run's days: honest books give no exception.

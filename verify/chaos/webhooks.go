@@ -33,10 +33,13 @@ func (r *run) webhookChaosFor(j int) fakeprovider.WebhookChaos {
 	return chaos[j%len(chaos)]
 }
 
-// setWebhookChaos switches the webhook chaos through the admin API.
+// setWebhookChaos switches the webhook chaos of every provider's events
+// through its admin API.
 func (r *run) setWebhookChaos(ctx context.Context, c fakeprovider.WebhookChaos) error {
-	if err := r.putAdmin(ctx, "/_admin/webhooks", c); err != nil {
-		return fmt.Errorf("chaos: set webhook chaos: %w", err)
+	for _, p := range r.providers() {
+		if err := r.admin(ctx, p.url, http.MethodPut, "/_admin/webhooks", c, nil); err != nil {
+			return fmt.Errorf("chaos: set provider %s's webhook chaos: %w", p.name, err)
+		}
 	}
 	return nil
 }

@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&cfg.Retention, "retention", chaos.DefaultRetention, "the provider's key retention; must exceed the abandon deadline")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the customers' choices and the provider's chance")
 	fs.StringVar(&cfg.ProviderAPI, "provider-api", "", "`API` the workers speak to the fake provider: ietf (default) or stripe")
+	fs.BoolVar(&cfg.Backup, "backup", false, "run a second fake provider, the backup, which the payments move to when the first charged nothing; the mode switches then break the first alone, and both at once for a part of the run")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "keep the databases and the worker logs here (default: a temporary directory, removed)")
 	stackLog := fs.String("stack-log", "", "write the stack's logs to this `file` (default: discarded)")
 	clusterDir := fs.String("cluster", "", "run against the local cluster, started in this data `directory` for the run, with real process faults")
