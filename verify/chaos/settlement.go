@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"chargeonce"
 	"chargeonce/provider/settlement"
 	"chargeonce/workflows"
 )
@@ -18,13 +17,13 @@ func (r *run) settleDays(ctx context.Context, began time.Time) ([]string, error)
 	var dates []string
 	for day := began.UTC().Truncate(24 * time.Hour); !day.After(time.Now()); day = day.AddDate(0, 0, 1) {
 		date := day.Format(settlement.DateLayout)
-		for _, provider := range []string{chargeonce.DefaultProvider} {
-			run, err := workflows.RunSettlement(ctx, r.stack.Client(), workflows.SettlementInput{Provider: provider, Date: date})
+		for _, p := range r.providers() {
+			run, err := workflows.RunSettlement(ctx, r.stack.Client(), workflows.SettlementInput{Provider: p.name, Date: date})
 			if err == nil {
 				err = run.Get(ctx, nil)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("chaos: settle %s at %s: %w", date, provider, err)
+				return nil, fmt.Errorf("chaos: settle %s at %s: %w", date, p.name, err)
 			}
 		}
 		dates = append(dates, date)
